@@ -1,0 +1,37 @@
+"""landlord: Jini-style leasing over Pyro5.
+
+A landlord grants time-bounded leases on resources; holders renew them while
+they care; a lease that is not renewed expires and its resource is freed.
+
+Importing this package registers the converters that let leases, batch
+results and lease errors cross the wire as themselves.
+"""
+
+from __future__ import annotations
+
+from . import wire as _wire  # noqa: F401  (registers the serializer converters)
+from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
+from .duration import ANY, FOREVER, check_duration
+from .errors import LeaseDeniedError, LeaseError, LeaseMapError, UnknownLeaseError
+from .grantor import Landlord, RenewResults
+from .landlordlease import LandlordLease
+from .lease import AbstractLease, Lease
+from .leasemap import LeaseMap
+from .manager import LeasedResource, LeaseManager
+from .policy import LeaseDurationPolicy, LeasePolicy
+from .proxies import get_call_timeout, set_call_timeout
+from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
+from .wire import register_exception
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ANY", "FOREVER", "check_duration",
+    "Lease", "AbstractLease", "LandlordLease", "LeaseMap",
+    "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError",
+    "Landlord", "RenewResults", "LeasedResource", "LeaseManager",
+    "LeasePolicy", "LeaseDurationPolicy",
+    "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper",
+    "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK",
+    "get_call_timeout", "set_call_timeout", "register_exception",
+]

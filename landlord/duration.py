@@ -1,0 +1,40 @@
+"""Durations: units, the two special values, and the one validation rule.
+
+Every duration in landlord is seconds as a float. ``FOREVER`` is infinity and
+``ANY`` (-1.0) lets the grantor choose.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+__all__ = ["ANY", "FOREVER", "check_duration"]
+
+FOREVER: float = math.inf
+ANY: float = -1.0
+
+
+def check_duration(duration: object, *, name: str = "duration", allow_any: bool = True) -> float:
+    """Return ``duration`` as a float, or raise before anything changes.
+
+    Args:
+        duration: seconds; ``FOREVER`` (``math.inf``) or, if ``allow_any``, ``ANY``.
+        name: what to call the value in the error message.
+        allow_any: whether ``ANY`` (-1.0) is acceptable.
+
+    Raises:
+        ValueError: for a non-number (including ``bool``), NaN, ``-inf``, or a
+            negative number other than ``ANY``.
+    """
+    if isinstance(duration, bool) or not isinstance(duration, numbers.Real):
+        raise ValueError(f"{name} must be a number of seconds, got {type(duration).__name__} {duration!r:.50}")
+    value = float(duration)
+    if math.isnan(value):
+        raise ValueError(f"{name} must be a number of seconds, got NaN")
+    if value == ANY and allow_any:
+        return ANY
+    if value < 0:
+        hint = " (ANY is -1.0)" if allow_any else ""
+        raise ValueError(f"{name} must not be negative{hint}, got {value!r}")
+    return value

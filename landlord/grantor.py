@@ -1,0 +1,201 @@
+"""The grantor: :class:`Landlord`, exposed over Pyro5, and :class:`RenewResults`."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+from typing import Any, Callable, Sequence
+
+import Pyro5.server
+
+from .clock import SYSTEM_CLOCK, Clock
+from .duration import ANY, check_duration
+from .landlordlease import LandlordLease, check_cookie
+from .manager import LeasedResource, LeaseManager
+from .policy import LeaseDurationPolicy, LeasePolicy
+from .reapers import Reaper
+
+__all__ = ["Landlord", "RenewResults", "new_cookie", "COOKIE_BYTES"]
+
+log = logging.getLogger(__name__)
+
+COOKIE_BYTES = 16  # 128 random bits: holding the cookie is the capability to renew or cancel
+
+# A batch bigger than this is refused outright, so one call cannot hold the lock for long.
+MAX_BATCH = 100_000
+
+
+def new_cookie() -> str:
+    """An unguessable lease cookie (``COOKIE_BYTES`` random bytes, URL-safe text)."""
+    return secrets.token_urlsafe(COOKIE_BYTES)
+
+
+class RenewResults:
+    """The answer to a batch renewal.
+
+    Args:
+        granted: seconds granted per lease, in request order; ``-1`` where that renewal failed.
+        denied: the exceptions of the failed renewals, in order.
+    """
+
+    __slots__ = ("granted", "denied")
+
+    def __init__(self, granted: list[float], denied: list[Exception]) -> None:
+        self.granted = granted
+        self.denied = denied
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RenewResults):
+            return NotImplemented
+        return self.granted == other.granted and [repr(e) for e in self.denied] == [repr(e) for e in other.denied]
+
+    def __repr__(self) -> str:
+        return f"RenewResults(granted={self.granted!r:.80}, denied={self.denied!r:.80})"
+
+
+class Landlord:
+    """Grants leases on resources and answers their holders, in-process or over Pyro5.
+
+    Register it with a Pyro5 daemon to let other processes renew and cancel;
+    its leases then carry the URI it was registered under. Used in-process,
+    its leases call it directly.
+
+    Remote methods: :meth:`renew`, :meth:`cancel`, :meth:`renew_all`,
+    :meth:`cancel_all`. Local: :meth:`new_lease`, :meth:`get_resource`, :meth:`close`.
+
+    Args:
+        policy: grant and renewal terms (default: ``LeaseDurationPolicy()``).
+        reaper: how expired resources are freed (see :class:`~landlord.LeaseManager`).
+        clock: decides expiry (monotonic) and stamps leases (wall clock).
+        on_expire: called with the resource, once, when its lease expires or is cancelled.
+        landlord_id: a stable identity (default: a new random one).
+
+    Raises:
+        ValueError: the policy already serves another landlord, or an unknown reaper.
+    """
+
+    def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
+                 clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
+                 landlord_id: str | None = None) -> None:
+        self.landlord_id = landlord_id if landlord_id is not None else uuid.uuid4().hex
+        self.clock = clock
+        self.policy = policy if policy is not None else LeaseDurationPolicy()
+        self.policy.bind(clock=clock, lease_factory=self._make_lease)
+        self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire)
+
+    # -- local ------------------------------------------------------------------
+
+    @property
+    def uri(self) -> str | None:
+        """The URI this landlord is registered under, or ``None`` if it is in-process only."""
+        daemon = getattr(self, "_pyroDaemon", None)
+        return str(daemon.uriFor(self)) if daemon is not None else None
+
+    @property
+    def manager(self) -> LeaseManager:
+        return self._manager
+
+    def new_lease(self, resource: Any, duration: float = ANY) -> LandlordLease:
+        """Lease ``resource`` for ``duration`` seconds, as the policy allows.
+
+        Raises:
+            ValueError: an invalid duration (nothing is leased).
+            LeaseDeniedError: the policy refused.
+        """
+        duration = check_duration(duration)
+        leased = LeasedResource(new_cookie(), 0.0, resource)
+        lease = self.policy.lease_for(leased, duration)
+        self._manager.register(leased)
+        log.debug("granted %r", lease)
+        return lease  # type: ignore[return-value]
+
+    def get_resource(self, cookie: str) -> Any:
+        """The resource leased under ``cookie``.
+
+        Raises:
+            UnknownLeaseError: no live lease has that cookie.
+            TypeError, ValueError: ``cookie`` is not a cookie at all.
+        """
+        return self._manager.get_resource(check_cookie(cookie))
+
+    def close(self) -> None:
+        """Stop the reaper. Leases still held are not freed."""
+        self._manager.close()
+
+    def __len__(self) -> int:
+        return len(self._manager)
+
+    def _make_lease(self, resource: LeasedResource, granted: float) -> LandlordLease:
+        return LandlordLease(resource.cookie, self, self.landlord_id, self.clock.time() + granted,
+                             clock=self.clock)
+
+    # -- remote -----------------------------------------------------------------
+
+    @Pyro5.server.expose
+    def renew(self, cookie: str, duration: float) -> float:
+        """Renew a lease; return the seconds granted.
+
+        Raises:
+            TypeError, ValueError: not a cookie, or an invalid duration.
+            UnknownLeaseError: no live lease has that cookie.
+            LeaseDeniedError: the policy refused.
+        """
+        cookie = check_cookie(cookie)
+        duration = check_duration(duration)
+        return self._manager.renewed(cookie, duration)
+
+    @Pyro5.server.expose
+    def cancel(self, cookie: str) -> None:
+        """Cancel a lease, freeing its resource.
+
+        Raises:
+            TypeError, ValueError: not a cookie.
+            UnknownLeaseError: no live lease has that cookie.
+        """
+        self._manager.cancel(check_cookie(cookie))
+
+    @Pyro5.server.expose
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
+        """Renew many leases in one call.
+
+        The whole call is checked first: malformed input renews nothing.
+        Unknown or denied leases fail one by one.
+
+        Raises:
+            TypeError, ValueError: not two lists of equal length, a non-cookie,
+                an invalid duration, or more than ``MAX_BATCH`` leases.
+        """
+        cookies = _check_batch(cookies, "cookies")
+        durations = _check_batch(durations, "durations")
+        if len(cookies) != len(durations):
+            raise ValueError(f"renew_all got {len(cookies)} cookies but {len(durations)} durations")
+        cookies = [check_cookie(c) for c in cookies]
+        durations = [check_duration(d) for d in durations]
+        granted: list[float] = []
+        denied: list[Exception] = []
+        for cookie, duration in zip(cookies, durations):
+            try:
+                granted.append(self._manager.renewed(cookie, duration))
+            except Exception as exc:  # LeaseError or a policy's own refusal: that lease fails alone
+                granted.append(-1)
+                denied.append(exc)
+        return RenewResults(granted, denied)
+
+    @Pyro5.server.expose
+    def cancel_all(self, cookies: Sequence[str]) -> dict[str, Exception]:
+        """Cancel many leases; return the failures by cookie (empty when all succeeded).
+
+        Raises:
+            TypeError, ValueError: not a list of cookies (nothing is cancelled).
+        """
+        cookies = [check_cookie(c) for c in _check_batch(cookies, "cookies")]
+        return self._manager.cancel_all(cookies)
+
+
+def _check_batch(items: object, name: str) -> list[Any]:
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"{name} must be a list, got {type(items).__name__}")
+    if len(items) > MAX_BATCH:
+        raise ValueError(f"at most {MAX_BATCH} {name} in one call, got {len(items)}")
+    return list(items)

@@ -1,0 +1,149 @@
+"""The holder's view of a lease: :class:`Lease` and :class:`AbstractLease`."""
+
+from __future__ import annotations
+
+import abc
+import math
+from typing import TYPE_CHECKING, Hashable, Sequence
+
+from .clock import SYSTEM_CLOCK, Clock
+from .duration import ANY, FOREVER, check_duration
+from .errors import LeaseError
+
+if TYPE_CHECKING:
+    from .leasemap import LeaseMap
+
+__all__ = ["Lease", "AbstractLease"]
+
+
+class Lease(abc.ABC):
+    """A time-bounded hold on a resource granted by a landlord.
+
+    ``expiration`` is on the holder's wall clock (``time.time()`` seconds,
+    ``math.inf`` for FOREVER).
+    """
+
+    FOREVER = FOREVER
+    ANY = ANY
+
+    @property
+    @abc.abstractmethod
+    def expiration(self) -> float:
+        """Absolute wall-clock time at which the lease ends, as last known here."""
+
+    @property
+    @abc.abstractmethod
+    def remaining(self) -> float:
+        """Seconds left, never negative."""
+
+    @property
+    def expired(self) -> bool:
+        """Whether the lease has run out by this holder's clock."""
+        return self.remaining <= 0
+
+    @abc.abstractmethod
+    def renew(self, duration: float = ANY) -> float:
+        """Ask for the lease to run ``duration`` seconds from now; return the seconds granted.
+
+        Raises:
+            ValueError: for an invalid duration (nothing is sent).
+            LeaseDeniedError: the landlord refused.
+            UnknownLeaseError: the lease is no longer known to the landlord.
+            Pyro5.errors.CommunicationError: the outcome is unknown; try again.
+        """
+
+    @abc.abstractmethod
+    def cancel(self) -> None:
+        """Give the lease back, freeing its resource now."""
+
+    def can_batch(self, other: Lease) -> bool:
+        """Whether ``other`` can be renewed or cancelled in the same batch as this lease."""
+        return False
+
+    def create_lease_map(self, duration: float = ANY) -> LeaseMap:
+        """A :class:`LeaseMap` holding this lease, to renew it together with others."""
+        from .leasemap import LeaseMap
+
+        return LeaseMap({self: duration})
+
+    def _batch_key(self) -> Hashable | None:
+        """Leases with the same non-``None`` key can share one batch call."""
+        return None
+
+    def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        """Renew ``leases`` (all batchable with this one); return the failures.
+
+        This default renews them one by one; subclasses send one call.
+        """
+        failures: dict[Lease, Exception] = {}
+        for lease, duration in zip(leases, durations):
+            try:
+                lease.renew(duration)
+            except Exception as exc:  # every failure is reported, none is swallowed
+                failures[lease] = exc
+        return failures
+
+    def _cancel_batch(self, leases: Sequence[Lease]) -> dict[Lease, Exception]:
+        """Cancel ``leases`` (all batchable with this one); return the failures."""
+        failures: dict[Lease, Exception] = {}
+        for lease in leases:
+            try:
+                lease.cancel()
+            except Exception as exc:
+                failures[lease] = exc
+        return failures
+
+
+class AbstractLease(Lease):
+    """A lease that keeps its expiration locally and renews through :meth:`_do_renew`.
+
+    Subclasses implement ``_do_renew(duration) -> granted seconds`` and ``cancel``.
+    The new expiration is *time the request was sent + granted*, so a slow
+    round trip can only make the holder's view more cautious, never too late.
+
+    Args:
+        expiration: absolute wall-clock time the lease ends.
+        clock: where ``time()`` is read (the holder's wall clock).
+    """
+
+    __slots__ = ("_expiration", "_clock")
+
+    def __init__(self, expiration: float, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        if isinstance(expiration, bool) or not isinstance(expiration, (int, float)) or math.isnan(expiration):
+            raise ValueError(f"expiration must be a number of seconds, got {expiration!r:.50}")
+        self._expiration = float(expiration)
+        self._clock = clock
+
+    @property
+    def expiration(self) -> float:
+        return self._expiration
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self._expiration - self._clock.time())
+
+    def renew(self, duration: float = ANY) -> float:
+        duration = check_duration(duration)
+        sent = self._clock.time()
+        granted = check_granted(self._do_renew(duration))
+        self._expiration = sent + granted
+        return granted
+
+    def _set_granted(self, sent: float, granted: float) -> None:
+        """Record a grant obtained elsewhere (a batch renewal)."""
+        self._expiration = sent + granted
+
+    @abc.abstractmethod
+    def _do_renew(self, duration: float) -> float:
+        """Renew at the landlord; return the granted seconds."""
+
+
+def check_granted(granted: object) -> float:
+    """A landlord's answer to a renewal, checked: a non-negative number of seconds.
+
+    Raises:
+        LeaseError: the landlord answered with something that is not a grant.
+    """
+    if isinstance(granted, bool) or not isinstance(granted, (int, float)) or not granted >= 0:
+        raise LeaseError(f"landlord answered a renewal with {granted!r:.50}, not a grant in seconds")
+    return float(granted)

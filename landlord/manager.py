@@ -1,0 +1,216 @@
+"""The grantor's bookkeeping: leased resources by cookie and by expiration."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Iterable
+
+from sortedcontainers import SortedList
+
+from .clock import SYSTEM_CLOCK, Clock
+from .errors import UnknownLeaseError
+from .policy import LeasePolicy
+from .reapers import Reaper, make_reaper
+
+__all__ = ["LeasedResource", "LeaseManager"]
+
+log = logging.getLogger(__name__)
+
+
+class LeasedResource:
+    """A resource under lease, as its landlord keeps it.
+
+    Args:
+        cookie: the lease's secret name.
+        expiration: when the lease ends, on the landlord's *monotonic* clock.
+        resource: the thing leased.
+    """
+
+    __slots__ = ("cookie", "expiration", "resource")
+
+    def __init__(self, cookie: str, expiration: float, resource: Any) -> None:
+        self.cookie = cookie
+        self.expiration = expiration
+        self.resource = resource
+
+    def __repr__(self) -> str:
+        return f"LeasedResource({self.cookie[:6]}…, expiration={self.expiration!r}, {self.resource!r:.60})"
+
+
+class LeaseManager:
+    """Owns the leased resources of a landlord and frees them when their leases end.
+
+    Resources are kept by cookie (a dict) and by expiration (a sorted list),
+    so register, renew and cancel are O(log n) and finding what is due is O(1).
+    Whatever the reaper, a lease past its expiration is never renewable and
+    its resource is never handed out: the reaper only decides *when* expired
+    resources are freed.
+
+    Args:
+        policy: decides renewal terms.
+        reaper: ``"sleeper"``, ``"polling"``, ``"lazy"`` or a :class:`~landlord.reapers.Reaper`.
+        clock: the monotonic clock expiry is decided on.
+        on_expire: called with the resource, exactly once, when its lease
+            expires or is cancelled; never under the manager's lock. Its
+            exceptions are logged and do not stop the reaper.
+
+    Raises:
+        ValueError: an unknown reaper name.
+    """
+
+    def __init__(self, policy: LeasePolicy, *, reaper: str | Reaper = "sleeper",
+                 clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None) -> None:
+        self.policy = policy
+        self.clock = clock
+        self._on_expire = on_expire
+        self._lock = threading.Lock()
+        self._by_cookie: dict[str, LeasedResource] = {}
+        self._by_expiration: SortedList = SortedList()  # of (expiration, cookie)
+        self._reaper = make_reaper(reaper)
+        self._reaper.start(self)
+
+    # -- holding --------------------------------------------------------------
+
+    def register(self, resource: LeasedResource) -> None:
+        """Start managing ``resource``, whose expiration the policy has set.
+
+        Raises:
+            ValueError: a resource with the same cookie is already held.
+        """
+        self._reaper.on_use()
+        with self._lock:
+            if resource.cookie in self._by_cookie:
+                raise ValueError("a resource with this cookie is already leased")
+            self._by_cookie[resource.cookie] = resource
+            self._by_expiration.add((resource.expiration, resource.cookie))
+        self._reaper.expiration_added(resource.expiration)
+
+    def renewed(self, cookie: str, requested: float) -> float:
+        """Renew the lease named ``cookie`` through the policy; return the seconds granted.
+
+        Raises:
+            UnknownLeaseError: no such lease, or it has expired.
+            LeaseDeniedError: the policy refused (the lease is unchanged).
+        """
+        self._reaper.on_use()
+        expired = None
+        with self._lock:
+            resource = self._live(cookie)
+            if resource is None:
+                expired = self._pop_expired(cookie)
+            else:
+                old = resource.expiration
+                try:
+                    granted = self.policy.renew(resource, requested)
+                except BaseException:
+                    resource.expiration = old  # a refusing policy changes nothing
+                    raise
+                if resource.expiration != old:
+                    self._by_expiration.remove((old, cookie))
+                    self._by_expiration.add((resource.expiration, cookie))
+        if resource is None:
+            self._free([expired] if expired else [])
+            raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
+        self._reaper.expiration_added(resource.expiration)
+        return granted
+
+    def cancel(self, cookie: str) -> None:
+        """End the lease named ``cookie`` now and free its resource.
+
+        Raises:
+            UnknownLeaseError: no such lease, or it has already expired.
+        """
+        self._reaper.on_use()
+        with self._lock:
+            live = self._live(cookie) is not None
+            resource = self._remove(cookie)
+        self._free([resource] if resource else [])
+        if not live:
+            raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
+
+    def cancel_all(self, cookies: Iterable[str]) -> dict[str, Exception]:
+        """Cancel many leases; return the failures by cookie (empty when all succeeded)."""
+        failures: dict[str, Exception] = {}
+        for cookie in cookies:
+            try:
+                self.cancel(cookie)
+            except UnknownLeaseError as exc:
+                failures[cookie] = exc
+        return failures
+
+    def get(self, cookie: str) -> LeasedResource:
+        """The live leased resource named ``cookie``.
+
+        Raises:
+            UnknownLeaseError: no such lease, or it has expired.
+        """
+        self._reaper.on_use()
+        with self._lock:
+            resource = self._live(cookie)
+            expired = None if resource else self._pop_expired(cookie)
+        if resource is None:
+            self._free([expired] if expired else [])
+            raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
+        return resource
+
+    def get_resource(self, cookie: str) -> Any:
+        """The resource leased under ``cookie`` (see :meth:`get`)."""
+        return self.get(cookie).resource
+
+    def __len__(self) -> int:
+        """How many resources are held (expired ones count until they are freed)."""
+        self._reaper.on_use()
+        return len(self._by_cookie)
+
+    def __contains__(self, cookie: object) -> bool:
+        return isinstance(cookie, str) and cookie in self._by_cookie
+
+    # -- reaping --------------------------------------------------------------
+
+    def next_expiration(self) -> float:
+        """The earliest expiration held (``inf`` when nothing is)."""
+        with self._lock:
+            return self._by_expiration[0][0] if self._by_expiration else float("inf")
+
+    def reap(self) -> int:
+        """Free every resource whose lease has expired; return how many."""
+        now = self.clock.monotonic()
+        with self._lock:
+            due = []
+            while self._by_expiration and self._by_expiration[0][0] <= now:
+                _, cookie = self._by_expiration.pop(0)
+                due.append(self._by_cookie.pop(cookie))
+        self._free(due)
+        return len(due)
+
+    def close(self) -> None:
+        """Stop the reaper. Held resources stay held (and are not freed)."""
+        self._reaper.close()
+
+    # -- internals (call with the lock held) ------------------------------------
+
+    def _live(self, cookie: str) -> LeasedResource | None:
+        resource = self._by_cookie.get(cookie)
+        if resource is None or resource.expiration <= self.clock.monotonic():
+            return None
+        return resource
+
+    def _remove(self, cookie: str) -> LeasedResource | None:
+        resource = self._by_cookie.pop(cookie, None)
+        if resource is not None:
+            self._by_expiration.remove((resource.expiration, cookie))
+        return resource
+
+    def _pop_expired(self, cookie: str) -> LeasedResource | None:
+        """Remove ``cookie`` if it is held but expired (found dead: free it now)."""
+        return self._remove(cookie) if cookie in self._by_cookie else None
+
+    def _free(self, resources: list[LeasedResource]) -> None:
+        if self._on_expire is None:
+            return
+        for resource in resources:
+            try:
+                self._on_expire(resource.resource)
+            except Exception:
+                log.exception("on_expire failed for %r", resource)

@@ -1,0 +1,118 @@
+"""Lease policies: how long a landlord grants and renews for."""
+
+from __future__ import annotations
+
+import abc
+import math
+from typing import TYPE_CHECKING, Callable
+
+from .clock import SYSTEM_CLOCK, Clock
+from .duration import ANY, FOREVER, check_duration
+
+if TYPE_CHECKING:
+    from .lease import Lease
+    from .manager import LeasedResource
+
+__all__ = ["LeasePolicy", "LeaseDurationPolicy", "LeaseFactory"]
+
+LeaseFactory = Callable[["LeasedResource", float], "Lease"]
+"""Makes the holder's lease for a resource just granted ``granted`` seconds."""
+
+
+class LeasePolicy(abc.ABC):
+    """Decides the terms of grants and renewals for one landlord.
+
+    A landlord binds its policy on construction, giving it the landlord's
+    clock and the factory that makes its leases; a policy serves one landlord.
+    A policy may refuse by raising :class:`~landlord.LeaseDeniedError`.
+    """
+
+    def __init__(self) -> None:
+        self._clock: Clock = SYSTEM_CLOCK
+        self._lease_factory: LeaseFactory | None = None
+
+    def bind(self, *, clock: Clock, lease_factory: LeaseFactory) -> None:
+        """Attach the policy to a landlord.
+
+        Raises:
+            ValueError: the policy already serves another landlord.
+        """
+        if self._lease_factory is not None and self._lease_factory != lease_factory:
+            raise ValueError("this policy already serves another landlord; give each landlord its own")
+        self._clock = clock
+        self._lease_factory = lease_factory
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @abc.abstractmethod
+    def lease_for(self, resource: LeasedResource, requested: float) -> Lease:
+        """Grant a new lease on ``resource``: set its expiration and return the holder's lease."""
+
+    @abc.abstractmethod
+    def renew(self, resource: LeasedResource, requested: float) -> float:
+        """Renew the lease on ``resource``: set its new expiration and return the seconds granted."""
+
+    def ensure_current(self, resource: LeasedResource) -> bool:
+        """Whether the lease on ``resource`` is still in force."""
+        return resource.expiration > self._clock.monotonic()
+
+    def _make_lease(self, resource: LeasedResource, granted: float) -> Lease:
+        if self._lease_factory is None:
+            raise RuntimeError("this policy is not bound to a landlord")
+        return self._lease_factory(resource, granted)
+
+
+class LeaseDurationPolicy(LeasePolicy):
+    """Grants what was asked, within a maximum.
+
+    * ``ANY`` gets the default; ``FOREVER`` or anything above the maximum gets the maximum.
+    * A renewal never shortens a lease unless the holder asked for less than
+      it has left: a holder asking for ``ANY`` or more than the maximum keeps
+      its current expiration when that is later.
+
+    Args:
+        maximum: the longest grant, in seconds (``FOREVER`` for no limit).
+        default: the grant for ``ANY``; at most ``maximum``.
+
+    Raises:
+        ValueError: ``maximum`` or ``default`` not positive, or ``default > maximum``.
+    """
+
+    def __init__(self, maximum: float = FOREVER, default: float | None = None) -> None:
+        super().__init__()
+        maximum = check_duration(maximum, name="maximum", allow_any=False)
+        if default is None:
+            default = min(60.0, maximum)
+        default = check_duration(default, name="default", allow_any=False)
+        if not maximum > 0 or not default > 0:
+            raise ValueError(f"maximum and default must be positive, got {maximum!r} and {default!r}")
+        if default > maximum:
+            raise ValueError(f"default ({default!r}) exceeds maximum ({maximum!r})")
+        self.maximum = maximum
+        self.default = default
+
+    def grant_for(self, requested: float) -> float:
+        """The seconds this policy grants for a request of ``requested``."""
+        return self.default if requested == ANY else min(requested, self.maximum)
+
+    def lease_for(self, resource: LeasedResource, requested: float) -> Lease:
+        granted = self.grant_for(check_duration(requested))
+        resource.expiration = self._clock.monotonic() + granted
+        return self._make_lease(resource, granted)
+
+    def renew(self, resource: LeasedResource, requested: float) -> float:
+        requested = check_duration(requested)
+        now = self._clock.monotonic()
+        granted = self.grant_for(requested)
+        left = resource.expiration - now
+        asked_for_less = requested != ANY and requested < left
+        if granted < left and not asked_for_less:
+            granted = left
+        resource.expiration = now + granted
+        return granted
+
+    def __repr__(self) -> str:
+        maximum = "FOREVER" if math.isinf(self.maximum) else f"{self.maximum:g}"
+        return f"LeaseDurationPolicy(maximum={maximum}, default={self.default:g})"

@@ -1,0 +1,71 @@
+"""One Pyro5 proxy per (thread, landlord URI), shared by all leases of that landlord.
+
+Pyro5 proxies belong to the thread that made them, and a connection per lease
+would not scale, so each thread keeps its own small cache keyed by URI.
+Every proxy gets a call timeout: Pyro5's default is none, and a landlord that
+hangs must not hang its holders forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import Pyro5.api
+
+__all__ = ["proxy_for", "discard", "set_call_timeout", "get_call_timeout"]
+
+log = logging.getLogger(__name__)
+
+_local = threading.local()
+_call_timeout: float | None = 30.0
+
+
+def set_call_timeout(seconds: float | None) -> None:
+    """Set the timeout of remote lease calls made from now on (``None``: wait forever).
+
+    Raises:
+        ValueError: ``seconds`` is not a positive number or ``None``.
+    """
+    global _call_timeout
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or not seconds > 0):
+        raise ValueError(f"call timeout must be a positive number of seconds or None, got {seconds!r}")
+    _call_timeout = seconds
+    # proxies already made keep their timeout until they are replaced
+    _cache().clear()
+
+
+def get_call_timeout() -> float | None:
+    """The timeout of remote lease calls, in seconds (``None``: no timeout)."""
+    return _call_timeout
+
+
+def _cache() -> dict[str, Any]:
+    try:
+        return _local.proxies  # type: ignore[no-any-return]
+    except AttributeError:
+        _local.proxies = {}
+        return _local.proxies  # type: ignore[no-any-return]
+
+
+def proxy_for(uri: str) -> Any:
+    """This thread's proxy for the landlord at ``uri``, made on first use."""
+    cache = _cache()
+    proxy = cache.get(uri)
+    if proxy is None:
+        proxy = Pyro5.api.Proxy(uri)
+        proxy._pyroTimeout = _call_timeout
+        cache[uri] = proxy
+    return proxy
+
+
+def discard(uri: str) -> None:
+    """Forget this thread's proxy for ``uri`` (after a communication error), closing it."""
+    proxy = _cache().pop(uri, None)
+    if proxy is not None:
+        try:
+            proxy._pyroRelease()
+        except Exception:  # a broken connection may fail to close; it is dropped either way
+            log.debug("closing proxy for %s failed", uri, exc_info=True)

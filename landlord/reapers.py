@@ -1,0 +1,179 @@
+"""Reapers decide *when* a lease manager frees the resources of expired leases.
+
+* :class:`SleeperReaper` — one thread asleep until the earliest expiration,
+  woken early when an earlier one arrives. Next to no CPU when idle and
+  frees promptly: the default.
+* :class:`PollingReaper` — one thread that wakes every ``interval`` seconds.
+* :class:`LazyReaper` — no thread; expired leases are freed when the manager
+  is next used.
+
+A reaper never decides *whether* a lease is alive: the manager refuses an
+expired lease whether or not it has been reaped.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import math
+import threading
+from typing import TYPE_CHECKING
+
+from .duration import check_duration
+
+if TYPE_CHECKING:
+    from .manager import LeaseManager
+
+__all__ = ["Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "make_reaper", "REAPERS"]
+
+log = logging.getLogger(__name__)
+
+
+class Reaper(abc.ABC):
+    """What a :class:`~landlord.LeaseManager` tells its reaper."""
+
+    @abc.abstractmethod
+    def start(self, manager: LeaseManager) -> None:
+        """Begin reaping ``manager`` (called once, by the manager)."""
+
+    def expiration_added(self, expiration: float) -> None:
+        """A lease now ends at ``expiration`` (new or renewed)."""
+
+    def on_use(self) -> None:
+        """The manager is about to be used."""
+
+    def close(self) -> None:
+        """Stop; return once any thread of the reaper has ended."""
+
+
+class _ThreadedReaper(Reaper):
+    """A reaper with one daemon thread that sleeps on the manager's clock."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._manager: LeaseManager | None = None
+
+    def start(self, manager: LeaseManager) -> None:
+        if self._manager is not None:
+            raise ValueError("a reaper serves one lease manager")
+        self._manager = manager
+        self._thread = threading.Thread(target=self._run_logged, name=type(self).__name__, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        with self._condition:
+            self._closed = True
+            self._condition.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _run_logged(self) -> None:
+        try:
+            self._run()
+        except Exception:  # never expected: reap() logs callback errors itself
+            log.exception("%s stopped by an error", type(self).__name__)
+
+    @abc.abstractmethod
+    def _run(self) -> None: ...
+
+
+class SleeperReaper(_ThreadedReaper):
+    """One thread sleeping until the earliest expiration (see module docs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sleeping_until = math.inf
+
+    def expiration_added(self, expiration: float) -> None:
+        with self._condition:
+            if expiration < self._sleeping_until:
+                self._condition.notify_all()
+
+    def _run(self) -> None:
+        assert self._manager is not None
+        manager, clock = self._manager, self._manager.clock
+        while True:
+            with self._condition:
+                if self._closed:
+                    return
+                deadline = manager.next_expiration()
+                if deadline > clock.monotonic():
+                    # expiration_added() reads this under the same condition,
+                    # so an earlier lease arriving now cannot miss the wake-up
+                    self._sleeping_until = deadline
+                    clock.wait(self._condition, deadline)
+                    self._sleeping_until = -math.inf  # awake: every arrival notifies
+                    continue
+            manager.reap()
+
+
+class PollingReaper(_ThreadedReaper):
+    """One thread that frees expired leases every ``interval`` seconds.
+
+    Args:
+        interval: seconds between polls.
+
+    Raises:
+        ValueError: ``interval`` not a positive finite number.
+    """
+
+    def __init__(self, interval: float = 1.0) -> None:
+        super().__init__()
+        interval = check_duration(interval, name="interval", allow_any=False)
+        if not 0 < interval < math.inf:
+            raise ValueError(f"interval must be positive and finite, got {interval!r}")
+        self.interval = interval
+
+    def _run(self) -> None:
+        assert self._manager is not None
+        manager, clock = self._manager, self._manager.clock
+        while True:
+            next_poll = clock.monotonic() + self.interval
+            with self._condition:
+                while not self._closed and clock.monotonic() < next_poll:
+                    clock.wait(self._condition, next_poll)
+                if self._closed:
+                    return
+            manager.reap()
+
+
+class LazyReaper(Reaper):
+    """No thread: expired leases are freed whenever the manager is next used."""
+
+    def __init__(self) -> None:
+        self._manager: LeaseManager | None = None
+
+    def start(self, manager: LeaseManager) -> None:
+        if self._manager is not None:
+            raise ValueError("a reaper serves one lease manager")
+        self._manager = manager
+
+    def on_use(self) -> None:
+        assert self._manager is not None
+        self._manager.reap()
+
+
+REAPERS: dict[str, type[Reaper]] = {
+    "sleeper": SleeperReaper,
+    "polling": PollingReaper,
+    "lazy": LazyReaper,
+}
+
+
+def make_reaper(reaper: str | Reaper) -> Reaper:
+    """A reaper from its name, or ``reaper`` itself.
+
+    Raises:
+        ValueError: an unknown name.
+        TypeError: neither a name nor a :class:`Reaper`.
+    """
+    if isinstance(reaper, Reaper):
+        return reaper
+    if isinstance(reaper, str):
+        try:
+            return REAPERS[reaper]()
+        except KeyError:
+            raise ValueError(f"unknown reaper {reaper!r}; choose one of {sorted(REAPERS)}") from None
+    raise TypeError(f"reaper must be a name or a Reaper, got {type(reaper).__name__}")
