@@ -1,0 +1,29 @@
+# Two entry points a newcomer needs: `make demo` and `make test`.
+# Both create .venv and install the project into it when needed.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+
+.PHONY: demo test test-fast bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/foo_landlord/demo.py
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow"
+
+bench: $(VENV)/.installed
+	$(PY) benchmarks/scale.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,316 @@
+"""LeaseManager bookkeeping and its rules, on a fake clock."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from typing import Any
+
+import pytest
+
+from landlord import (FakeClock, LeasedResource, LeaseDeniedError, LeaseDurationPolicy, LeaseManager, Reaper,
+                      UnknownLeaseError)
+
+REAPERS = ["sleeper", "polling", "lazy"]
+
+
+class Freed:
+    """Records on_expire calls; lets a test wait for them."""
+
+    def __init__(self) -> None:
+        self.calls: collections.Counter[Any] = collections.Counter()
+        self._condition = threading.Condition()
+
+    def __call__(self, resource: Any) -> None:
+        with self._condition:
+            self.calls[resource] += 1
+            self._condition.notify_all()
+
+    def wait_for(self, *resources: Any, timeout: float = 10) -> None:
+        with self._condition:
+            assert self._condition.wait_for(lambda: all(self.calls[r] for r in resources), timeout), \
+                f"{resources} not freed; freed: {dict(self.calls)}"
+
+
+class IdleReaper(Reaper):
+    """A reaper that never frees anything: shows liveness does not depend on the reaper."""
+
+    def start(self, manager: LeaseManager) -> None:
+        pass
+
+
+def make_manager(clock: FakeClock, reaper: Any = "lazy", freed: Freed | None = None,
+                 policy: LeaseDurationPolicy | None = None) -> LeaseManager:
+    policy = policy or LeaseDurationPolicy(maximum=1000, default=10)
+    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    return LeaseManager(policy, reaper=reaper, clock=clock, on_expire=freed)
+
+
+def grant(manager: LeaseManager, cookie: str, duration: float, resource: Any = None) -> LeasedResource:
+    leased = LeasedResource(cookie, 0.0, resource if resource is not None else cookie)
+    manager.policy.lease_for(leased, duration)
+    manager.register(leased)
+    return leased
+
+
+def test_register_get_renew_cancel(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, freed=freed)
+    grant(manager, "a", 10, resource="thing")
+    assert len(manager) == 1 and "a" in manager
+    assert manager.get_resource("a") == "thing"
+    clock.advance(5)
+    assert manager.renewed("a", 20) == 20
+    assert manager.get("a").expiration == 25
+    manager.cancel("a")
+    assert freed.calls == {"thing": 1}
+    assert len(manager) == 0
+    with pytest.raises(UnknownLeaseError):
+        manager.cancel("a")
+    with pytest.raises(UnknownLeaseError):
+        manager.get_resource("a")
+    assert freed.calls == {"thing": 1}
+
+
+def test_duplicate_cookie_is_refused(clock: FakeClock) -> None:
+    manager = make_manager(clock)
+    grant(manager, "a", 10)
+    with pytest.raises(ValueError, match="already"):
+        grant(manager, "a", 10)
+    assert len(manager) == 1
+
+
+def test_unknown_cookies(clock: FakeClock) -> None:
+    manager = make_manager(clock)
+    for op in (lambda: manager.renewed("nope", 1), lambda: manager.cancel("nope"), lambda: manager.get("nope")):
+        with pytest.raises(UnknownLeaseError):
+            op()
+
+
+def test_cancel_all_reports_failures_by_cookie(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, freed=freed)
+    grant(manager, "a", 10)
+    grant(manager, "b", 10)
+    failures = manager.cancel_all(["a", "x", "b"])
+    assert list(failures) == ["x"] and isinstance(failures["x"], UnknownLeaseError)
+    assert freed.calls == {"a": 1, "b": 1}
+
+
+def test_denied_renewal_changes_nothing(clock: FakeClock) -> None:
+    class Stingy(LeaseDurationPolicy):
+        def renew(self, resource: LeasedResource, requested: float) -> float:
+            resource.expiration = -1.0  # a careless policy that fails half-way
+            raise LeaseDeniedError("no more")
+
+    manager = make_manager(clock, policy=Stingy(maximum=100))
+    grant(manager, "a", 10)
+    with pytest.raises(LeaseDeniedError):
+        manager.renewed("a", 10)
+    assert manager.get("a").expiration == 10
+    clock.advance(9)
+    assert manager.get_resource("a") == "a"  # still indexed at its old expiration
+
+
+@pytest.mark.parametrize("reaper", [*REAPERS, IdleReaper()], ids=[*REAPERS, "idle"])
+def test_an_expired_lease_is_never_renewable(clock: FakeClock, reaper: Any) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper=reaper, freed=freed)
+    grant(manager, "a", 10)
+    grant(manager, "b", 100)
+    clock.advance(10)  # exactly at expiration: expired
+    with pytest.raises(UnknownLeaseError):
+        manager.renewed("a", 10)
+    with pytest.raises(UnknownLeaseError):
+        manager.get_resource("a")
+    with pytest.raises(UnknownLeaseError):
+        manager.cancel("a")
+    freed.wait_for("a")
+    manager.close()
+    assert freed.calls == {"a": 1}  # freed exactly once, whoever noticed first
+    assert manager.get_resource("b") == "b"
+
+
+@pytest.mark.parametrize("reaper", REAPERS)
+def test_every_reaper_frees_in_expiration_order(clock: FakeClock, reaper: str) -> None:
+    order: list[str] = []
+    done = threading.Event()
+
+    def on_expire(resource: str) -> None:
+        order.append(resource)
+        if len(order) == 3:
+            done.set()
+
+    policy = LeaseDurationPolicy(maximum=1000)
+    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    manager = LeaseManager(policy, reaper=reaper, clock=clock, on_expire=on_expire)
+    for cookie, duration in [("c", 30), ("a", 10), ("b", 20), ("z", 500)]:
+        grant(manager, cookie, duration)
+    clock.advance(30)
+    if reaper == "lazy":
+        assert order == []  # nothing freed until the manager is used
+        assert len(manager) == 1
+    assert done.wait(10)
+    manager.close()
+    assert order == ["a", "b", "c"]
+    assert manager.get_resource("z") == "z"
+
+
+def test_sleeper_is_woken_by_an_earlier_expiration(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper="sleeper", freed=freed)
+    clock.wait_for_sleeper(float("inf"))  # nothing held: sleeps until told
+    grant(manager, "late", 100)
+    clock.wait_for_sleeper(100)
+    grant(manager, "early", 10)
+    clock.wait_for_sleeper(10)  # it re-planned for the earlier lease
+    clock.advance(10)
+    freed.wait_for("early")
+    clock.wait_for_sleeper(100)
+    assert freed.calls == {"early": 1}
+    manager.close()
+
+
+def test_sleeper_follows_renewals(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper="sleeper", freed=freed)
+    grant(manager, "a", 10)
+    clock.wait_for_sleeper(10)
+    manager.renewed("a", 50)
+    clock.advance(10)  # the old deadline: wakes, finds nothing due, sleeps again
+    clock.wait_for_sleeper(50)
+    assert freed.calls == {}
+    clock.advance(40)
+    freed.wait_for("a")
+    manager.close()
+
+
+def test_polling_frees_within_one_interval_and_not_before_the_poll(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper="polling", freed=freed)  # interval 1 s
+    clock.wait_for_sleeper(1.0)
+    grant(manager, "a", 0.5)
+    clock.advance(0.6)  # expired, but the poll is at 1.0
+    clock.wait_for_sleeper(1.0)
+    assert freed.calls == {}
+    clock.advance(0.4)
+    freed.wait_for("a")
+    manager.close()
+
+
+def test_lazy_reaper_has_no_thread_and_frees_on_next_use(clock: FakeClock) -> None:
+    freed = Freed()
+    before = threading.active_count()
+    manager = make_manager(clock, reaper="lazy", freed=freed)
+    assert threading.active_count() == before
+    grant(manager, "a", 5)
+    grant(manager, "b", 50)
+    clock.advance(6)
+    assert freed.calls == {}
+    assert len(manager) == 1  # the next use frees "a"
+    assert freed.calls == {"a": 1}
+
+
+def test_on_expire_runs_outside_the_lock(clock: FakeClock) -> None:
+    seen: list[int] = []
+    policy = LeaseDurationPolicy(maximum=100)
+    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    manager: LeaseManager
+
+    def on_expire(resource: str) -> None:
+        # re-entering the manager would deadlock if the lock were held here
+        seen.append(len(manager))
+        if resource == "a":
+            grant(manager, "again", 5)
+
+    manager = LeaseManager(policy, reaper="lazy", clock=clock, on_expire=on_expire)
+    grant(manager, "a", 1)
+    manager.cancel("a")
+    assert seen == [0] and "again" in manager
+
+
+def test_a_failing_on_expire_is_logged_and_reaping_goes_on(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    freed = Freed()
+
+    def on_expire(resource: str) -> None:
+        freed(resource)
+        if resource == "bad":
+            raise RuntimeError("boom")
+
+    policy = LeaseDurationPolicy(maximum=100)
+    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    manager = LeaseManager(policy, reaper="sleeper", clock=clock, on_expire=on_expire)
+    with caplog.at_level(logging.ERROR, logger="landlord.manager"):
+        grant(manager, "bad", 1)
+        grant(manager, "good", 2)
+        grant(manager, "later", 3)
+        clock.advance(2)
+        freed.wait_for("bad", "good")
+        clock.advance(1)
+        freed.wait_for("later")  # the reaper thread survived
+    manager.close()
+    assert "on_expire failed" in caplog.text and "boom" in caplog.text
+
+
+def test_freed_exactly_once_when_cancels_race_the_reaper(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper="sleeper", freed=freed)
+    cookies = [f"c{i}" for i in range(300)]
+    for cookie in cookies:
+        grant(manager, cookie, 1)
+    start = threading.Barrier(5)
+
+    def cancel_everything() -> None:
+        start.wait()
+        for cookie in cookies:
+            try:
+                manager.cancel(cookie)
+            except UnknownLeaseError:
+                pass
+
+    threads = [threading.Thread(target=cancel_everything) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    clock.advance(1)  # the reaper joins the race
+    for thread in threads:
+        thread.join()
+    freed.wait_for(*cookies)
+    manager.close()
+    assert set(freed.calls) == set(cookies) and set(freed.calls.values()) == {1}
+    assert len(manager) == 0
+
+
+def test_close_stops_the_reaper_thread(clock: FakeClock) -> None:
+    for reaper in ("sleeper", "polling"):
+        manager = make_manager(clock, reaper=reaper)
+        clock.wait_for_sleeper()
+        manager.close()
+        assert not any(t.name.endswith("Reaper") and t.is_alive() for t in threading.enumerate()
+                       if t is getattr(manager._reaper, "_thread", None))
+
+
+def test_unknown_reaper_names_and_types(clock: FakeClock) -> None:
+    with pytest.raises(ValueError, match="unknown reaper"):
+        make_manager(clock, reaper="eager")
+    with pytest.raises(TypeError):
+        make_manager(clock, reaper=42)
+
+
+@pytest.mark.slow
+def test_a_million_leases(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper="lazy", freed=freed,
+                           policy=LeaseDurationPolicy(maximum=10_000_000, default=10))
+    count = 1_000_000
+    for i in range(count):
+        grant(manager, f"c{i}", 1 + (i * 7919) % count)
+    assert len(manager) == count
+    assert manager.renewed("c0", 5) == 5
+    manager.cancel("c1")
+    clock.advance(1000)
+    # durations are a permutation of 1..count: 1,000 of them (c0 among them) end by t=1000
+    assert len(manager) == count - 1 - 1000
+    assert sum(freed.calls.values()) == 1000 + 1  # the expired and the cancelled c1
+    assert freed.calls["c0"] == 1 and freed.calls["c1"] == 1
