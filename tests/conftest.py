@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import pathlib
+import queue
+import socket
+import subprocess
+import sys
 import threading
-from typing import Iterator
+import time
+from typing import Callable, Iterator
 
 import Pyro5.api
 import pytest
 
 import landlord
+
+PROCESSES = pathlib.Path(__file__).parent / "processes"
 
 
 @pytest.fixture
@@ -49,3 +57,57 @@ def close_later() -> Iterator[list]:
     yield closables
     for item in closables:
         item.close()
+
+
+class Child:
+    """A Python process running a script of ``tests/processes``, its output read line by line."""
+
+    def __init__(self, script: str, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(PROCESSES / script), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.output: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line.rstrip())
+            self.lines.put(line.rstrip())
+
+    def expect(self, prefix: str, timeout: float = 20) -> str:
+        """The next output line starting with ``prefix`` (other lines are skipped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line {prefix!r} within {timeout}s; output: {self.output}") from None
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., Child]]:
+    children: list[Child] = []
+
+    def start(script: str, *args: str) -> Child:
+        child = Child(script, *args)
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        child.kill()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # type: ignore[no-any-return]

@@ -1,0 +1,186 @@
+"""Landlord over a real Pyro5 daemon: leases that arrive working, errors that arrive as themselves,
+and hostile input that changes nothing."""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import Pyro5.api
+import pytest
+
+from landlord import (FOREVER, Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, LeaseMap,
+                      LeaseMapError, LeasePolicy, RenewResults, UnknownLeaseError, proxies)
+from landlord.manager import LeasedResource
+
+
+class RoomLandlord(Landlord):
+    """A landlord with one exposed method that hands out leases, as applications write them."""
+
+    @Pyro5.api.expose
+    def rent(self, room: str, duration: float) -> LandlordLease:
+        return self.new_lease(room, duration)
+
+
+@pytest.fixture
+def rooms(daemon: Any, close_later: list) -> tuple[RoomLandlord, str, list]:
+    freed: list = []
+    landlord = RoomLandlord(policy=LeaseDurationPolicy(maximum=600, default=60), on_expire=freed.append)
+    close_later.append(landlord)
+    return landlord, daemon.register(landlord), freed
+
+
+def test_a_lease_returned_by_a_remote_method_arrives_working(rooms: tuple) -> None:
+    landlord, uri, freed = rooms
+    with Pyro5.api.Proxy(uri) as proxy:
+        lease = proxy.rent("101", 30)
+    assert isinstance(lease, LandlordLease)
+    assert lease.landlord == uri and lease.landlord_id == landlord.landlord_id
+    assert 29 < lease.remaining <= 30
+    assert lease.renew(300) == 300 and 299 < lease.remaining <= 300
+    assert landlord.manager.get(lease.cookie).expiration > landlord.clock.monotonic() + 299
+    assert lease.renew(FOREVER) == 600  # capped at the maximum
+    lease.cancel()
+    assert freed == ["101"] and len(landlord) == 0
+    with pytest.raises(UnknownLeaseError):
+        lease.renew(10)
+    with pytest.raises(UnknownLeaseError):
+        lease.cancel()
+
+
+def test_a_lease_made_locally_travels_with_the_landlords_uri(rooms: tuple) -> None:
+    landlord, uri, _ = rooms
+    lease = landlord.new_lease("102", 10)
+    assert lease.landlord is landlord and lease.landlord_uri == uri
+
+
+def test_denials_arrive_as_lease_denied_error(daemon: Any, close_later: list) -> None:
+    class NoRenewals(LeasePolicy):
+        def lease_for(self, resource: LeasedResource, requested: float):  # type: ignore[no-untyped-def]
+            resource.expiration = self.clock.monotonic() + 30
+            return self._make_lease(resource, 30)
+
+        def renew(self, resource: LeasedResource, requested: float) -> float:
+            raise LeaseDeniedError("renewals are not allowed here")
+
+    landlord = RoomLandlord(policy=NoRenewals())
+    close_later.append(landlord)
+    with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
+        lease = proxy.rent("1", 30)
+    before = lease.expiration
+    with pytest.raises(LeaseDeniedError, match="not allowed"):
+        lease.renew(10)
+    assert lease.expiration == before
+    with Pyro5.api.Proxy(landlord.uri) as proxy:
+        second = proxy.rent("2", 30)
+    with pytest.raises(LeaseMapError) as caught:
+        LeaseMap({lease: 10, second: 10}).renew_all()
+    assert {type(e) for e in caught.value.failures.values()} == {LeaseDeniedError}
+    assert set(caught.value.failures) == {lease, second}
+
+
+class CountingRoomLandlord(RoomLandlord):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.calls: list[str] = []
+
+    @Pyro5.api.expose
+    def renew(self, cookie: str, duration: float) -> float:
+        self.calls.append("renew")
+        return super().renew(cookie, duration)
+
+    @Pyro5.api.expose
+    def renew_all(self, cookies: Any, durations: Any) -> RenewResults:
+        self.calls.append("renew_all")
+        return super().renew_all(cookies, durations)
+
+
+def test_batch_renewal_is_one_call(daemon: Any, close_later: list) -> None:
+    landlord = CountingRoomLandlord(policy=LeaseDurationPolicy(maximum=600))
+    close_later.append(landlord)
+    with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
+        leases = [proxy.rent(str(i), 10) for i in range(50)]
+    LeaseMap({lease: 100 for lease in leases}).renew_all()
+    assert landlord.calls == ["renew_all"]
+    assert all(99 < lease.remaining <= 100 for lease in leases)
+
+
+def test_leases_renew_from_any_thread_with_one_proxy_per_thread(rooms: tuple) -> None:
+    landlord, uri, _ = rooms
+    with Pyro5.api.Proxy(uri) as proxy:
+        leases = [proxy.rent(str(i), 10) for i in range(20)]
+    proxy_counts: list[int] = []
+    errors: list[BaseException] = []
+
+    def renew_all_of_them() -> None:
+        try:
+            for lease in leases:
+                lease.renew(20)
+            proxy_counts.append(len(proxies._cache()))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=renew_all_of_them) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and proxy_counts == [1, 1, 1, 1]
+    assert all(19 < lease.remaining <= 20 for lease in leases)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda p, c: p.renew(c, math.nan), ValueError),
+    (lambda p, c: p.renew(c, -5), ValueError),
+    (lambda p, c: p.renew(c, "ten"), ValueError),
+    (lambda p, c: p.renew(c, None), ValueError),
+    (lambda p, c: p.renew(12345, 10), TypeError),
+    (lambda p, c: p.renew(["x"], 10), TypeError),
+    (lambda p, c: p.renew("forged-cookie-that-nobody-issued", 10), UnknownLeaseError),
+    (lambda p, c: p.renew(c[:-1], 10), UnknownLeaseError),
+    (lambda p, c: p.renew("x" * 100_000, 10), ValueError),
+    (lambda p, c: p.cancel(None), TypeError),
+    (lambda p, c: p.cancel("forged"), UnknownLeaseError),
+    (lambda p, c: p.renew_all([c], [10, 20]), ValueError),
+    (lambda p, c: p.renew_all(c, [10]), TypeError),
+    (lambda p, c: p.renew_all([c, 5], [10, 10]), TypeError),
+    (lambda p, c: p.renew_all([c, c], [10, math.nan]), ValueError),
+    (lambda p, c: p.cancel_all({"a": 1}), TypeError),
+    (lambda p, c: p.cancel_all([c, None]), TypeError),
+])
+def test_bad_remote_calls_get_clear_errors_and_change_nothing(rooms: tuple, call: Any, error: type) -> None:
+    landlord, uri, freed = rooms
+    with Pyro5.api.Proxy(uri) as proxy:
+        lease = proxy.rent("7", 30)
+        before = landlord.manager.get(lease.cookie).expiration
+        with pytest.raises(error):
+            call(proxy, lease.cookie)
+        assert landlord.manager.get(lease.cookie).expiration == before
+        assert len(landlord) == 1 and freed == []
+        assert proxy.renew(lease.cookie, 40) == 40  # still serving
+
+
+def test_a_forged_lease_sent_to_a_server_is_refused_and_the_server_lives(rooms: tuple) -> None:
+    class Echo:
+        @Pyro5.api.expose
+        def echo(self, value: Any) -> Any:
+            return value
+
+    landlord, uri, _ = rooms
+    echo_uri = landlord._pyroDaemon.register(Echo())
+    forged = {"__class__": "landlord.LandlordLease", "cookie": 7, "landlord": "x", "landlord_id": 1,
+              "remaining": -1}
+    with Pyro5.api.Proxy(echo_uri) as proxy:
+        with pytest.raises(TypeError, match="malformed"):
+            proxy.echo(forged)
+        assert proxy.echo("still here") == "still here"
+
+
+def test_renew_all_mixes_grants_and_failures(rooms: tuple) -> None:
+    landlord, uri, _ = rooms
+    with Pyro5.api.Proxy(uri) as proxy:
+        live = proxy.rent("a", 10)
+        results = proxy.renew_all([live.cookie, "unknown-cookie"], [50, 50])
+    assert results.granted == [50.0, -1]
+    assert [type(e) for e in results.denied] == [UnknownLeaseError]

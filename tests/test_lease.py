@@ -1,0 +1,216 @@
+"""The holder side: AbstractLease, LandlordLease used in-process, LeaseMap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from landlord import (ANY, FOREVER, AbstractLease, FakeClock, Landlord, LandlordLease, Lease, LeaseDurationPolicy,
+                      LeaseMap, LeaseMapError, UnknownLeaseError)
+
+
+class ScriptedLease(AbstractLease):
+    """A lease whose landlord answers from a script, advancing the clock as a slow round trip would."""
+
+    def __init__(self, clock: FakeClock, answers: list, round_trip: float = 0.0) -> None:
+        super().__init__(clock.time() + 10, clock=clock)
+        self.answers, self.round_trip, self.requests = answers, round_trip, []
+        self.clock = clock
+
+    def _do_renew(self, duration: float) -> float:
+        self.requests.append(duration)
+        self.clock.advance(self.round_trip)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_expiration_remaining_expired(clock: FakeClock) -> None:
+    lease = ScriptedLease(clock, [])
+    assert lease.expiration == clock.time() + 10 and lease.remaining == 10 and not lease.expired
+    clock.advance(12)
+    assert lease.remaining == 0 and lease.expired
+
+
+def test_renewal_counts_from_when_the_request_was_sent(clock: FakeClock) -> None:
+    lease = ScriptedLease(clock, [30.0], round_trip=2.0)
+    sent = clock.time()
+    assert lease.renew(30) == 30.0
+    assert lease.expiration == sent + 30  # not sent + round trip + 30
+    assert lease.remaining == 28
+
+
+def test_failed_renewal_keeps_the_old_expiration(clock: FakeClock) -> None:
+    lease = ScriptedLease(clock, [UnknownLeaseError("gone")])
+    before = lease.expiration
+    with pytest.raises(UnknownLeaseError):
+        lease.renew(5)
+    assert lease.expiration == before
+
+
+@pytest.mark.parametrize("bad", [-5, math.nan, "1", None])
+def test_bad_duration_sends_nothing(clock: FakeClock, bad: object) -> None:
+    lease = ScriptedLease(clock, [1.0])
+    with pytest.raises(ValueError):
+        lease.renew(bad)  # type: ignore[arg-type]
+    assert lease.requests == []
+
+
+@pytest.mark.parametrize("answer", [-3.0, math.nan, "10", None, True])
+def test_a_landlord_answering_nonsense_is_a_lease_error(clock: FakeClock, answer: object) -> None:
+    from landlord import LeaseError
+    lease = ScriptedLease(clock, [answer])
+    before = lease.expiration
+    with pytest.raises(LeaseError, match="not a grant"):
+        lease.renew(5)
+    assert lease.expiration == before
+
+
+def test_forever(clock: FakeClock) -> None:
+    lease = ScriptedLease(clock, [FOREVER])
+    lease.renew(FOREVER)
+    assert math.isinf(lease.expiration) and math.isinf(lease.remaining) and not lease.expired
+
+
+@pytest.mark.parametrize("bad", [math.nan, "soon", None, True])
+def test_bad_expiration(bad: object) -> None:
+    with pytest.raises(ValueError, match="expiration"):
+        LandlordLease("cookie", "PYRO:obj@127.0.0.1:1", "id", bad)  # type: ignore[arg-type]
+
+
+def landlord_for(clock: FakeClock, **kwargs) -> Landlord:
+    return Landlord(policy=LeaseDurationPolicy(maximum=100, default=10), clock=clock, reaper="lazy", **kwargs)
+
+
+def test_in_process_landlord_lease(clock: FakeClock) -> None:
+    freed: list = []
+    landlord = landlord_for(clock, on_expire=freed.append)
+    lease = landlord.new_lease("room 1", 30)
+    assert isinstance(lease, LandlordLease) and lease.landlord is landlord
+    assert lease.remaining == 30 and landlord.get_resource(lease.cookie) == "room 1"
+    clock.advance(20)
+    assert lease.renew(ANY) == 10  # ANY: the policy's default, 10 s
+    assert lease.renew(50) == 50 and lease.remaining == 50
+    lease.cancel()
+    assert freed == ["room 1"]
+    with pytest.raises(UnknownLeaseError):
+        lease.renew(5)
+    with pytest.raises(UnknownLeaseError):
+        lease.cancel()
+
+
+def test_equality_is_landlord_id_and_cookie(clock: FakeClock) -> None:
+    landlord = landlord_for(clock)
+    lease = landlord.new_lease("r", 10)
+    twin = LandlordLease(lease.cookie, "PYRO:obj@127.0.0.1:1", lease.landlord_id, 0.0)
+    other = landlord.new_lease("r", 10)
+    assert lease == twin and hash(lease) == hash(twin) and lease != other
+    assert lease.can_batch(other) and not lease.can_batch(landlord_for(clock).new_lease("r", 1))
+    assert lease != "not a lease"
+
+
+def test_repr_hides_most_of_the_cookie(clock: FakeClock) -> None:
+    lease = landlord_for(clock).new_lease("r", 10)
+    assert lease.cookie not in repr(lease) and lease.cookie[:6] in repr(lease)
+
+
+@pytest.mark.parametrize("args, error", [
+    ((123, "PYRO:obj@127.0.0.1:1", "id", 0.0), TypeError),
+    (("", "PYRO:obj@127.0.0.1:1", "id", 0.0), ValueError),
+    (("x" * 1000, "PYRO:obj@127.0.0.1:1", "id", 0.0), ValueError),
+    (("c", "not a uri", "id", 0.0), ValueError),
+    (("c", 42, "id", 0.0), TypeError),
+    (("c", "PYRO:obj@127.0.0.1:1", None, 0.0), TypeError),
+    (("c", "PYRO:obj@127.0.0.1:1", "id", math.nan), ValueError),
+])
+def test_landlord_lease_rejects_malformed_fields(args: tuple, error: type) -> None:
+    with pytest.raises(error):
+        LandlordLease(*args)
+
+
+def test_an_unregistered_landlords_lease_cannot_leave_the_process(clock: FakeClock) -> None:
+    lease = landlord_for(clock).new_lease("r", 10)
+    with pytest.raises(LookupError, match="not registered"):
+        lease.landlord_uri
+
+
+# -- LeaseMap -------------------------------------------------------------------
+
+class CountingLandlord(Landlord):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.calls: list[str] = []
+
+    def renew(self, cookie, duration):  # type: ignore[no-untyped-def]
+        self.calls.append("renew")
+        return super().renew(cookie, duration)
+
+    def renew_all(self, cookies, durations):  # type: ignore[no-untyped-def]
+        self.calls.append("renew_all")
+        return super().renew_all(cookies, durations)
+
+    def cancel_all(self, cookies):  # type: ignore[no-untyped-def]
+        self.calls.append("cancel_all")
+        return super().cancel_all(cookies)
+
+
+def test_lease_map_batches_per_landlord_and_reports_failures(clock: FakeClock) -> None:
+    first = CountingLandlord(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=100))
+    second = CountingLandlord(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=100))
+    leases = [first.new_lease(i, 10) for i in range(5)] + [second.new_lease(i, 10) for i in range(3)]
+    lease_map = leases[0].create_lease_map(40)
+    for lease in leases[1:]:
+        lease_map[lease] = 40
+    doomed = leases[1]
+    doomed.cancel()
+    clock.advance(5)
+    with pytest.raises(LeaseMapError) as caught:
+        lease_map.renew_all()
+    assert list(caught.value.failures) == [doomed]
+    assert isinstance(caught.value.failures[doomed], UnknownLeaseError)
+    assert doomed not in lease_map and len(lease_map) == 7
+    assert first.calls == ["renew_all"] and second.calls == ["renew_all"]
+    assert all(lease.remaining == 40 for lease in lease_map)
+    lease_map.renew_all()  # the failed one is gone: no error now
+    lease_map.cancel_all()
+    assert len(lease_map) == 0 and len(first) == 0 and len(second) == 0
+    assert first.calls[-1] == "cancel_all"
+
+
+def test_lease_map_cancel_all_reports_failures_and_empties(clock: FakeClock) -> None:
+    landlord = landlord_for(clock)
+    leases = [landlord.new_lease(i, 10) for i in range(3)]
+    lease_map = LeaseMap({lease: 10 for lease in leases})
+    leases[2].cancel()
+    with pytest.raises(LeaseMapError) as caught:
+        lease_map.cancel_all()
+    assert list(caught.value.failures) == [leases[2]] and len(lease_map) == 0
+
+
+def test_lease_map_with_unbatchable_leases_renews_one_by_one(clock: FakeClock) -> None:
+    leases = [ScriptedLease(clock, [20.0]), ScriptedLease(clock, [UnknownLeaseError("x")])]
+    lease_map = LeaseMap({lease: 20 for lease in leases})
+    with pytest.raises(LeaseMapError) as caught:
+        lease_map.renew_all()
+    assert list(caught.value.failures) == [leases[1]] and list(lease_map) == [leases[0]]
+    assert leases[0].remaining == 20
+
+
+def test_lease_map_checks_keys_and_durations(clock: FakeClock) -> None:
+    lease = landlord_for(clock).new_lease("r", 10)
+    lease_map = LeaseMap()
+    with pytest.raises(TypeError):
+        lease_map["not a lease"] = 10  # type: ignore[index]
+    with pytest.raises(ValueError):
+        lease_map[lease] = -7
+    assert len(lease_map) == 0
+    lease_map[lease] = ANY
+    assert lease_map[lease] == ANY and lease_map.can_contain(lease)
+    assert not lease_map.can_contain(landlord_for(clock).new_lease("r", 1))
+    del lease_map[lease]
+    assert isinstance(lease, Lease) and len(lease_map) == 0

@@ -1,0 +1,121 @@
+"""The wire format: converters registered on import, checked against forged data."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+from Pyro5.serializers import SerpentSerializer
+
+import landlord
+from landlord import (LandlordLease, LeaseDeniedError, LeaseError, LeaseMapError, RenewResults,
+                      UnknownLeaseError)
+
+URI = "PYRO:obj_1@127.0.0.1:4160"
+serializer = SerpentSerializer()
+
+
+def round_trip(obj: object) -> object:
+    return serializer.loads(serializer.dumps(obj))
+
+
+def test_a_lease_travels_as_remaining_seconds() -> None:
+    lease = LandlordLease("cookie-1", URI, "landlord-1", time.time() + 30)
+    data = SerpentSerializer.class_to_dict(lease)
+    assert data["__class__"] == "landlord.LandlordLease"
+    assert set(data) == {"__class__", "cookie", "landlord", "landlord_id", "remaining"}
+    assert data["landlord"] == URI and 29 < data["remaining"] <= 30
+    copy = round_trip(lease)
+    assert isinstance(copy, LandlordLease) and copy == lease and copy.landlord == URI
+    assert abs(copy.expiration - lease.expiration) < 1
+
+
+def test_receiver_sets_expiration_on_its_own_clock() -> None:
+    """Clocks of two hosts need not agree: only the remaining time is sent."""
+    sender_clock = landlord.FakeClock(wall_offset=5_000_000.0)  # a sender whose wall clock is far off
+    lease = LandlordLease("c", URI, "id", sender_clock.time() + 42, clock=sender_clock)
+    copy = round_trip(lease)
+    assert abs(copy.remaining - 42) < 1  # type: ignore[attr-defined]
+
+
+def test_forever_travels_as_inf_and_expired_as_zero() -> None:
+    forever = round_trip(LandlordLease("c", URI, "id", math.inf))
+    assert math.isinf(forever.expiration)  # type: ignore[attr-defined]
+    old = round_trip(LandlordLease("c", URI, "id", time.time() - 100))
+    assert old.remaining == 0 and old.expired  # type: ignore[attr-defined]
+
+
+def test_uri_objects_are_accepted_and_travel_as_strings() -> None:
+    from Pyro5.core import URI as PyroURI
+    lease = LandlordLease("c", PyroURI(URI), "id", time.time() + 5)
+    assert lease.landlord == URI and round_trip(lease) == lease
+
+
+@pytest.mark.parametrize("forged", [
+    {"cookie": "c", "landlord": URI, "landlord_id": "id"},  # no remaining
+    {"cookie": 5, "landlord": URI, "landlord_id": "id", "remaining": 1.0},
+    {"cookie": "c", "landlord": "http://evil", "landlord_id": "id", "remaining": 1.0},
+    {"cookie": "c", "landlord": URI, "landlord_id": ["id"], "remaining": 1.0},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": -4.0},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": "lots"},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": True},
+    {"cookie": "", "landlord": URI, "landlord_id": "id", "remaining": 1.0},
+    {"cookie": "c" * 10_000, "landlord": URI, "landlord_id": "id", "remaining": 1.0},
+])
+def test_forged_leases_are_refused_clearly(forged: dict) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        serializer.recreate_classes(dict(forged, __class__="landlord.LandlordLease"))
+
+
+def test_nan_remaining_is_refused() -> None:
+    data = {"__class__": "landlord.LandlordLease", "cookie": "c", "landlord": URI, "landlord_id": "id",
+            "remaining": math.nan}
+    with pytest.raises(ValueError, match="remaining"):
+        serializer.recreate_classes(data)
+    with pytest.raises(TypeError, match="remaining"):  # serpent sends NaN as a nested float dict
+        round_trip(data)
+
+
+def test_renew_results_travel_with_their_exceptions() -> None:
+    results = RenewResults([10.0, -1, 5.0, -1], [UnknownLeaseError("gone"), LeaseDeniedError("no")])
+    copy = round_trip(results)
+    assert isinstance(copy, RenewResults) and copy == results
+    assert [type(e) for e in copy.denied] == [UnknownLeaseError, LeaseDeniedError]  # type: ignore[attr-defined]
+
+
+def test_forged_renew_results_are_refused() -> None:
+    with pytest.raises(TypeError):
+        serializer.recreate_classes({"__class__": "landlord.RenewResults", "granted": [1.0], "denied": ["x"]})
+    with pytest.raises((TypeError, ValueError)):
+        serializer.recreate_classes({"__class__": "landlord.RenewResults", "granted": 3, "denied": []})
+
+
+@pytest.mark.parametrize("error", [LeaseError("a"), LeaseDeniedError("b"), UnknownLeaseError("c")])
+def test_errors_arrive_as_themselves(error: Exception) -> None:
+    copy = round_trip(error)
+    assert type(copy) is type(error) and copy.args == error.args
+
+
+def test_lease_map_error_arrives_with_its_failures() -> None:
+    lease = LandlordLease("c", URI, "id", time.time() + 5)
+    error = LeaseMapError({lease: UnknownLeaseError("gone")})
+    copy = round_trip(error)
+    assert isinstance(copy, LeaseMapError) and str(copy) == str(error)
+    assert list(copy.failures) == [lease] and isinstance(copy.failures[lease], UnknownLeaseError)
+
+
+def test_user_error_subclasses_can_be_registered() -> None:
+    class QuotaExceeded(LeaseDeniedError):
+        pass
+
+    QuotaExceeded.__module__ = "tests.quota"
+    landlord.register_exception(QuotaExceeded)
+    copy = round_trip(QuotaExceeded("over quota"))
+    assert type(copy) is QuotaExceeded and isinstance(copy, LeaseDeniedError)
+
+
+def test_a_forged_exception_dict_is_refused() -> None:
+    with pytest.raises(TypeError):
+        serializer.recreate_classes({"__class__": "landlord.errors.LeaseError", "__exception__": True,
+                                     "args": 5, "attributes": {}})
