@@ -33,8 +33,6 @@ def set_call_timeout(seconds: float | None) -> None:
                                 or not seconds > 0):
         raise ValueError(f"call timeout must be a positive number of seconds or None, got {seconds!r}")
     _call_timeout = seconds
-    # proxies already made keep their timeout until they are replaced
-    _cache().clear()
 
 
 def get_call_timeout() -> float | None:
@@ -55,9 +53,9 @@ def proxy_for(uri: str) -> Any:
     cache = _cache()
     proxy = cache.get(uri)
     if proxy is None:
-        proxy = Pyro5.api.Proxy(uri)
+        proxy = cache[uri] = Pyro5.api.Proxy(uri)
+    if proxy._pyroTimeout != _call_timeout:  # new, or the timeout was changed since
         proxy._pyroTimeout = _call_timeout
-        cache[uri] = proxy
     return proxy
 
 
