@@ -69,6 +69,7 @@ class Landlord:
         reaper: how expired resources are freed (see :class:`~landlord.LeaseManager`).
         clock: decides expiry (monotonic) and stamps leases (wall clock).
         on_expire: called with the resource, once, when its lease expires or is cancelled.
+        on_cancel: if given, called instead of ``on_expire`` when a live lease is cancelled.
         landlord_id: a stable identity (default: a new random one).
 
     Raises:
@@ -77,12 +78,13 @@ class Landlord:
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
-                 landlord_id: str | None = None) -> None:
+                 on_cancel: Callable[[Any], None] | None = None, landlord_id: str | None = None) -> None:
         self.landlord_id = landlord_id if landlord_id is not None else uuid.uuid4().hex
         self.clock = clock
         self.policy = policy if policy is not None else LeaseDurationPolicy()
         self.policy.bind(clock=clock, lease_factory=self._make_lease)
-        self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire)
+        self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
+                                     on_cancel=on_cancel)
 
     # -- local ------------------------------------------------------------------
 

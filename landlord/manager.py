@@ -54,16 +54,20 @@ class LeaseManager:
         on_expire: called with the resource, exactly once, when its lease
             expires or is cancelled; never under the manager's lock. Its
             exceptions are logged and do not stop the reaper.
+        on_cancel: if given, called instead of ``on_expire`` for leases
+            cancelled while still live, so a landlord can tell the two apart.
 
     Raises:
         ValueError: an unknown reaper name.
     """
 
     def __init__(self, policy: LeasePolicy, *, reaper: str | Reaper = "sleeper",
-                 clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None) -> None:
+                 clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
+                 on_cancel: Callable[[Any], None] | None = None) -> None:
         self.policy = policy
         self.clock = clock
         self._on_expire = on_expire
+        self._on_cancel = on_cancel if on_cancel is not None else on_expire
         self._lock = threading.Lock()
         self._by_cookie: dict[str, LeasedResource] = {}
         self._by_expiration: SortedList = SortedList()  # of (expiration, cookie)
@@ -125,7 +129,7 @@ class LeaseManager:
         with self._lock:
             live = self._live(cookie) is not None
             resource = self._remove(cookie)
-        self._free([resource] if resource else [])
+        self._free([resource] if resource else [], cancelled=live)
         if not live:
             raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
 
@@ -206,11 +210,12 @@ class LeaseManager:
         """Remove ``cookie`` if it is held but expired (found dead: free it now)."""
         return self._remove(cookie) if cookie in self._by_cookie else None
 
-    def _free(self, resources: list[LeasedResource]) -> None:
-        if self._on_expire is None:
+    def _free(self, resources: list[LeasedResource], *, cancelled: bool = False) -> None:
+        callback = self._on_cancel if cancelled else self._on_expire
+        if callback is None:
             return
         for resource in resources:
             try:
-                self._on_expire(resource.resource)
+                callback(resource.resource)
             except Exception:
-                log.exception("on_expire failed for %r", resource)
+                log.exception("%s failed for %r", "on_cancel" if cancelled else "on_expire", resource)

@@ -41,22 +41,26 @@ def _foo_named(pattern: str, output: str) -> str:
 
 def test_foo_demo_frees_the_unrenewed_foo_by_expiry(foo_demo_output: str) -> None:
     lapsing = _foo_named(r"^client \| .*letting foo #(\d+) run out$", foo_demo_output)
-    expired = _foo_named(r"^server \| .*foo #(\d+) freed: its lease expired$", foo_demo_output)
+    expired = _foo_named(r"^server \| .*foo #(\d+) freed: its lease expired$",
+                         foo_demo_output)
     assert expired == lapsing
 
 
 def test_foo_demo_frees_the_cancelled_foo_by_cancellation(foo_demo_output: str) -> None:
     kept = _foo_named(r"^client \| .*cancelled the lease on foo #(\d+)", foo_demo_output)
-    cancelled = _foo_named(r"^server \| .*foo #(\d+) freed: its lease was cancelled$", foo_demo_output)
+    cancelled = _foo_named(r"^server \| .*foo #(\d+) freed: its lease was cancelled$",
+                           foo_demo_output)
     assert cancelled == kept
 
 
 def test_foo_demo_client_cannot_renew_an_expired_lease(foo_demo_output: str) -> None:
-    assert re.search(r"^client \| .*renewing foo #\d+ after its lease expired failed, "
-                     r"as it should: UnknownLeaseError", foo_demo_output, re.MULTILINE), foo_demo_output
+    refused = re.search(r"^client \| .*renewing foo #\d+ after its lease expired failed, "
+                        r"as it should: UnknownLeaseError", foo_demo_output, re.MULTILINE)
+    assert refused, foo_demo_output
     assert "UNEXPECTED" not in foo_demo_output
 
 
 def test_foo_demo_server_stops_cleanly(foo_demo_output: str) -> None:
-    assert re.search(r"^server \| .*shutting down; 0 foo\(s\) still leased$", foo_demo_output, re.MULTILINE)
+    assert re.search(r"^server \| .*shutting down; 0 foo\(s\) still leased$",
+                     foo_demo_output, re.MULTILINE), foo_demo_output
     assert "FAILED" not in foo_demo_output and "Traceback" not in foo_demo_output

@@ -314,3 +314,18 @@ def test_a_million_leases(clock: FakeClock) -> None:
     assert len(manager) == count - 1 - 1000
     assert sum(freed.calls.values()) == 1000 + 1  # the expired and the cancelled c1
     assert freed.calls["c0"] == 1 and freed.calls["c1"] == 1
+
+
+def test_on_cancel_tells_cancellation_from_expiry(clock: FakeClock) -> None:
+    expired, cancelled = Freed(), Freed()
+    policy = LeaseDurationPolicy(maximum=100)
+    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    manager = LeaseManager(policy, reaper="lazy", clock=clock, on_expire=expired, on_cancel=cancelled)
+    grant(manager, "kept", 10)
+    grant(manager, "given back", 10)
+    grant(manager, "too late", 5)
+    manager.cancel("given back")
+    clock.advance(5)
+    with pytest.raises(UnknownLeaseError):
+        manager.cancel("too late")  # expired before the cancel arrived: an expiry
+    assert cancelled.calls == {"given back": 1} and expired.calls == {"too late": 1}
