@@ -27,9 +27,11 @@ def check_duration(duration: object, *, name: str = "duration", allow_any: bool 
         ValueError: for a non-number (including ``bool``), NaN, ``-inf``, or a
             negative number other than ``ANY``.
     """
-    if isinstance(duration, bool) or not isinstance(duration, numbers.Real):
-        raise ValueError(f"{name} must be a number of seconds, got {type(duration).__name__} {duration!r:.50}")
-    value = float(duration)
+    kind = type(duration)
+    if kind is not float and kind is not int:  # the common cases first: this is on every renewal
+        if kind is bool or not isinstance(duration, numbers.Real):
+            raise ValueError(f"{name} must be a number of seconds, got {kind.__name__} {duration!r:.50}")
+    value = float(duration)  # type: ignore[arg-type]
     if math.isnan(value):
         raise ValueError(f"{name} must be a number of seconds, got NaN")
     if value == ANY and allow_any:

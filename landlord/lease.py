@@ -23,6 +23,8 @@ class Lease(abc.ABC):
     ``math.inf`` for FOREVER).
     """
 
+    __slots__ = ()  # leases are many: no per-instance __dict__ in the classes below
+
     FOREVER = FOREVER
     ANY = ANY
 

@@ -140,19 +140,41 @@ class PollingReaper(_ThreadedReaper):
 
 
 class LazyReaper(Reaper):
-    """No thread: expired leases are freed whenever the manager is next used."""
+    """No thread: expired leases are freed whenever the manager is next used.
+
+    It keeps a lower bound of the earliest expiration held, so a use before
+    that moment costs one clock read, not a trip through the manager's lock.
+    """
 
     def __init__(self) -> None:
         self._manager: LeaseManager | None = None
+        self._lock = threading.Lock()
+        self._earliest = -math.inf  # nothing can expire before this
+        self._arrivals = 0  # bumped by every expiration_added, to detect races with on_use
 
     def start(self, manager: LeaseManager) -> None:
         if self._manager is not None:
             raise ValueError("a reaper serves one lease manager")
         self._manager = manager
 
+    def expiration_added(self, expiration: float) -> None:
+        with self._lock:
+            self._arrivals += 1
+            if expiration < self._earliest:
+                self._earliest = expiration
+
     def on_use(self) -> None:
-        assert self._manager is not None
-        self._manager.reap()
+        manager = self._manager
+        assert manager is not None
+        if manager.clock.monotonic() < self._earliest:
+            return
+        with self._lock:
+            arrivals = self._arrivals
+        manager.reap()  # outside our lock: on_expire may add leases
+        earliest = manager.next_expiration()
+        with self._lock:
+            if self._arrivals == arrivals:  # else a new lease may be earlier: keep the old, lower bound
+                self._earliest = earliest
 
 
 REAPERS: dict[str, type[Reaper]] = {

@@ -329,3 +329,15 @@ def test_on_cancel_tells_cancellation_from_expiry(clock: FakeClock) -> None:
     with pytest.raises(UnknownLeaseError):
         manager.cancel("too late")  # expired before the cancel arrived: an expiry
     assert cancelled.calls == {"given back": 1} and expired.calls == {"too late": 1}
+
+
+def test_lazy_reaper_frees_a_lease_that_arrives_earlier_than_all_others(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper="lazy", freed=freed)
+    grant(manager, "late", 100)
+    assert len(manager) == 1  # the reaper now knows nothing expires before t=100
+    grant(manager, "early", 5)
+    clock.advance(5)
+    assert len(manager) == 1 and freed.calls == {"early": 1}
+    clock.advance(95)
+    assert len(manager) == 0 and freed.calls == {"early": 1, "late": 1}
