@@ -40,11 +40,16 @@ class IdleReaper(Reaper):
         pass
 
 
-def make_manager(clock: FakeClock, reaper: Any = "lazy", freed: Freed | None = None,
-                 policy: LeaseDurationPolicy | None = None) -> LeaseManager:
+def bound(clock: FakeClock, policy: LeaseDurationPolicy | None = None) -> LeaseDurationPolicy:
+    """A policy bound as a landlord would bind it (the manager never makes leases)."""
     policy = policy or LeaseDurationPolicy(maximum=1000, default=10)
     policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
-    return LeaseManager(policy, reaper=reaper, clock=clock, on_expire=freed)
+    return policy
+
+
+def make_manager(clock: FakeClock, reaper: Any = "lazy", freed: Freed | None = None,
+                 policy: LeaseDurationPolicy | None = None) -> LeaseManager:
+    return LeaseManager(bound(clock, policy), reaper=reaper, clock=clock, on_expire=freed)
 
 
 def grant(manager: LeaseManager, cookie: str, duration: float, resource: Any = None) -> LeasedResource:
@@ -142,8 +147,7 @@ def test_every_reaper_frees_in_expiration_order(clock: FakeClock, reaper: str) -
         if len(order) == 3:
             done.set()
 
-    policy = LeaseDurationPolicy(maximum=1000)
-    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    policy = bound(clock, LeaseDurationPolicy(maximum=1000))
     manager = LeaseManager(policy, reaper=reaper, clock=clock, on_expire=on_expire)
     for cookie, duration in [("c", 30), ("a", 10), ("b", 20), ("z", 500)]:
         grant(manager, cookie, duration)
@@ -214,8 +218,7 @@ def test_lazy_reaper_has_no_thread_and_frees_on_next_use(clock: FakeClock) -> No
 
 def test_on_expire_runs_outside_the_lock(clock: FakeClock) -> None:
     seen: list[int] = []
-    policy = LeaseDurationPolicy(maximum=100)
-    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    policy = bound(clock, LeaseDurationPolicy(maximum=100))
     manager: LeaseManager
 
     def on_expire(resource: str) -> None:
@@ -238,8 +241,7 @@ def test_a_failing_on_expire_is_logged_and_reaping_goes_on(clock: FakeClock, cap
         if resource == "bad":
             raise RuntimeError("boom")
 
-    policy = LeaseDurationPolicy(maximum=100)
-    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    policy = bound(clock, LeaseDurationPolicy(maximum=100))
     manager = LeaseManager(policy, reaper="sleeper", clock=clock, on_expire=on_expire)
     with caplog.at_level(logging.ERROR, logger="landlord.manager"):
         grant(manager, "bad", 1)
@@ -318,8 +320,7 @@ def test_a_million_leases(clock: FakeClock) -> None:
 
 def test_on_cancel_tells_cancellation_from_expiry(clock: FakeClock) -> None:
     expired, cancelled = Freed(), Freed()
-    policy = LeaseDurationPolicy(maximum=100)
-    policy.bind(clock=clock, lease_factory=lambda resource, granted: None)  # type: ignore[arg-type,return-value]
+    policy = bound(clock, LeaseDurationPolicy(maximum=100))
     manager = LeaseManager(policy, reaper="lazy", clock=clock, on_expire=expired, on_cancel=cancelled)
     grant(manager, "kept", 10)
     grant(manager, "given back", 10)
