@@ -184,3 +184,22 @@ def test_renew_all_mixes_grants_and_failures(rooms: tuple) -> None:
         results = proxy.renew_all([live.cookie, "unknown-cookie"], [50, 50])
     assert results.granted == [50.0, -1]
     assert [type(e) for e in results.denied] == [UnknownLeaseError]
+
+
+def test_cookies_carry_at_least_128_random_bits(close_later: list) -> None:
+    import base64
+    landlord = Landlord(reaper="lazy")
+    close_later.append(landlord)
+    cookies = {landlord.new_lease(i, 10).cookie for i in range(1000)}
+    assert len(cookies) == 1000
+    for cookie in cookies:
+        assert len(base64.urlsafe_b64decode(cookie + "=" * (-len(cookie) % 4))) >= 16
+
+
+def test_the_remote_surface_is_four_methods_and_none_lists_cookies(daemon: Any, close_later: list) -> None:
+    landlord = Landlord(reaper="lazy")
+    close_later.append(landlord)
+    with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
+        proxy._pyroBind()  # fetches the metadata a client sees
+        assert proxy._pyroMethods == {"renew", "cancel", "renew_all", "cancel_all"}
+        assert proxy._pyroAttrs == set() and proxy._pyroOneway == set()
