@@ -1,9 +1,10 @@
-"""One Pyro5 proxy per (thread, landlord URI), shared by all leases of that landlord.
+"""One Pyro5 proxy per (thread, URI), shared by everything in that thread that calls that URI.
 
 Pyro5 proxies belong to the thread that made them, and a connection per lease
-would not scale, so each thread keeps its own small cache keyed by URI.
-Every proxy gets a call timeout: Pyro5's default is none, and a landlord that
-hangs must not hang its holders forever.
+would not scale, so each thread keeps its own small cache keyed by URI. Leases
+reach their landlords through it, and the lookup service its event listeners.
+Every proxy gets a call timeout: Pyro5's default is none, and a peer that
+hangs must not hang its callers forever.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _cache() -> dict[str, Any]:
 
 
 def proxy_for(uri: str) -> Any:
-    """This thread's proxy for the landlord at ``uri``, made on first use."""
+    """This thread's proxy for the object at ``uri``, made on first use."""
     cache = _cache()
     proxy = cache.get(uri)
     if proxy is None:
