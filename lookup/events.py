@@ -1,0 +1,228 @@
+"""Remote events of the lookup service: what they carry, and how they are delivered.
+
+A client registers interest in the services matching a template (``notify``)
+and names a listener: a Pyro5 object in its own process with a
+``notify(event)`` method. The :class:`EventMailer` delivers each listener's
+events in order, on its own worker threads, so a slow or dead listener never
+holds up a request thread of the lookup service.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from typing import Any, Callable, Hashable
+
+import Pyro5.errors
+
+from landlord import proxies
+from landlord.clock import SYSTEM_CLOCK, Clock
+
+__all__ = [
+    "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
+    "ServiceEvent", "EventRegistration", "EventMailer",
+]
+
+log = logging.getLogger(__name__)
+
+TRANSITION_MATCH_NOMATCH = 1  # an item that matched no longer does (changed, cancelled, or expired)
+TRANSITION_NOMATCH_MATCH = 2  # an item now matches that did not (new, or changed)
+TRANSITION_MATCH_MATCH = 4    # an item that matched still does, but changed
+ALL_TRANSITIONS = TRANSITION_MATCH_NOMATCH | TRANSITION_NOMATCH_MATCH | TRANSITION_MATCH_MATCH
+
+
+class ServiceEvent:
+    """A change to the services matching an event registration's template.
+
+    Args:
+        event_id: the registration this event belongs to.
+        sequence_number: increases by one with every event of the registration.
+        handback: what the client gave when registering, returned unchanged.
+        service_id: the service that changed.
+        transition: one of the ``TRANSITION_*`` constants.
+        item: the service item as it is now, or ``None`` once it is gone.
+    """
+
+    __slots__ = ("event_id", "sequence_number", "handback", "service_id", "transition", "item")
+
+    def __init__(self, event_id: int, sequence_number: int, handback: Any, service_id: str,
+                 transition: int, item: Any) -> None:
+        self.event_id = event_id
+        self.sequence_number = sequence_number
+        self.handback = handback
+        self.service_id = service_id
+        self.transition = transition
+        self.item = item
+
+    def __repr__(self) -> str:
+        return (f"ServiceEvent(event_id={self.event_id}, sequence_number={self.sequence_number}, "
+                f"service_id={self.service_id!r}, transition={self.transition})")
+
+
+class EventRegistration:
+    """The answer to ``notify``: the registration's id, its lease, and the sequence number so far.
+
+    Args:
+        event_id: identifies the registration; every event of it carries this id.
+        lease: the registration's lease; cancel it, or stop renewing it, to stop the events.
+        sequence_number: the number of the last event before this registration.
+    """
+
+    __slots__ = ("event_id", "lease", "sequence_number")
+
+    def __init__(self, event_id: int, lease: Any, sequence_number: int) -> None:
+        self.event_id = event_id
+        self.lease = lease
+        self.sequence_number = sequence_number
+
+    def __repr__(self) -> str:
+        return f"EventRegistration(event_id={self.event_id}, lease={self.lease!r})"
+
+
+class EventMailer:
+    """Delivers events to listeners: in order per registration, never on the caller's thread.
+
+    Each registration (``key``) has a queue. A pool of worker threads takes
+    queues that have mail, one worker per queue at a time, which keeps each
+    listener's events in order while different listeners proceed in parallel.
+    A listener that cannot be reached is tried again after each delay in
+    ``retry_delays``; after the last, its mail is dropped and
+    ``on_undeliverable(key)`` is called, once. An exception raised by the
+    listener's own ``notify`` is logged and the event counts as delivered.
+
+    Args:
+        on_undeliverable: called with the key of a listener given up on.
+        workers: number of delivery threads.
+        retry_delays: seconds to wait before each retry of an unreachable listener.
+        clock: what the retry delays are measured on.
+
+    Raises:
+        ValueError: ``workers`` is not a positive integer, or a delay is negative.
+    """
+
+    def __init__(self, *, on_undeliverable: Callable[[Hashable], None] | None = None, workers: int = 8,
+                 retry_delays: tuple[float, ...] = (0.1, 0.5, 2.0), clock: Clock = SYSTEM_CLOCK) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        if not all(delay >= 0 for delay in retry_delays):
+            raise ValueError(f"retry delays must not be negative, got {retry_delays!r}")
+        self._on_undeliverable = on_undeliverable
+        self._retry_delays = tuple(retry_delays)
+        self._clock = clock
+        # one lock, three reasons to wait: so that a notify reaches the right kind of waiter
+        self._lock = threading.Lock()
+        self._has_mail = threading.Condition(self._lock)  # idle workers
+        self._idle = threading.Condition(self._lock)      # wait_idle()
+        self._closing = threading.Condition(self._lock)   # workers pausing between retries
+        self._mail: dict[Hashable, collections.deque[tuple[Any, ServiceEvent]]] = {}
+        self._ready: collections.deque[Hashable] = collections.deque()  # keys with mail, not being delivered
+        self._busy: set[Hashable] = set()
+        self._closed = False
+        self._threads = [threading.Thread(target=self._work, name=f"EventMailer-{i}", daemon=True)
+                         for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def post(self, key: Hashable, listener: Any, event: ServiceEvent) -> None:
+        """Queue ``event`` for ``listener`` (a Pyro5 URI, or an object with ``notify``); never blocks."""
+        with self._lock:
+            if self._closed:
+                return
+            queue = self._mail.setdefault(key, collections.deque())
+            queue.append((listener, event))
+            if len(queue) == 1 and key not in self._busy:
+                self._ready.append(key)
+                self._has_mail.notify()
+
+    def forget(self, key: Hashable) -> None:
+        """Drop the mail of a registration that has ended."""
+        with self._lock:
+            self._mail.pop(key, None)
+            self._idle.notify_all()
+
+    def pending(self) -> int:
+        """How many events wait to be delivered (being delivered included)."""
+        with self._lock:
+            return sum(len(queue) for queue in self._mail.values()) + len(self._busy)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until every queued event is delivered or dropped; return whether that happened."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._mail and not self._busy, timeout)
+
+    def close(self) -> None:
+        """Stop delivering; undelivered mail is dropped."""
+        with self._lock:
+            self._closed = True
+            self._mail.clear()
+            self._ready.clear()
+            for condition in (self._has_mail, self._idle, self._closing):
+                condition.notify_all()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join()
+
+    # -- workers --------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._ready and not self._closed:
+                    self._has_mail.wait()
+                if self._closed:
+                    return
+                key = self._ready.popleft()
+                queue = self._mail.pop(key, None)
+                if not queue:
+                    continue
+                self._busy.add(key)
+            delivered = self._deliver(key, queue)
+            with self._lock:
+                self._busy.discard(key)
+                if delivered and self._mail.get(key):
+                    self._ready.append(key)  # mail arrived meanwhile: its turn again, still in order
+                    self._has_mail.notify()
+                elif not delivered:
+                    self._mail.pop(key, None)
+                self._idle.notify_all()
+            if not delivered and self._on_undeliverable is not None:
+                try:
+                    self._on_undeliverable(key)
+                except Exception:
+                    log.exception("on_undeliverable failed for %r", key)
+
+    def _deliver(self, key: Hashable, queue: collections.deque[tuple[Any, ServiceEvent]]) -> bool:
+        """Deliver ``queue`` in order; False if the listener is given up on."""
+        for listener, event in queue:
+            for attempt in range(len(self._retry_delays) + 1):
+                try:
+                    _call_notify(listener, event)
+                    break
+                except Pyro5.errors.CommunicationError as exc:
+                    if attempt == len(self._retry_delays) or not self._pause(self._retry_delays[attempt]):
+                        log.info("giving up on listener of registration %r: %s", key, exc)
+                        return False
+                except Exception:
+                    log.warning("listener of registration %r raised on %r", key, event, exc_info=True)
+                    break
+        return True
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` on the clock; False if the mailer closed meanwhile."""
+        deadline = self._clock.monotonic() + seconds
+        with self._closing:
+            while not self._closed and self._clock.monotonic() < deadline:
+                self._clock.wait(self._closing, deadline)
+            return not self._closed
+
+
+def _call_notify(listener: Any, event: ServiceEvent) -> None:
+    if not isinstance(listener, str):
+        listener.notify(event)
+        return
+    try:
+        proxies.proxy_for(listener).notify(event)
+    except Pyro5.errors.CommunicationError:
+        proxies.discard(listener)  # reconnect on the next try
+        raise
