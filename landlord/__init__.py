@@ -21,6 +21,7 @@ from .manager import LeasedResource, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .proxies import get_call_timeout, set_call_timeout
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
+from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
 from .wire import register_exception
 
 __version__ = "0.1.0"
@@ -32,6 +33,7 @@ __all__ = [
     "Landlord", "RenewResults", "LeasedResource", "LeaseManager",
     "LeasePolicy", "LeaseDurationPolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper",
+    "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK",
     "get_call_timeout", "set_call_timeout", "register_exception",
 ]

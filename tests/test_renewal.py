@@ -1,0 +1,649 @@
+"""LeaseRenewalManager on a fake clock: schedule, failures, callbacks, batching, threads."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import Any, Callable, Hashable, Iterator, Sequence
+
+import hypothesis
+import hypothesis.strategies as st
+import Pyro5.errors
+import pytest
+
+from landlord import (ANY, FOREVER, AbstractLease, FakeClock, Landlord, Lease, LeaseDeniedError,
+                      LeaseDurationPolicy, LeasedResource, UnknownLeaseError)
+from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
+
+ALLOWANCE = 1.0  # the managers here: a 10 s lease is renewed 2 s before its end
+
+
+# -- fakes and helpers ---------------------------------------------------------------
+
+
+class FakeLandlord:
+    """A scripted, strict landlord for :class:`FakeLease`: counts calls, fails on demand.
+
+    It grants what is asked up to ``maximum`` (``ANY``: the maximum) and, like a
+    real landlord, refuses a renewal that arrives after the lease expired, so a
+    late renewal shows up as a lost lease.
+    """
+
+    def __init__(self, clock: FakeClock, *, maximum: float = 10.0, batching: bool = True) -> None:
+        self.clock, self.maximum = clock, maximum
+        self.key: Hashable | None = ("fake", id(self)) if batching else None
+        self.expires: dict[Lease, float] = {}  # the landlord's own view, wall clock
+        self.single_calls: list[tuple[Lease, float]] = []
+        self.batch_calls: list[list[float]] = []
+        self.unreachable = False
+        self.raised: list[Exception] = []
+        self.denied: set[Lease] = set()
+        self.cancelled: list[Lease] = []
+
+    def lease(self, term: float = 10.0) -> FakeLease:
+        lease = FakeLease(self, self.clock.time() + term)
+        self.expires[lease] = lease.expiration
+        return lease
+
+    def _reach(self) -> None:
+        if self.unreachable:
+            exc = Pyro5.errors.CommunicationError(f"unreachable (call {len(self.raised) + 1})")
+            self.raised.append(exc)
+            raise exc
+
+    def _grant(self, lease: Lease, requested: float) -> float:
+        now = self.clock.time()
+        if lease in self.denied:
+            raise LeaseDeniedError("no")
+        if now >= self.expires[lease]:
+            raise UnknownLeaseError("expired before the renewal arrived")
+        granted = self.maximum if requested == ANY else min(requested, self.maximum)
+        self.expires[lease] = now + granted
+        return granted
+
+    def renew(self, lease: Lease, requested: float) -> float:
+        self.single_calls.append((lease, requested))
+        self._reach()
+        return self._grant(lease, requested)
+
+    def renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        self.batch_calls.append(list(durations))
+        self._reach()
+        sent, failures = self.clock.time(), {}
+        for lease, duration in zip(leases, durations):
+            try:
+                lease._set_granted(sent, self._grant(lease, duration))  # type: ignore[attr-defined]
+            except Exception as exc:
+                failures[lease] = exc
+        return failures
+
+    @property
+    def requests(self) -> list[float]:
+        """Every duration asked for, single or batched, in order."""
+        return [d for _, d in self.single_calls] + [d for call in self.batch_calls for d in call]
+
+
+class FakeLease(AbstractLease):
+    """A lease answered by a :class:`FakeLandlord`."""
+
+    __slots__ = ("landlord",)
+
+    def __init__(self, landlord: FakeLandlord, expiration: float) -> None:
+        super().__init__(expiration, clock=landlord.clock)
+        self.landlord = landlord
+
+    def _do_renew(self, duration: float) -> float:
+        return self.landlord.renew(self, duration)
+
+    def cancel(self) -> None:
+        self.landlord._reach()
+        self.landlord.cancelled.append(self)
+
+    def _batch_key(self) -> Hashable | None:
+        return self.landlord.key
+
+    def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        return self.landlord.renew_batch(leases, durations)
+
+
+class Recorder:
+    """A callback that records its events and the wall-clock time of each."""
+
+    def __init__(self, clock: FakeClock, then: Callable[[LeaseRenewalEvent], Any] | None = None) -> None:
+        self.clock, self.then = clock, then
+        self.events: list[LeaseRenewalEvent] = []
+        self.times: list[float] = []
+
+    def __call__(self, event: LeaseRenewalEvent) -> None:
+        self.events.append(event)
+        self.times.append(self.clock.time())
+        if self.then is not None:
+            self.then(event)
+
+
+def settle(manager: LeaseRenewalManager) -> None:
+    assert manager._wait_idle(10), "the renewal thread did not go back to sleep"
+
+
+def advance_to(clock: FakeClock, target: float) -> None:
+    """Move monotonic time to ``target`` exactly or just past it (floats round)."""
+    if target > clock.monotonic():
+        clock.advance(target - clock.monotonic())
+    while clock.monotonic() < target:
+        clock.advance(math.ulp(target))
+
+
+def run(clock: FakeClock, manager: LeaseRenewalManager, seconds: float) -> None:
+    """Let ``seconds`` pass, stopping at every deadline the thread sleeps towards to let it work."""
+    end = clock.monotonic() + seconds
+    settle(manager)
+    for _ in range(100_000):
+        target = min(min(clock.sleeping_deadlines(), default=math.inf), end)
+        advance_to(clock, target)
+        settle(manager)
+        if target >= end:
+            return
+    raise AssertionError("the renewal thread never stopped waking up")
+
+
+@pytest.fixture
+def manager(clock: FakeClock) -> Iterator[LeaseRenewalManager]:
+    with LeaseRenewalManager(clock=clock, round_trip_allowance=ALLOWANCE, retry_initial=1.0) as m:
+        settle(m)
+        yield m
+
+
+class CountingLandlord(Landlord):
+    """An in-process Landlord that counts the remote calls its leases make."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.renew_calls = 0
+        self.renew_all_sizes: list[int] = []
+
+    def renew(self, cookie: str, duration: float) -> float:
+        self.renew_calls += 1
+        return super().renew(cookie, duration)
+
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> Any:
+        self.renew_all_sizes.append(len(cookies))
+        return super().renew_all(cookies, durations)
+
+
+# -- the schedule --------------------------------------------------------------------
+
+
+def test_renewal_time_short_leases_at_half_long_ones_near_the_end() -> None:
+    assert renewal_time(100, 104, 2) == 102  # short: half its remaining term
+    assert renewal_time(100, 101, 2) == 100.5  # shorter than the allowance: still half
+    assert renewal_time(0, 60, 2) == 52  # lead = 2 + 6
+    assert renewal_time(0, 3600, 2) == 3600 - 362
+    assert renewal_time(0, 3600, 0) == pytest.approx(3240)
+    assert renewal_time(50, 40, 2) == 50  # already expired: at once
+    assert renewal_time(50, 50, 2) == 50
+    assert renewal_time(0, FOREVER, 2) == math.inf  # never, and no NaN
+
+
+@hypothesis.given(now=st.floats(0, 2e9), remaining=st.floats(1e-3, 1e7), allowance=st.floats(0, 100))
+def test_renewal_time_is_between_now_and_expiration_leaving_the_lead(now: float, remaining: float,
+                                                                      allowance: float) -> None:
+    expiration = now + remaining
+    at = renewal_time(now, expiration, allowance)
+    assert now <= at <= expiration
+    # at least half the term, or the allowance, is left for the round trip and retries
+    assert expiration - at >= min((expiration - now) / 2, allowance) - 1e-6  # wall-clock floats round
+
+
+# -- keeping leases alive ------------------------------------------------------------
+
+
+def test_renew_for_keeps_a_lease_alive_over_several_rounds(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = CountingLandlord(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=10))
+    lease = landlord.new_lease("room", 10)
+    lost, done = Recorder(clock), Recorder(clock)
+    start = clock.time()
+    manager.renew_for(lease, 100, lost, on_desired_expiration=done)
+    run(clock, manager, 99)
+    assert not lost.events and not done.events
+    assert landlord.get_resource(lease.cookie) == "room"  # never expired at the landlord
+    # renewed every 8 s (10 s lease, 2 s before its end), each in one call
+    assert landlord.renew_all_sizes == [1] * 12 and landlord.renew_calls == 0
+    run(clock, manager, 2)
+    assert [e.exception for e in done.events] == [None]
+    assert done.events[0].expiration == done.times[0] == start + 100
+    assert not lost.events
+
+
+def test_renew_duration_caps_every_request(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    capping, generous = FakeLandlord(clock, maximum=100), FakeLandlord(clock, maximum=100)
+    capped, uncapped = capping.lease(10), generous.lease(10)
+    manager.renew_for(capped, 100, renew_duration=3)
+    manager.renew_for(uncapped, 30)
+    run(clock, manager, 40)
+    assert len(capping.requests) > 5 and set(capping.requests) == {3}
+    assert generous.requests == [22]  # asked once, at 8 s, for the rest of its desired 30 s
+    with pytest.raises(UnknownLeaseError):
+        manager.get_expiration(uncapped)
+    assert manager.get_expiration(capped) == pytest.approx(clock.time() + 60)
+
+
+def test_each_request_is_min_of_renew_duration_and_time_left(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock, maximum=100, batching=False)
+    lease = landlord.lease(10)
+    start = clock.time()
+    manager.renew_for(lease, 20, renew_duration=6)
+    run(clock, manager, 25)
+    # at 8 s: 6 (to 14); at 12.4 s: 6 (to 18.4); at 16.8 s: the 3.2 s left
+    assert landlord.requests == pytest.approx([6, 6, 3.2])
+    assert lease.expiration == pytest.approx(start + 20)
+
+
+def test_forever_renews_indefinitely_without_overflow(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock, maximum=10)
+    lease = landlord.lease(10)
+    lost = Recorder(clock)
+    manager.renew_for(lease, FOREVER, lost, renew_duration=FOREVER)
+    assert manager.get_expiration(lease) == math.inf
+    run(clock, manager, 1000)
+    assert not lost.events and not lease.expired
+    assert all(d == FOREVER for d in landlord.requests) and len(landlord.requests) == 125
+    manager.renew_until(lease, FOREVER, renew_duration=ANY)
+    run(clock, manager, 100)
+    assert landlord.requests[-1] == ANY and not lease.expired
+
+
+def test_a_forever_lease_wanted_forever_needs_no_renewal(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock, maximum=FOREVER)
+    lease = landlord.lease(FOREVER)
+    manager.renew_for(lease, FOREVER)
+    settle(manager)
+    assert clock.sleeping_deadlines() == [math.inf]
+    run(clock, manager, 1e9)
+    assert landlord.requests == [] and manager.get_expiration(lease) == math.inf
+
+
+def test_renew_until_reaching_the_desired_expiration_drops_the_lease(
+        clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock, maximum=10)
+    lease = landlord.lease(10)
+    seen_managed: list[bool] = []
+
+    def still_managed(event: LeaseRenewalEvent) -> None:
+        try:
+            manager.get_expiration(event.lease)
+            seen_managed.append(True)
+        except UnknownLeaseError:
+            seen_managed.append(False)
+
+    lost, done = Recorder(clock), Recorder(clock, then=still_managed)
+    desired = clock.time() + 25
+    manager.renew_until(lease, desired, lost, on_desired_expiration=done)
+    run(clock, manager, 100)
+    assert [(e.lease, e.expiration, e.exception) for e in done.events] == [(lease, desired, None)]
+    assert done.times == [desired] and seen_managed == [False]
+    assert not lost.events
+    assert lease.expiration == pytest.approx(desired)  # the last renewal asked only for what was left
+    calls = len(landlord.batch_calls)
+    run(clock, manager, 100)
+    assert len(landlord.batch_calls) == calls and len(done.events) == 1
+
+
+def test_a_desired_expiration_already_past_drops_the_lease_at_once(
+        clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease(10)
+    done = Recorder(clock)
+    manager.renew_for(lease, 0, on_desired_expiration=done)
+    settle(manager)
+    assert len(done.events) == 1 and landlord.requests == []
+    assert len(manager) == 0
+
+
+# -- failures --------------------------------------------------------------------------
+
+
+def test_a_denial_is_reported_once_at_once(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    class Denying(LeaseDurationPolicy):
+        def renew(self, resource: LeasedResource, requested: float) -> float:
+            raise LeaseDeniedError("not you again")
+
+    landlord = Landlord(clock=clock, reaper="lazy", policy=Denying(maximum=10))
+    lease = landlord.new_lease("room", 10)
+    lost = Recorder(clock)
+    manager.renew_for(lease, 100, lost)
+    run(clock, manager, 100)
+    assert len(lost.events) == 1
+    assert isinstance(lost.events[0].exception, LeaseDeniedError)
+    assert lost.times[0] < lease.expiration  # at the first renewal, not when the lease ran out
+    with pytest.raises(UnknownLeaseError):
+        manager.get_expiration(lease)
+
+
+def test_unreachable_for_less_than_the_term_loses_nothing(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease(10)
+    lost = Recorder(clock)
+    manager.renew_for(lease, 100, lost)
+    run(clock, manager, 5)
+    landlord.unreachable = True
+    run(clock, manager, 4.8)  # the renewal at 8 and its retries fail, the lease ends at 10
+    assert len(landlord.raised) >= 3
+    landlord.unreachable = False
+    run(clock, manager, 50)
+    assert not lost.events and not lease.expired
+    assert landlord.expires[lease] == lease.expiration
+
+
+def test_unreachable_until_after_expiry_is_reported_then_with_the_last_error(
+        clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease(10)
+    lost = Recorder(clock)
+    manager.renew_for(lease, 100, lost)
+    landlord.unreachable = True
+    run(clock, manager, 9.99)
+    assert not lost.events  # still retrying: the lease has not run out
+    run(clock, manager, 30)
+    assert len(lost.events) == 1
+    event = lost.events[0]
+    assert event.exception is landlord.raised[-1]
+    assert lost.times[0] >= lease.expiration  # after the actual expiry, not before
+    assert lost.times[0] == pytest.approx(lease.expiration)  # ...and promptly
+    raised = len(landlord.raised)
+    run(clock, manager, 30)
+    assert len(landlord.raised) == raised and len(manager) == 0
+
+
+def test_a_whole_batch_failing_to_communicate_is_retried_for_every_lease(
+        clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    leases = [landlord.lease(10) for _ in range(5)]
+    lost = Recorder(clock)
+    for lease in leases:
+        manager.renew_for(lease, 100, lost)
+    run(clock, manager, 7)
+    landlord.unreachable = True
+    run(clock, manager, 2)
+    landlord.unreachable = False
+    run(clock, manager, 30)
+    assert not lost.events
+    assert all(call == [call[0]] * 5 for call in landlord.batch_calls)  # still one call for all five
+
+
+# -- the managed set ---------------------------------------------------------------------
+
+
+def test_remove_cancel_clear_get_and_set_expiration(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    a, b, c = landlord.lease(), landlord.lease(), landlord.lease()
+    lost = Recorder(clock)
+    now = clock.time()
+    for lease in (a, b, c):
+        manager.renew_for(lease, 50, lost, on_desired_expiration=lost)
+    assert manager.get_expiration(a) == now + 50 and len(manager) == 3
+    manager.set_expiration(a, now + 70)
+    assert manager.get_expiration(a) == now + 70
+    manager.renew_for(a, 30)  # replaces its settings
+    assert manager.get_expiration(a) == now + 30 and len(manager) == 3
+
+    manager.remove(b)
+    with pytest.raises(UnknownLeaseError):
+        manager.remove(b)
+    with pytest.raises(UnknownLeaseError):
+        manager.get_expiration(b)
+    with pytest.raises(UnknownLeaseError):
+        manager.set_expiration(b, now + 5)
+    assert landlord.cancelled == []  # removed, not cancelled
+
+    manager.cancel(c)
+    assert landlord.cancelled == [c] and len(manager) == 1
+    with pytest.raises(UnknownLeaseError):
+        manager.cancel(c)
+    assert landlord.cancelled == [c]
+
+    manager.renew_for(b, 50)
+    landlord.unreachable = True
+    with pytest.raises(Pyro5.errors.CommunicationError):
+        manager.cancel(b)
+    assert len(manager) == 1  # removed even though the cancel failed
+    landlord.unreachable = False
+
+    manager.clear()
+    assert len(manager) == 0
+    run(clock, manager, 100)
+    assert landlord.requests == [] and lost.events == []
+
+
+def test_set_expiration_to_the_past_drops_the_lease_promptly(clock: FakeClock,
+                                                              manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease()
+    done = Recorder(clock)
+    manager.renew_for(lease, FOREVER, on_desired_expiration=done)
+    run(clock, manager, 3)
+    manager.set_expiration(lease, clock.time() - 1)
+    settle(manager)
+    assert len(done.events) == 1 and done.times == [clock.time()]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, lease: m.renew_for(lease, -5),
+    lambda m, lease: m.renew_for(lease, math.nan),
+    lambda m, lease: m.renew_for(lease, ANY),
+    lambda m, lease: m.renew_for(lease, "10"),
+    lambda m, lease: m.renew_for(lease, True),
+    lambda m, lease: m.renew_for(lease, 10, renew_duration=0),
+    lambda m, lease: m.renew_for(lease, 10, renew_duration=-3),
+    lambda m, lease: m.renew_for(lease, 10, renew_duration=math.nan),
+    lambda m, lease: m.renew_until(lease, math.nan),
+    lambda m, lease: m.renew_until(lease, -math.inf),
+    lambda m, lease: m.renew_until(lease, None),
+    lambda m, lease: m.set_expiration(lease, math.nan),
+], ids=["negative", "nan", "any", "str", "bool", "renew-0", "renew-negative", "renew-nan",
+        "until-nan", "until-minus-inf", "until-none", "set-nan"])
+def test_bad_values_are_value_errors_and_change_nothing(clock: FakeClock, manager: LeaseRenewalManager,
+                                                        call: Callable[..., Any]) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease()
+    manager.renew_for(lease, 50)
+    before = manager.get_expiration(lease)
+    with pytest.raises(ValueError):
+        call(manager, lease)
+    assert manager.get_expiration(lease) == before and len(manager) == 1
+    run(clock, manager, 20)
+    assert len(landlord.requests) == 2  # still renewed as before
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, lease: m.renew_for("not a lease", 10),
+    lambda m, lease: m.renew_until(None, 10),
+    lambda m, lease: m.renew_for(lease, 10, "not callable"),
+    lambda m, lease: m.renew_for(lease, 10, on_desired_expiration=42),
+    lambda m, lease: m.remove("x"),
+    lambda m, lease: m.cancel(3),
+    lambda m, lease: m.get_expiration(object()),
+    lambda m, lease: m.set_expiration("x", 5),
+])
+def test_wrong_types_are_type_errors(clock: FakeClock, manager: LeaseRenewalManager,
+                                     call: Callable[..., Any]) -> None:
+    lease = FakeLandlord(clock).lease()
+    with pytest.raises(TypeError):
+        call(manager, lease)
+    assert len(manager) == 0
+
+
+def test_bad_options() -> None:
+    for options in ({"round_trip_allowance": -1}, {"round_trip_allowance": math.inf}, {"batch_window": math.nan},
+                    {"retry_initial": 0}, {"retry_initial": 5, "retry_max": 1}, {"max_batch": 0}):
+        with pytest.raises(ValueError):
+            LeaseRenewalManager(**options)
+
+
+# -- callbacks -------------------------------------------------------------------------
+
+
+def test_a_callback_may_call_back_into_the_manager(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease()
+    again = Recorder(clock)
+
+    def renew_once_more(event: LeaseRenewalEvent) -> None:
+        manager.renew_for(event.lease, 20, on_desired_expiration=again)
+
+    manager.renew_for(lease, 5, on_desired_expiration=renew_once_more)  # the lease itself runs 10 s
+    run(clock, manager, 6)
+    assert manager.get_expiration(lease) == pytest.approx(clock.time() - 1 + 20)
+    run(clock, manager, 30)
+    assert len(again.events) == 1 and len(manager) == 0
+    assert lease.expiration == again.events[0].expiration == again.times[0]  # kept alive to the end
+
+
+def test_a_failing_callback_is_logged_and_the_thread_lives_on(clock: FakeClock, manager: LeaseRenewalManager,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    landlord = FakeLandlord(clock)
+    doomed, kept = landlord.lease(), landlord.lease()
+    landlord.denied.add(doomed)
+
+    def explode(event: LeaseRenewalEvent) -> None:
+        raise RuntimeError("listener bug")
+
+    with caplog.at_level(logging.ERROR, logger="landlord.renewal"):
+        manager.renew_for(doomed, 100, explode)
+        manager.renew_for(kept, 100)
+        run(clock, manager, 50)
+    assert "listener bug" in caplog.text
+    assert len(manager) == 1 and not kept.expired
+    assert landlord.expires[kept] == kept.expiration
+
+
+def test_a_lost_lease_without_listener_is_logged(clock: FakeClock, manager: LeaseRenewalManager,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease()
+    landlord.denied.add(lease)
+    with caplog.at_level(logging.WARNING, logger="landlord.renewal"):
+        manager.renew_for(lease, 100)
+        run(clock, manager, 10)
+    assert "LeaseDeniedError" in caplog.text and len(manager) == 0
+
+
+# -- batching --------------------------------------------------------------------------
+
+
+def test_leases_of_one_landlord_go_in_one_call_per_round(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    leases = []
+    for i in range(50):  # issued over half a second: within one batch window
+        leases.append(landlord.lease())
+        manager.renew_for(leases[-1], FOREVER)
+        clock.advance(0.01)
+    run(clock, manager, 8 * 5 + 1)
+    assert [len(call) for call in landlord.batch_calls] == [50] * 5
+    assert landlord.single_calls == []
+    assert all(landlord.expires[lease] == lease.expiration > clock.time() for lease in leases)
+
+
+def test_leases_without_a_batch_key_are_renewed_one_by_one(clock: FakeClock,
+                                                           manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock, batching=False)
+    leases = [landlord.lease() for _ in range(3)]
+    for lease in leases:
+        manager.renew_for(lease, FOREVER)
+    run(clock, manager, 17)
+    assert landlord.batch_calls == [] and len(landlord.single_calls) == 6
+
+
+def test_three_landlords_three_calls_per_round(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlords = [CountingLandlord(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=10))
+                 for _ in range(3)]
+    lost = Recorder(clock)
+    for landlord in landlords:
+        for i in range(300):
+            manager.renew_for(landlord.new_lease(i, 10), FOREVER, lost)
+    run(clock, manager, 8 * 4 + 1)
+    for landlord in landlords:
+        assert landlord.renew_all_sizes == [300] * 4 and landlord.renew_calls == 0
+        assert len(landlord) == 300
+    assert not lost.events
+
+
+def test_max_batch_splits_a_batch(clock: FakeClock) -> None:
+    landlord = FakeLandlord(clock)
+    with LeaseRenewalManager(clock=clock, round_trip_allowance=ALLOWANCE, max_batch=4) as manager:
+        for _ in range(10):
+            manager.renew_for(landlord.lease(), FOREVER)
+        run(clock, manager, 9)
+    assert sorted(len(call) for call in landlord.batch_calls) == [2, 4, 4]
+
+
+def test_a_lease_far_from_due_does_not_join_a_batch(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock, maximum=100)
+    short, long = landlord.lease(10), landlord.lease(100)
+    manager.renew_for(short, FOREVER, renew_duration=10)
+    manager.renew_for(long, FOREVER, renew_duration=100)
+    run(clock, manager, 9)
+    assert landlord.batch_calls == [[10]]
+
+
+# -- threads ---------------------------------------------------------------------------
+
+
+def test_leases_added_and_removed_from_many_threads(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    leases = [landlord.lease() for _ in range(400)]
+    errors: list[BaseException] = []
+
+    def worker(mine: list[Lease]) -> None:
+        try:
+            for lease in mine:
+                manager.renew_for(lease, FOREVER)
+            for lease in mine[::2]:
+                manager.remove(lease)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(leases[i::4],)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert not errors and len(manager) == 200
+    run(clock, manager, 9)
+    assert [len(call) for call in landlord.batch_calls] == [200]
+
+
+def test_close_stops_the_thread(clock: FakeClock) -> None:
+    manager = LeaseRenewalManager(clock=clock, name="renewer-under-test")
+    settle(manager)
+    assert manager._thread.name == "renewer-under-test" and manager._thread.is_alive()
+    lease = FakeLandlord(clock).lease()
+    manager.renew_for(lease, 100)
+    manager.close()
+    assert not manager._thread.is_alive()
+    manager.close()  # twice is fine
+    with pytest.raises(RuntimeError):
+        manager.renew_for(lease, 100)
+    with pytest.raises(UnknownLeaseError):
+        manager.get_expiration(lease)
+
+
+def test_close_from_a_callback(clock: FakeClock) -> None:
+    landlord = FakeLandlord(clock)
+    manager = LeaseRenewalManager(clock=clock)
+    closed = threading.Event()
+
+    def close(event: LeaseRenewalEvent) -> None:
+        manager.close()
+        closed.set()
+
+    manager.renew_for(landlord.lease(), 0, on_desired_expiration=close)
+    assert closed.wait(10)
+    manager._thread.join(10)
+    assert not manager._thread.is_alive()
+
+
+def test_context_manager_on_the_system_clock() -> None:
+    with LeaseRenewalManager() as manager:
+        assert manager._thread.is_alive()
+    assert not manager._thread.is_alive()
