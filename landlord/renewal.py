@@ -18,15 +18,16 @@ Every time here is on the holder's wall clock (``clock.time()``), the clock
 ``lease.expiration`` is on; the thread converts to ``clock.monotonic()`` only
 to sleep.
 
-Limitation of this version: one thread sends every renewal, so a landlord
-that hangs delays the renewals to other landlords by up to the remote call
-timeout (:func:`landlord.set_call_timeout`, 30 s by default). Keep that
-timeout well below the leases' renewal lead (see :func:`renewal_time`).
+One thread decides what is due; the remote calls go out on a few worker
+threads, one :mod:`lane <landlord.lanes>` per landlord, so a landlord that
+hangs (until the call timeout, :func:`landlord.set_call_timeout`) holds up
+its own renewals and no one else's.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import itertools
 import logging
@@ -42,6 +43,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration
 from .errors import UnknownLeaseError
 from .grantor import MAX_BATCH
+from .lanes import Lanes
 from .lease import Lease
 
 __all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time"]
@@ -134,7 +136,7 @@ class LeaseRenewalManager:
     """Keeps leases renewed until their desired expiration, from one background thread.
 
     Leases may be added, changed and removed from any thread. Callbacks run on
-    the manager's thread, after the lease has been removed and with no lock
+    the manager's threads, after the lease has been removed and with no lock
     held, so they may call back into the manager; an exception in a callback
     is logged and ignored.
 
@@ -152,17 +154,18 @@ class LeaseRenewalManager:
             communication failure; it doubles with each further failure...
         retry_max: ...up to this many seconds.
         max_batch: the most leases renewed in one call.
+        workers: the most remote calls in flight at once (to different landlords).
         name: the background thread's name.
 
     Raises:
         ValueError: an option out of range (negative, NaN, infinite, or
             ``retry_initial`` not positive, ``retry_max < retry_initial``,
-            ``max_batch < 1``).
+            ``max_batch < 1``, ``workers < 1``).
     """
 
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK, round_trip_allowance: float = 2.0,
                  batch_window: float = 1.0, retry_initial: float = 1.0, retry_max: float = 60.0,
-                 max_batch: int = MAX_BATCH, name: str = "LeaseRenewalManager") -> None:
+                 max_batch: int = MAX_BATCH, workers: int = 4, name: str = "LeaseRenewalManager") -> None:
         self._allowance = _check_finite(round_trip_allowance, "round_trip_allowance")
         self._batch_window = _check_finite(batch_window, "batch_window")
         self._retry_initial = _check_finite(retry_initial, "retry_initial")
@@ -178,6 +181,8 @@ class LeaseRenewalManager:
         self._heap: list[tuple[float, int, _Entry]] = []  # (due, token, entry); stale items skipped
         self._tokens = itertools.count()
         self._closed = False
+        self._lanes = Lanes(workers=workers, name=f"{name}-call")
+        self._in_flight = 0  # groups handed to the lanes and not yet recorded
         # What the thread is doing, so that changes wake it only when needed.
         self._sleeping = False
         self._sleep_until = -math.inf  # wall-clock due it sleeps towards; -inf while awake
@@ -299,6 +304,7 @@ class LeaseRenewalManager:
             self._cond.notify_all()
         if self._thread is not threading.current_thread():
             self._thread.join()
+        self._lanes.close()
 
     def __enter__(self) -> LeaseRenewalManager:
         return self
@@ -456,11 +462,12 @@ class LeaseRenewalManager:
                         continue
                     now = due  # the clocks disagree by a rounding error: it is due
                 groups, events = self._take_due(now)
+                self._in_flight += len(groups)
             self._fire(events)
             for group in groups:
-                if self._closed:
-                    break
-                self._renew(group, now)
+                lane = group[0].key if group[0].key is not None else ("lease", id(group[0].lease))
+                if not self._lanes.submit(lane, functools.partial(self._renew, group, now)):
+                    self._renew_cancelled(group)  # closed meanwhile
 
     def _renew(self, group: list[_Entry], now: float) -> None:
         """Renew one group (one call), then record the outcome and run the callbacks."""
@@ -478,6 +485,8 @@ class LeaseRenewalManager:
         log.debug("renewed %d lease(s), %d failed", len(leases), len(failures))
         events: list[tuple[Callback | None, LeaseRenewalEvent]] = []
         with self._cond:
+            self._in_flight -= 1
+            self._cond.notify_all()  # for _wait_idle
             t = self._clock.time()
             for entry in group:
                 entry.busy = False
@@ -499,6 +508,13 @@ class LeaseRenewalManager:
                     self._drop(entry)
                     events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, exc)))
         self._fire(events)
+
+    def _renew_cancelled(self, group: list[_Entry]) -> None:
+        with self._cond:
+            self._in_flight -= 1
+            for entry in group:
+                entry.busy = False
+            self._cond.notify_all()
 
     def _retry_time(self, entry: _Entry, now: float) -> float:
         """When to try again after ``entry.failures`` communication failures in a row."""
@@ -529,7 +545,7 @@ class LeaseRenewalManager:
         Returns ``False`` if it did not within ``timeout`` real seconds.
         """
         def idle() -> bool:
-            return self._closed or (self._sleeping and not self._wake
+            return self._closed or (self._sleeping and not self._wake and self._in_flight == 0
                                     and self._sleep_deadline > self._clock.monotonic())
 
         with self._cond:

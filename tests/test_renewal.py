@@ -647,3 +647,52 @@ def test_context_manager_on_the_system_clock() -> None:
     with LeaseRenewalManager() as manager:
         assert manager._thread.is_alive()
     assert not manager._thread.is_alive()
+
+
+class HangingLandlord(FakeLandlord):
+    """A fake landlord whose calls block until released, as a hung process would."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def _reach(self) -> None:
+        self.entered.set()
+        assert self.release.wait(10)
+        super()._reach()
+
+
+class SignallingLandlord(FakeLandlord):
+    """A fake landlord that lets a test wait for its batch calls."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.called = threading.Condition()
+
+    def renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        try:
+            return super().renew_batch(leases, durations)
+        finally:
+            with self.called:
+                self.called.notify_all()
+
+    def wait_for_calls(self, count: int) -> None:
+        with self.called:
+            assert self.called.wait_for(lambda: len(self.batch_calls) >= count, 10), self.batch_calls
+
+
+def test_a_hanging_landlord_does_not_stall_renewals_to_another(clock: FakeClock,
+                                                                manager: LeaseRenewalManager) -> None:
+    hung, healthy = HangingLandlord(clock), SignallingLandlord(clock)
+    stuck, fine = hung.lease(10), healthy.lease(10)
+    manager.renew_for(stuck, 100)
+    manager.renew_for(fine, 100)
+    settle(manager)
+    advance_to(clock, clock.monotonic() + 8)  # both due: a 10 s lease is renewed 2 s before its end
+    assert hung.entered.wait(10)  # one call is stuck in the hung landlord...
+    healthy.wait_for_calls(1)  # ...and the other landlord was renewed all the same
+    assert fine.remaining == pytest.approx(10)
+    hung.release.set()
+    settle(manager)
+    assert stuck.remaining == pytest.approx(10) and len(manager) == 2
