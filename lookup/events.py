@@ -9,7 +9,7 @@ holds up a request thread of the lookup service.
 
 from __future__ import annotations
 
-import collections
+import functools
 import logging
 import threading
 from typing import Any, Callable, Hashable
@@ -18,6 +18,7 @@ import Pyro5.errors
 
 from landlord import proxies
 from landlord.clock import SYSTEM_CLOCK, Clock
+from landlord.lanes import Lanes
 
 __all__ = [
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
@@ -83,13 +84,13 @@ class EventRegistration:
 class EventMailer:
     """Delivers events to listeners: in order per registration, never on the caller's thread.
 
-    Each registration (``key``) has a queue. A pool of worker threads takes
-    queues that have mail, one worker per queue at a time, which keeps each
-    listener's events in order while different listeners proceed in parallel.
-    A listener that cannot be reached is tried again after each delay in
-    ``retry_delays``; after the last, its mail is dropped and
-    ``on_undeliverable(key)`` is called, once. An exception raised by the
-    listener's own ``notify`` is logged and the event counts as delivered.
+    Each registration (``key``) is a :class:`~landlord.lanes.Lanes` lane, so
+    its listener gets its events in order while different listeners proceed
+    in parallel on a few worker threads. A listener that cannot be reached is
+    tried again after each delay in ``retry_delays``; after the last, its mail
+    is dropped and ``on_undeliverable(key)`` is called, once. An exception
+    raised by the listener's own ``notify`` is logged and the event counts as
+    delivered.
 
     Args:
         on_undeliverable: called with the key of a listener given up on.
@@ -103,110 +104,68 @@ class EventMailer:
 
     def __init__(self, *, on_undeliverable: Callable[[Hashable], None] | None = None, workers: int = 8,
                  retry_delays: tuple[float, ...] = (0.1, 0.5, 2.0), clock: Clock = SYSTEM_CLOCK) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be a positive integer, got {workers!r}")
         if not all(delay >= 0 for delay in retry_delays):
             raise ValueError(f"retry delays must not be negative, got {retry_delays!r}")
         self._on_undeliverable = on_undeliverable
         self._retry_delays = tuple(retry_delays)
         self._clock = clock
-        # one lock, three reasons to wait: so that a notify reaches the right kind of waiter
+        self._lanes = Lanes(workers=workers, name="EventMailer")
         self._lock = threading.Lock()
-        self._has_mail = threading.Condition(self._lock)  # idle workers
-        self._idle = threading.Condition(self._lock)      # wait_idle()
-        self._closing = threading.Condition(self._lock)   # workers pausing between retries
-        self._mail: dict[Hashable, collections.deque[tuple[Any, ServiceEvent]]] = {}
-        self._ready: collections.deque[Hashable] = collections.deque()  # keys with mail, not being delivered
-        self._busy: set[Hashable] = set()
+        self._closing = threading.Condition(self._lock)  # retry pauses end early on close
         self._closed = False
-        self._threads = [threading.Thread(target=self._work, name=f"EventMailer-{i}", daemon=True)
-                         for i in range(workers)]
-        for thread in self._threads:
-            thread.start()
+        self._given_up: set[Hashable] = set()
 
     def post(self, key: Hashable, listener: Any, event: ServiceEvent) -> None:
         """Queue ``event`` for ``listener`` (a Pyro5 URI, or an object with ``notify``); never blocks."""
-        with self._lock:
-            if self._closed:
-                return
-            queue = self._mail.setdefault(key, collections.deque())
-            queue.append((listener, event))
-            if len(queue) == 1 and key not in self._busy:
-                self._ready.append(key)
-                self._has_mail.notify()
+        self._lanes.submit(key, functools.partial(self._deliver, key, listener, event))
 
     def forget(self, key: Hashable) -> None:
         """Drop the mail of a registration that has ended."""
+        self._lanes.discard(key)
         with self._lock:
-            self._mail.pop(key, None)
-            self._idle.notify_all()
+            self._given_up.discard(key)
 
     def pending(self) -> int:
         """How many events wait to be delivered (being delivered included)."""
-        with self._lock:
-            return sum(len(queue) for queue in self._mail.values()) + len(self._busy)
+        return self._lanes.pending()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every queued event is delivered or dropped; return whether that happened."""
-        with self._lock:
-            return self._idle.wait_for(lambda: not self._mail and not self._busy, timeout)
+        return self._lanes.wait_idle(timeout)
 
     def close(self) -> None:
         """Stop delivering; undelivered mail is dropped."""
         with self._lock:
             self._closed = True
-            self._mail.clear()
-            self._ready.clear()
-            for condition in (self._has_mail, self._idle, self._closing):
-                condition.notify_all()
-        for thread in self._threads:
-            if thread is not threading.current_thread():
-                thread.join()
+            self._closing.notify_all()
+        self._lanes.close()
 
-    # -- workers --------------------------------------------------------------
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                while not self._ready and not self._closed:
-                    self._has_mail.wait()
-                if self._closed:
+    def _deliver(self, key: Hashable, listener: Any, event: ServiceEvent) -> None:
+        with self._lock:
+            if key in self._given_up:
+                return
+        for attempt in range(len(self._retry_delays) + 1):
+            try:
+                _call_notify(listener, event)
+                return
+            except Pyro5.errors.CommunicationError as exc:
+                if attempt == len(self._retry_delays) or not self._pause(self._retry_delays[attempt]):
+                    log.info("giving up on the listener of registration %r: %s", key, exc)
+                    self._give_up(key)
                     return
-                key = self._ready.popleft()
-                queue = self._mail.pop(key, None)
-                if not queue:
-                    continue
-                self._busy.add(key)
-            delivered = self._deliver(key, queue)
-            with self._lock:
-                self._busy.discard(key)
-                if delivered and self._mail.get(key):
-                    self._ready.append(key)  # mail arrived meanwhile: its turn again, still in order
-                    self._has_mail.notify()
-                elif not delivered:
-                    self._mail.pop(key, None)
-                self._idle.notify_all()
-            if not delivered and self._on_undeliverable is not None:
-                try:
-                    self._on_undeliverable(key)
-                except Exception:
-                    log.exception("on_undeliverable failed for %r", key)
+            except Exception:
+                log.warning("the listener of registration %r raised on %r", key, event, exc_info=True)
+                return
 
-    def _deliver(self, key: Hashable, queue: collections.deque[tuple[Any, ServiceEvent]]) -> bool:
-        """Deliver ``queue`` in order; False if the listener is given up on."""
-        for listener, event in queue:
-            for attempt in range(len(self._retry_delays) + 1):
-                try:
-                    _call_notify(listener, event)
-                    break
-                except Pyro5.errors.CommunicationError as exc:
-                    if attempt == len(self._retry_delays) or not self._pause(self._retry_delays[attempt]):
-                        log.info("giving up on listener of registration %r: %s", key, exc)
-                        return False
-                except Exception:
-                    log.warning("listener of registration %r raised on %r", key, event, exc_info=True)
-                    break
-        return True
+    def _give_up(self, key: Hashable) -> None:
+        with self._lock:
+            self._given_up.add(key)
+        self._lanes.discard(key)
+        if self._on_undeliverable is not None:
+            try:
+                self._on_undeliverable(key)
+            except Exception:
+                log.exception("on_undeliverable failed for %r", key)
 
     def _pause(self, seconds: float) -> bool:
         """Wait ``seconds`` on the clock; False if the mailer closed meanwhile."""

@@ -139,7 +139,7 @@ def test_forget_drops_pending_mail(mailer_factory: Any) -> None:
 def test_close_stops_the_workers_and_later_posts_are_ignored() -> None:
     mailer = EventMailer(workers=3)
     mailer.close()
-    assert not any(t.name.startswith("EventMailer") and t.is_alive() for t in mailer._threads)
+    assert not any(t.name.startswith("EventMailer") and t.is_alive() for t in mailer._lanes._threads)
     mailer.post("late", Listener(), event(1))
     assert mailer.pending() == 0
 
