@@ -1,0 +1,180 @@
+"""LeaseRenewalManager against real daemons and real processes, on the real clock.
+
+The fake-clock tests in test_renewal.py pin the schedule down; these show it
+holds up over Pyro5: batching on the wire, a landlord that dies, a landlord
+that freezes for less than the lease term, a landlord that says no.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+import Pyro5.api
+import Pyro5.errors
+import pytest
+
+from conftest import Child, free_port
+from landlord import (FOREVER, Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, LeasePolicy,
+                      LeaseRenewalEvent, LeaseRenewalManager, RenewResults, set_call_timeout)
+from landlord.manager import LeasedResource
+
+
+class Listener:
+    """Records LeaseRenewalEvents with the wall-clock time each arrived."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[float, LeaseRenewalEvent]] = []
+        self.arrived = threading.Event()
+
+    def __call__(self, event: LeaseRenewalEvent) -> None:
+        self.events.append((time.time(), event))
+        self.arrived.set()
+
+
+class BatchLandlord(Landlord):
+    """Grants many leases per call, and counts the renewal calls it gets."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.single_renewals = 0
+        self.batch_sizes: list[int] = []
+        self.renewed = threading.Condition()
+
+    @Pyro5.api.expose
+    def rent_many(self, count: int, duration: float) -> list[LandlordLease]:
+        return [self.new_lease(i, duration) for i in range(count)]
+
+    @Pyro5.api.expose
+    def renew(self, cookie: str, duration: float) -> float:
+        self.single_renewals += 1
+        return super().renew(cookie, duration)
+
+    @Pyro5.api.expose
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
+        results = super().renew_all(cookies, durations)
+        with self.renewed:
+            self.batch_sizes.append(len(cookies))
+            self.renewed.notify_all()
+        return results
+
+    def wait_for_renewals(self, count: int, timeout: float) -> None:
+        with self.renewed:
+            assert self.renewed.wait_for(lambda: sum(self.batch_sizes) >= count, timeout), self.batch_sizes
+
+
+@pytest.fixture
+def short_call_timeout() -> Iterator[None]:
+    set_call_timeout(0.5)
+    yield
+    set_call_timeout(30.0)
+
+
+def test_ten_thousand_leases_over_three_landlords_one_call_per_batch(daemon: Any, close_later: list) -> None:
+    term, rounds = 2.0, 3
+    landlords = [BatchLandlord(policy=LeaseDurationPolicy(maximum=term)) for _ in range(3)]
+    close_later.extend(landlords)
+    leases: list[LandlordLease] = []
+    for landlord, count in zip(landlords, (3334, 3333, 3333)):
+        with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
+            leases.extend(proxy.rent_many(count, term))
+    listener = Listener()
+    with LeaseRenewalManager(round_trip_allowance=0.5) as manager:
+        for lease in leases:
+            manager.renew_for(lease, FOREVER, listener)
+        for landlord in landlords:
+            landlord.wait_for_renewals(rounds * len(landlord), timeout=30)
+    assert listener.events == []
+    for landlord in landlords:
+        assert landlord.single_renewals == 0
+        assert len(landlord) == len(landlord.manager) and len(landlord) >= 3333  # none expired
+        # one call per batch: a round is one call, or two when grants straddled the batch window
+        assert len(landlord.batch_sizes) <= 2 * rounds + 2, landlord.batch_sizes
+
+
+def test_a_killed_landlord_is_reported_after_the_lease_expires_not_before(
+        spawn: Callable[..., Child], short_call_timeout: None) -> None:
+    server = spawn("room_landlord.py", str(free_port()))
+    with Pyro5.api.Proxy(server.expect("URI:")) as rooms:
+        lease = rooms.rent("doomed", 2.0)
+    listener = Listener()
+    with LeaseRenewalManager(round_trip_allowance=0.3, retry_initial=0.1) as manager:
+        manager.renew_for(lease, FOREVER, listener)
+        server.kill()
+        assert listener.arrived.wait(15)
+        assert len(manager) == 0
+    [(told_at, event)] = listener.events
+    assert isinstance(event.exception, Pyro5.errors.CommunicationError)
+    assert event.lease is lease and told_at >= lease.expiration  # not before it had really expired
+
+
+class ObservedLease(LandlordLease):
+    """A LandlordLease that lets a test wait for the outcome of each batch renewal."""
+
+    __slots__ = ()
+    outcomes: list[str] = []
+    changed = threading.Condition()
+
+    def _renew_batch(self, leases: Sequence[Any], durations: Sequence[float]) -> dict:
+        outcome = "failed"
+        try:
+            failures = super()._renew_batch(leases, durations)
+            outcome = "renewed" if not failures else "failed"
+            return failures
+        finally:
+            with ObservedLease.changed:
+                ObservedLease.outcomes.append(outcome)
+                ObservedLease.changed.notify_all()
+
+    @classmethod
+    def wait_for(cls, outcome: str, timeout: float = 15) -> None:
+        with cls.changed:
+            assert cls.changed.wait_for(lambda: outcome in cls.outcomes, timeout), cls.outcomes
+
+
+def test_a_landlord_frozen_for_less_than_the_term_loses_nothing(
+        spawn: Callable[..., Child], short_call_timeout: None) -> None:
+    server = spawn("room_landlord.py", str(free_port()))
+    with Pyro5.api.Proxy(server.expect("URI:")) as rooms:
+        rented = rooms.rent("kept", 6.0)
+    lease = ObservedLease(rented.cookie, rented.landlord, rented.landlord_id, rented.expiration)
+    ObservedLease.outcomes.clear()
+    listener = Listener()
+    os.kill(server.process.pid, signal.SIGSTOP)  # alive but silent, as across a partition
+    try:
+        with LeaseRenewalManager(round_trip_allowance=1.0, retry_initial=0.2) as manager:
+            manager.renew_for(lease, FOREVER, listener)
+            ObservedLease.wait_for("failed")  # the renewal 4.4 s in timed out...
+            assert not lease.expired
+            os.kill(server.process.pid, signal.SIGCONT)  # ...and the landlord is back before the 6 s are up
+            ObservedLease.wait_for("renewed")
+            assert listener.events == [] and len(manager) == 1
+            assert lease.remaining > 4
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+
+
+def test_a_denial_over_the_wire_is_reported_once_at_once(daemon: Any, close_later: list) -> None:
+    class NoRenewals(LeasePolicy):
+        def lease_for(self, resource: LeasedResource, requested: float) -> Any:
+            resource.expiration = self.clock.monotonic() + requested
+            return self._make_lease(resource, requested)
+
+        def renew(self, resource: LeasedResource, requested: float) -> float:
+            raise LeaseDeniedError("this landlord renews nothing")
+
+    landlord = BatchLandlord(policy=NoRenewals())
+    close_later.append(landlord)
+    with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
+        [lease] = proxy.rent_many(1, 3.0)
+    listener = Listener()
+    with LeaseRenewalManager(round_trip_allowance=0.5) as manager:
+        manager.renew_for(lease, FOREVER, listener)
+        assert listener.arrived.wait(10)
+        assert len(manager) == 0
+    [(told_at, event)] = listener.events
+    assert isinstance(event.exception, LeaseDeniedError)
+    assert told_at < lease.expiration  # definite: told at once, not at expiry
