@@ -1,0 +1,29 @@
+"""lookup: a Jini-style lookup service built on landlord's leases.
+
+Services register a :class:`ServiceItem` (a proxy or URI, type names, and
+:class:`Entry` attributes); clients find them with a :class:`ServiceTemplate`.
+Every registration is a lease, so a service that dies vanishes on its own.
+
+Importing this package imports landlord and registers the converters that let
+entries (a user's own :class:`Entry` subclasses too), service items,
+templates and matches cross the wire as themselves.
+"""
+
+from __future__ import annotations
+
+import landlord as _landlord  # noqa: F401  (registers landlord's converters)
+
+from . import wire as _wire  # noqa: F401  (registers the serializer converters)
+from .entry import (Comment, Entry, Location, Name, ServiceInfo, Status, UnknownEntry, entry_class,
+                    entry_class_name, entry_fields, entry_lineage, entry_matches, qualified_name)
+from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
+                     EventRegistration, ServiceEvent)
+from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
+
+__all__ = [
+    "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
+    "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches", "qualified_name",
+    "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names",
+    "ServiceEvent", "EventRegistration",
+    "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
+]

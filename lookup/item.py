@@ -1,0 +1,303 @@
+"""Service items, the templates that match them, and the answer to a lookup.
+
+A :class:`ServiceItem` is what a service registers: its id, a way to reach it
+(a Pyro5 proxy or URI), the names of the types it implements, and its
+attribute entries. A :class:`ServiceTemplate` selects items:
+
+- its ``service_id`` is ``None`` or equal to the item's,
+- every one of its types is among the item's types (by name), and
+- every one of its entries is matched by at least one of the item's entries
+  (see :func:`~lookup.entry.entry_matches`): same entry class or a subclass,
+  and equal in every field the template entry does not leave ``None``.
+
+An empty template matches every item.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Union
+
+import Pyro5.client
+import Pyro5.core
+
+from .entry import MAX_NAME_LENGTH, Entry, check_class_name, entry_matches, qualified_name
+
+__all__ = [
+    "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names", "uri_of",
+    "MAX_TYPES", "MAX_ATTRIBUTES", "MAX_URI_LENGTH",
+]
+
+MAX_TYPES = 256        # type names of one item or template
+MAX_ATTRIBUTES = 256   # entries of one item or template
+MAX_URI_LENGTH = 1024  # characters of a service's URI
+
+Service = Union[Pyro5.client.Proxy, Pyro5.core.URI, str]
+_UNCHANGED: Any = object()
+
+
+def type_names(cls: type) -> tuple[str, ...]:
+    """The qualified names of ``cls`` and its bases (its MRO), ``object`` excluded.
+
+    These are the types a service of class ``cls`` is registered under, so a
+    template naming any of them finds it.
+
+    Raises:
+        TypeError: ``cls`` is not a class.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"type_names takes a class, got {type(cls).__name__}")
+    return tuple(qualified_name(base) for base in cls.__mro__ if base is not object)
+
+
+def _check_service_id(service_id: object) -> str | None:
+    if service_id is None:
+        return None
+    if not isinstance(service_id, str):
+        raise TypeError(f"service_id must be a str or None, got {type(service_id).__name__}")
+    if not service_id or len(service_id) > MAX_NAME_LENGTH:
+        raise ValueError(f"service_id must be 1 to {MAX_NAME_LENGTH} characters, got {service_id!r:.80}")
+    return service_id
+
+
+def _check_types(types: object) -> tuple[str, ...]:
+    if isinstance(types, (str, bytes, type)) or not isinstance(types, Iterable):
+        raise TypeError(f"types must be a sequence of type names or classes, got {type(types).__name__}")
+    names = tuple(check_class_name(qualified_name(kind) if isinstance(kind, type) else kind, "type name")
+                  for kind in types)
+    if len(names) > MAX_TYPES:
+        raise ValueError(f"at most {MAX_TYPES} types are allowed, got {len(names)}")
+    return names
+
+
+def _check_attributes(attributes: object) -> tuple[Entry, ...]:
+    if isinstance(attributes, (str, bytes, Entry)) or not isinstance(attributes, Iterable):
+        raise TypeError(f"attributes must be a sequence of entries, got {type(attributes).__name__}")
+    entries = tuple(attributes)
+    for entry in entries:
+        if not isinstance(entry, Entry):
+            kind = f"the class {entry.__name__}" if isinstance(entry, type) else type(entry).__name__
+            raise TypeError(f"attributes must be Entry instances, got {kind}")
+    if len(entries) > MAX_ATTRIBUTES:
+        raise ValueError(f"at most {MAX_ATTRIBUTES} attributes are allowed, got {len(entries)}")
+    return entries
+
+
+def uri_of(service: object) -> str:
+    """The Pyro5 URI, as a ``str``, of a proxy, a ``Pyro5.core.URI`` or a URI string.
+
+    Raises:
+        TypeError: ``service`` is none of those.
+        ValueError: a string that is not a Pyro5 URI, or longer than ``MAX_URI_LENGTH``.
+    """
+    if isinstance(service, Pyro5.client.Proxy):
+        uri = str(service._pyroUri)
+    elif isinstance(service, Pyro5.core.URI):
+        uri = str(service)
+    elif isinstance(service, str):
+        if len(service) > MAX_URI_LENGTH:
+            raise ValueError(f"service URI longer than {MAX_URI_LENGTH} characters: {service!r:.80}")
+        try:
+            Pyro5.core.URI(service)
+        except Exception as exc:  # Pyro5 raises PyroError, TypeError, ValueError...
+            raise ValueError(f"service is not a Pyro5 URI: {service!r:.80}") from exc
+        uri = service
+    else:
+        raise TypeError(f"service must be a Pyro5 proxy, a Pyro5 URI or a URI string, "
+                        f"got {type(service).__name__}")
+    if len(uri) > MAX_URI_LENGTH:
+        raise ValueError(f"service URI longer than {MAX_URI_LENGTH} characters: {uri!r:.80}")
+    return uri
+
+
+class ServiceItem:
+    """A registered service: its id, how to reach it, its types and its attributes.
+
+    Args:
+        service_id: ``None`` on first registration (the lookup service assigns
+            one), otherwise the id it assigned.
+        service: a Pyro5 proxy, a ``Pyro5.core.URI`` or a URI string; kept as
+            given (an item that arrived over the wire holds a proxy).
+        types: the fully qualified names of the types the service implements;
+            classes are accepted and turned into their names (see :func:`type_names`).
+        attributes: the service's entries.
+
+    Raises:
+        TypeError: an argument of the wrong type (a single name or entry where a
+            sequence belongs, a non-Entry attribute, an Entry class instead of an instance).
+        ValueError: an empty or oversized id, a malformed URI or type name, more than
+            ``MAX_TYPES`` types or ``MAX_ATTRIBUTES`` attributes.
+    """
+
+    __slots__ = ("_service_id", "_service", "_service_uri", "_types", "_type_set", "_attributes")
+
+    def __init__(self, service_id: str | None, service: Service, types: Iterable[str | type] = (),
+                 attributes: Iterable[Entry] = ()) -> None:
+        self._service_id = _check_service_id(service_id)
+        self._service_uri = uri_of(service)
+        self._service = service
+        self._types = _check_types(types)
+        self._type_set = frozenset(self._types)
+        self._attributes = _check_attributes(attributes)
+
+    @property
+    def service_id(self) -> str | None:
+        return self._service_id
+
+    @property
+    def service(self) -> Service:
+        """The service as given: a proxy, a URI or a URI string."""
+        return self._service
+
+    @property
+    def service_uri(self) -> str:
+        """The service's Pyro5 URI as a ``str``."""
+        return self._service_uri
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self._types
+
+    @property
+    def attributes(self) -> tuple[Entry, ...]:
+        return self._attributes
+
+    def has_types(self, names: Iterable[str]) -> bool:
+        """Whether the item implements every one of the type ``names``."""
+        return self._type_set.issuperset(names)
+
+    def replace(self, *, service_id: str | None = _UNCHANGED, service: Service = _UNCHANGED,
+                types: Iterable[str | type] = _UNCHANGED, attributes: Iterable[Entry] = _UNCHANGED,
+                ) -> ServiceItem:
+        """A copy with the given parts changed (and checked as by the constructor).
+
+        Raises:
+            TypeError, ValueError: as the constructor.
+        """
+        return ServiceItem(self._service_id if service_id is _UNCHANGED else service_id,
+                           self._service if service is _UNCHANGED else service,
+                           self._types if types is _UNCHANGED else types,
+                           self._attributes if attributes is _UNCHANGED else attributes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ServiceItem):
+            return NotImplemented
+        return (self._service_id == other._service_id and self._service_uri == other._service_uri
+                and self._types == other._types and self._attributes == other._attributes)
+
+    __hash__ = None  # type: ignore[assignment]  # entries are not hashable
+
+    def __repr__(self) -> str:
+        return (f"ServiceItem(service_id={self._service_id!r}, service={self._service_uri!r}, "
+                f"types={self._types!r}, attributes={self._attributes!r})")
+
+
+class ServiceTemplate:
+    """Selects service items; see the module docstring for the rules.
+
+    Args:
+        service_id: the id an item must have, or ``None`` for any.
+        types: type names (or classes) an item must all implement.
+        attributes: entries each of which one of an item's entries must match;
+            ``None`` fields are wildcards.
+
+    Raises:
+        TypeError, ValueError: as for :class:`ServiceItem`.
+    """
+
+    __slots__ = ("_service_id", "_types", "_type_set", "_attributes")
+
+    def __init__(self, service_id: str | None = None, types: Iterable[str | type] = (),
+                 attributes: Iterable[Entry] = ()) -> None:
+        self._service_id = _check_service_id(service_id)
+        self._types = _check_types(types)
+        self._type_set = frozenset(self._types)
+        self._attributes = _check_attributes(attributes)
+
+    @property
+    def service_id(self) -> str | None:
+        return self._service_id
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self._types
+
+    @property
+    def attributes(self) -> tuple[Entry, ...]:
+        return self._attributes
+
+    def matches(self, item: ServiceItem) -> bool:
+        """Whether ``item`` is selected by this template.
+
+        Raises:
+            TypeError: ``item`` is not a ServiceItem.
+        """
+        if not isinstance(item, ServiceItem):
+            raise TypeError(f"a template matches ServiceItems, got {type(item).__name__}")
+        if self._service_id is not None and self._service_id != item._service_id:
+            return False
+        if not self._type_set <= item._type_set:
+            return False
+        entries = item._attributes
+        return all(any(entry_matches(wanted, entry) for entry in entries) for wanted in self._attributes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ServiceTemplate):
+            return NotImplemented
+        return (self._service_id == other._service_id and self._types == other._types
+                and self._attributes == other._attributes)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"ServiceTemplate(service_id={self._service_id!r}, types={self._types!r}, "
+                f"attributes={self._attributes!r})")
+
+
+def matches(template: ServiceTemplate, item: ServiceItem) -> bool:
+    """Whether ``template`` selects ``item``; the same as ``template.matches(item)``.
+
+    Raises:
+        TypeError: ``template`` is not a ServiceTemplate, or ``item`` not a ServiceItem.
+    """
+    if not isinstance(template, ServiceTemplate):
+        raise TypeError(f"expected a ServiceTemplate, got {type(template).__name__}")
+    return template.matches(item)
+
+
+class ServiceMatches:
+    """The answer to ``lookup_all``: some matching items, and how many matched in all.
+
+    Args:
+        items: matching items (at most the number asked for).
+        total: the number of items that matched, which may exceed ``len(items)``.
+
+    Raises:
+        TypeError: ``items`` is not a sequence of ServiceItems, or ``total`` not an int.
+        ValueError: ``total`` is less than ``len(items)``.
+    """
+
+    __slots__ = ("items", "total")
+
+    def __init__(self, items: Iterable[ServiceItem], total: int) -> None:
+        if isinstance(items, (str, bytes, ServiceItem)) or not isinstance(items, Iterable):
+            raise TypeError(f"items must be a sequence of ServiceItems, got {type(items).__name__}")
+        found = list(items)
+        for item in found:
+            if not isinstance(item, ServiceItem):
+                raise TypeError(f"items must be ServiceItems, got {type(item).__name__}")
+        if isinstance(total, bool) or not isinstance(total, int):
+            raise TypeError(f"total must be an int, got {type(total).__name__}")
+        if total < len(found):
+            raise ValueError(f"total ({total}) is less than the number of items ({len(found)})")
+        self.items: list[ServiceItem] = found
+        self.total: int = total
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ServiceMatches):
+            return NotImplemented
+        return self.total == other.total and self.items == other.items
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ServiceMatches(total={self.total}, items={self.items!r:.200})"

@@ -1,0 +1,309 @@
+"""The lookup wire format: round trips, entries of unknown classes, forged dicts refused."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+from typing import Any
+
+import Pyro5.api
+import pytest
+from Pyro5.serializers import SerializerBase, SerpentSerializer
+
+import lookup
+from landlord import LandlordLease
+from lookup import (Comment, Entry, Location, Name, ServiceInfo, ServiceItem, ServiceMatches,
+                    ServiceTemplate, Status, UnknownEntry, entry_lineage, qualified_name)
+
+URI = "PYRO:quoter@127.0.0.1:9999"
+serializer = SerpentSerializer()
+
+
+def round_trip(obj: object) -> Any:
+    return serializer.loads(serializer.dumps(obj))
+
+
+class Printer(Entry):
+    color: str | None = None
+    ppm: int | None = None
+    trays: Any = None
+
+
+class ColorPrinter(Printer):
+    duplex: bool | None = None
+
+
+STANDARD = [Name("laser"), Location("3", "301", "North"), Comment("by the window"),
+            ServiceInfo("Quoter", "ACME", "ACME", "1.0", "Q-1", "0001"), Status(Status.WARNING)]
+
+
+# -- entries ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("entry", STANDARD + [Name(), Printer("red", 20, ["A4", "A3"]),
+                                              ColorPrinter(ppm=5, duplex=False, trays={"a": [1, 2.5]})])
+def test_entries_arrive_as_themselves(entry: Entry) -> None:
+    copy = round_trip(entry)
+    assert type(copy) is type(entry) and copy == entry
+
+
+def test_an_entry_travels_by_class_name_with_its_lineage() -> None:
+    data = SerializerBase.class_to_dict(ColorPrinter("red", duplex=True))
+    assert data == {"__class__": "lookup.Entry", "class": qualified_name(ColorPrinter),
+                    "lineage": [qualified_name(ColorPrinter), qualified_name(Printer)],
+                    "fields": {"color": "red", "ppm": None, "trays": None, "duplex": True}}
+
+
+def test_tuples_and_lists_in_fields_arrive_as_sent() -> None:
+    assert round_trip(Printer(trays=("A4", "A3"))).trays == ("A4", "A3")
+    assert round_trip(Printer(trays=["A4", "A3"])).trays == ["A4", "A3"]
+    assert round_trip(Printer(trays=math.inf)).trays == math.inf
+
+
+@pytest.mark.parametrize("value, error", [
+    (object(), TypeError), (b"x", TypeError), ({1, 2}, TypeError), (math.nan, ValueError),
+    ({"__class__": "lookup.Entry"}, ValueError), (Name("inner"), TypeError),
+])
+def test_entries_with_non_wire_values_are_not_sent(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error, match="trays"):
+        serializer.dumps(Printer(trays=value))
+
+
+def forged_entry(**changes: Any) -> dict[str, Any]:
+    data = {"__class__": "lookup.Entry", "class": "elsewhere.LaserPrinter",
+            "lineage": ["elsewhere.LaserPrinter", qualified_name(Printer)],
+            "fields": {"color": "red", "ppm": 30, "trays": None, "toner": "black"}}
+    data.update(changes)
+    return data
+
+
+def test_an_entry_of_an_unknown_class_arrives_as_an_unknown_entry() -> None:
+    data = forged_entry()
+    entry = round_trip(data)  # a dict tagged lookup.Entry, as another process would send it
+    assert isinstance(entry, UnknownEntry)
+    assert entry.class_name == "elsewhere.LaserPrinter" and entry.toner == "black"
+    assert entry_lineage(entry) == ("elsewhere.LaserPrinter", qualified_name(Printer))
+    assert SerializerBase.class_to_dict(entry) == data
+    assert serializer.dumps(entry) == serializer.dumps(data)  # and leaves exactly as it came
+    assert round_trip(entry) == entry
+
+
+def test_an_unknown_entry_matches_templates_of_its_lineage() -> None:
+    service = round_trip(ServiceItem("id", URI, ["a.Printer"], [Name("x")]))
+    service = service.replace(attributes=[*service.attributes, round_trip(forged_entry())])
+    assert ServiceTemplate(attributes=[Printer(color="red")]).matches(service)
+    assert ServiceTemplate(attributes=[Printer(ppm=30), Name("x")]).matches(service)
+    assert not ServiceTemplate(attributes=[Printer(color="blue")]).matches(service)
+    assert not ServiceTemplate(attributes=[ColorPrinter()]).matches(service)  # not in its lineage
+    laser = round_trip(forged_entry(fields={"color": None, "ppm": None, "trays": None, "toner": "black"}))
+    assert ServiceTemplate(attributes=[laser]).matches(service)  # an unknown template entry too
+
+
+def test_an_unknown_entry_becomes_real_where_its_class_is_known() -> None:
+    unknown = UnknownEntry(qualified_name(Printer), [qualified_name(Printer)],
+                           {"color": "red", "ppm": 3, "trays": None})
+    copy = round_trip(unknown)
+    assert type(copy) is Printer and copy == Printer("red", 3)
+
+
+def test_a_known_class_takes_missing_fields_as_none() -> None:
+    copy = round_trip(forged_entry(**{"class": qualified_name(Printer), "lineage": [qualified_name(Printer)],
+                                      "fields": {"color": "red"}}))
+    assert copy == Printer("red")
+
+
+@pytest.mark.parametrize("changes, error", [
+    ({"class": 5}, TypeError),
+    ({"class": "NoModule"}, ValueError),
+    ({"class": "evil.__builtins__.eval x"}, ValueError),
+    ({"lineage": "elsewhere.LaserPrinter"}, TypeError),
+    ({"lineage": []}, ValueError),
+    ({"lineage": [qualified_name(Printer)]}, ValueError),  # does not start with its class
+    ({"lineage": ["elsewhere.LaserPrinter", None]}, TypeError),
+    ({"lineage": ["elsewhere.LaserPrinter"] + [f"a.B{i}" for i in range(40)]}, ValueError),
+    ({"fields": [["color", "red"]]}, TypeError),
+    ({"fields": {f"f{i}": 1 for i in range(65)}}, ValueError),
+    ({"fields": {"__init__": 1}}, ValueError),
+    ({"fields": {"not a name": 1}}, ValueError),
+    ({"fields": {"color": {1, 2}}}, TypeError),
+    ({"fields": {"color": {"__class__": "lookup.Entry"}}}, ValueError),
+    ({"class": qualified_name(Printer), "lineage": [qualified_name(Printer)],
+      "fields": {"color": "red", "toner": "black"}}, ValueError),  # a field the known class lacks
+])
+def test_forged_entries_are_refused_clearly(changes: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        serializer.recreate_classes(forged_entry(**changes))
+
+
+@pytest.mark.parametrize("missing", ["class", "lineage", "fields"])
+def test_entries_missing_a_key_are_refused(missing: str) -> None:
+    data = forged_entry()
+    del data[missing]
+    with pytest.raises(ValueError, match=missing):
+        serializer.recreate_classes(data)
+
+
+def test_a_nan_field_is_refused_on_arrival() -> None:
+    # serpent sends NaN as a nested dict; a forged sender might send it
+    with pytest.raises(ValueError):
+        round_trip(forged_entry(fields={"color": math.nan}))
+
+
+# -- items, templates, matches -----------------------------------------------------------
+
+def quoter(service_id: str | None = "id-1", service: Any = URI) -> ServiceItem:
+    return ServiceItem(service_id, service, ["a.Quoter", "a.StockQuoter"],
+                       STANDARD + [ColorPrinter("red", 9, ("A4",), True)])
+
+
+@pytest.mark.parametrize("as_proxy", [False, True])
+@pytest.mark.parametrize("service_id", [None, "id-1"])
+def test_an_item_arrives_with_a_proxy_for_its_service(as_proxy: bool, service_id: str | None) -> None:
+    copy = round_trip(quoter(service_id, Pyro5.api.Proxy(URI) if as_proxy else URI))
+    assert isinstance(copy, ServiceItem) and copy == quoter(service_id)
+    assert isinstance(copy.service, Pyro5.api.Proxy) and copy.service_uri == URI
+    assert [type(e) for e in copy.attributes] == [type(e) for e in quoter().attributes]
+
+
+def test_an_item_travels_as_documented() -> None:
+    data = SerializerBase.class_to_dict(ServiceItem(None, URI, ["a.Quoter"], [Name("x")]))
+    assert data == {"__class__": "lookup.ServiceItem", "service_id": None, "service": URI,
+                    "types": ["a.Quoter"],
+                    "attributes": [{"__class__": "lookup.Entry", "class": "lookup.entry.Name",
+                                    "lineage": ["lookup.entry.Name"], "fields": {"name": "x"}}]}
+
+
+def test_templates_arrive_as_themselves() -> None:
+    for template in (ServiceTemplate(), ServiceTemplate("id-1", ["a.Quoter"], [Printer(color="red"), Name()])):
+        copy = round_trip(template)
+        assert isinstance(copy, ServiceTemplate) and copy == template
+    data = SerializerBase.class_to_dict(ServiceTemplate(types=["a.Quoter"]))
+    assert data == {"__class__": "lookup.ServiceTemplate", "service_id": None, "types": ["a.Quoter"],
+                    "attributes": []}
+
+
+def test_matches_arrive_with_their_items() -> None:
+    found = ServiceMatches([quoter("id-1"), quoter("id-2")], 7)
+    copy = round_trip(found)
+    assert isinstance(copy, ServiceMatches) and copy == found
+    assert all(isinstance(item.service, Pyro5.api.Proxy) for item in copy.items)
+    assert round_trip(ServiceMatches([], 0)) == ServiceMatches([], 0)
+
+
+def test_an_item_with_an_unknown_entry_travels_on_unchanged() -> None:
+    data = SerializerBase.class_to_dict(ServiceItem("id", URI, ["a.Printer"], []))
+    data["attributes"] = [forged_entry()]
+    arrived = round_trip(data)
+    assert isinstance(arrived.attributes[0], UnknownEntry)
+    assert SerializerBase.class_to_dict(arrived)["attributes"] == [forged_entry()]
+    assert ServiceTemplate(types=["a.Printer"], attributes=[Printer(ppm=30)]).matches(round_trip(arrived))
+
+
+def item_dict(**changes: Any) -> dict[str, Any]:
+    data = SerializerBase.class_to_dict(ServiceItem("id", URI, ["a.Quoter"], [Name("x")]))
+    data.update(changes)
+    return data
+
+
+LEASE = SerializerBase.class_to_dict(LandlordLease("c", URI, "landlord", time.time() + 30))
+
+
+@pytest.mark.parametrize("changes, error", [
+    ({"service_id": 5}, TypeError),
+    ({"service_id": ""}, ValueError),
+    ({"service": 5}, TypeError),
+    ({"service": "http://evil"}, ValueError),
+    ({"service": {"__class__": "Pyro5.client.Proxy", "state": ()}}, TypeError),
+    ({"types": "a.Quoter"}, TypeError),
+    ({"types": [5]}, TypeError),
+    ({"types": ["no-dots"]}, ValueError),
+    ({"types": [f"a.T{i}" for i in range(300)]}, ValueError),
+    ({"attributes": "x"}, TypeError),
+    ({"attributes": ["x"]}, TypeError),
+    ({"attributes": [LEASE]}, TypeError),  # only entries may be attributes
+    ({"attributes": [{"name": "x"}]}, TypeError),  # untagged
+    ({"attributes": [forged_entry(lineage=[])]}, ValueError),  # a bad nested entry
+])
+def test_forged_items_are_refused_clearly(changes: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        serializer.recreate_classes(item_dict(**changes))
+
+
+@pytest.mark.parametrize("missing", ["service_id", "service", "types", "attributes"])
+def test_items_missing_a_key_are_refused(missing: str) -> None:
+    data = item_dict()
+    del data[missing]
+    with pytest.raises(ValueError, match=missing):
+        serializer.recreate_classes(data)
+
+
+@pytest.mark.parametrize("data, error", [
+    ({"service_id": None, "types": [], "attributes": [LEASE]}, TypeError),
+    ({"service_id": None, "types": [], "attributes": {}}, TypeError),
+    ({"service_id": [], "types": [], "attributes": []}, TypeError),
+    ({"types": [], "attributes": []}, ValueError),
+    ({"service_id": None, "attributes": []}, ValueError),
+])
+def test_forged_templates_are_refused_clearly(data: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        serializer.recreate_classes(dict(data, __class__="lookup.ServiceTemplate"))
+
+
+@pytest.mark.parametrize("data, error", [
+    ({"items": [], "total": -1}, ValueError),
+    ({"items": [item_dict()], "total": 0}, ValueError),
+    ({"items": [], "total": True}, TypeError),
+    ({"items": [], "total": 1.5}, TypeError),
+    ({"items": {}, "total": 0}, TypeError),
+    ({"items": [LEASE], "total": 1}, TypeError),
+    ({"items": [item_dict(service=3)], "total": 1}, TypeError),
+    ({"total": 0}, ValueError),
+])
+def test_forged_matches_are_refused_clearly(data: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        serializer.recreate_classes(dict(data, __class__="lookup.ServiceMatches"))
+
+
+def test_importing_lookup_registers_landlord_and_lookup_converters() -> None:
+    code = ("import sys, lookup\n"
+            "from Pyro5.serializers import SerpentSerializer as S\n"
+            "assert 'landlord' in sys.modules\n"
+            "data = S().dumps(lookup.ServiceItem(None, 'PYRO:x@127.0.0.1:1', [], [lookup.Name('n')]))\n"
+            "assert b'lookup.ServiceItem' in data and b'lookup.entry.Name' in data\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_facade_exports_what_it_lists() -> None:
+    assert all(hasattr(lookup, name) for name in lookup.__all__)
+    assert {"Entry", "UnknownEntry", "ServiceItem", "ServiceTemplate", "ServiceMatches",
+            "type_names"} <= set(lookup.__all__)
+
+
+@Pyro5.api.expose
+class Matcher:
+    """A stand-in for the lookup service: receives items and templates over a real daemon."""
+
+    def __init__(self) -> None:
+        self.items: list[ServiceItem] = []
+
+    def register(self, item: ServiceItem) -> str:
+        assert isinstance(item, ServiceItem) and isinstance(item.service, Pyro5.api.Proxy)
+        self.items.append(item.replace(service_id=f"id-{len(self.items)}"))
+        return self.items[-1].service_id  # type: ignore[return-value]
+
+    def lookup_all(self, template: ServiceTemplate, max_matches: int) -> ServiceMatches:
+        found = [item for item in self.items if template.matches(item)]
+        return ServiceMatches(found[:max_matches], len(found))
+
+
+def test_items_templates_and_matches_cross_a_real_daemon(daemon: Any) -> None:
+    with Pyro5.api.Proxy(daemon.register(Matcher())) as proxy:
+        assert proxy.register(quoter(None)) == "id-0"
+        assert proxy.register(ServiceItem(None, URI, ["a.Other"], [UnknownEntry(
+            "elsewhere.LaserPrinter", ["elsewhere.LaserPrinter", qualified_name(Printer)], {"color": "red"})]))
+        found = proxy.lookup_all(ServiceTemplate(attributes=[Printer(color="red")]), 1)
+        assert isinstance(found, ServiceMatches) and found.total == 2 and len(found.items) == 1
+        assert found.items[0] == quoter("id-0") and isinstance(found.items[0].service, Pyro5.api.Proxy)
+        other = proxy.lookup_all(ServiceTemplate(types=["a.Other"]), 10).items
+        assert [type(e) for e in other[0].attributes] == [UnknownEntry]
