@@ -87,6 +87,15 @@ class LandlordLease(AbstractLease):
                               "so the lease cannot leave its process")
         return str(uri)
 
+    def call_landlord(self, method: str, *args: Any) -> Any:
+        """Call ``method`` of this lease's landlord: in-process directly, else
+        through this thread's proxy for it (dropped after a communication error).
+
+        Objects tied to a lease (a lookup registration) use it to reach the
+        landlord the same way the lease does.
+        """
+        return self._call(method, *args)
+
     def _call(self, method: str, *args: Any) -> Any:
         target = self._landlord
         if not isinstance(target, str):

@@ -22,14 +22,19 @@ from .errors import LeaseDeniedError, LeaseError, LeaseMapError, UnknownLeaseErr
 from .grantor import RenewResults
 from .landlordlease import LandlordLease
 
-__all__ = ["register_exception", "LEASE_CLASS", "RENEW_RESULTS_CLASS"]
+__all__ = ["register_exception", "register_converters", "checked_fields", "LEASE_CLASS", "RENEW_RESULTS_CLASS"]
 
 LEASE_CLASS = "landlord.LandlordLease"
 RENEW_RESULTS_CLASS = "landlord.RenewResults"
 
 
-def _fields(data: dict[str, Any], classname: str, fields: dict[str, type | tuple[type, ...]]) -> list[Any]:
-    """The named fields of a wire dict, type-checked, or a clear error."""
+def checked_fields(data: dict[str, Any], classname: str, fields: dict[str, type | tuple[type, ...]]) -> list[Any]:
+    """The named fields of a wire dict, type-checked, or a clear error.
+
+    Raises:
+        ValueError: a field is missing.
+        TypeError: a field is of another type (a ``bool`` is never a number here).
+    """
     values = []
     for name, kind in fields.items():
         if name not in data:
@@ -54,7 +59,7 @@ def lease_to_dict(lease: LandlordLease) -> dict[str, Any]:
 
 
 def lease_from_dict(classname: str, data: dict[str, Any]) -> LandlordLease:
-    cookie, landlord, landlord_id, remaining = _fields(
+    cookie, landlord, landlord_id, remaining = checked_fields(
         data, classname, {"cookie": str, "landlord": str, "landlord_id": str, "remaining": (int, float)})
     if not remaining >= 0:
         raise ValueError(f"malformed {classname}: remaining is {remaining!r}")
@@ -68,7 +73,7 @@ def results_to_dict(results: RenewResults) -> dict[str, Any]:
 
 
 def results_from_dict(classname: str, data: dict[str, Any]) -> RenewResults:
-    granted, denied = _fields(data, classname, {"granted": list, "denied": list})
+    granted, denied = checked_fields(data, classname, {"granted": list, "denied": list})
     # nested classes are not yet recreated when the outer converter runs
     denied = [SerializerBase.dict_to_class(d) if isinstance(d, dict) else d for d in denied]
     if not all(isinstance(e, BaseException) for e in denied):
@@ -103,7 +108,7 @@ def map_error_to_dict(error: LeaseMapError) -> dict[str, Any]:
 
 
 def map_error_from_dict(classname: str, data: dict[str, Any]) -> LeaseMapError:
-    message, failures = _fields(data, classname, {"message": str, "failures": list})
+    message, failures = checked_fields(data, classname, {"message": str, "failures": list})
     pairs = []
     for pair in failures:
         if not isinstance(pair, list) or len(pair) != 2:
@@ -112,17 +117,18 @@ def map_error_from_dict(classname: str, data: dict[str, Any]) -> LeaseMapError:
     return LeaseMapError(dict(pairs), message)
 
 
-def _register(cls: type, classname: str, to_dict: Callable[[Any], dict[str, Any]],
+def register_converters(cls: type, classname: str, to_dict: Callable[[Any], dict[str, Any]],
               from_dict: Callable[[str, dict[str, Any]], Any]) -> None:
+    """Register both converters of ``cls``, which travels tagged ``classname``."""
     SerializerBase.register_class_to_dict(cls, to_dict)
     SerializerBase.register_dict_to_class(classname, from_dict)
 
 
 def register_all() -> None:
     """Register every landlord converter (idempotent)."""
-    _register(LandlordLease, LEASE_CLASS, lease_to_dict, lease_from_dict)
-    _register(RenewResults, RENEW_RESULTS_CLASS, results_to_dict, results_from_dict)
-    _register(LeaseMapError, _exception_name(LeaseMapError), map_error_to_dict, map_error_from_dict)
+    register_converters(LandlordLease, LEASE_CLASS, lease_to_dict, lease_from_dict)
+    register_converters(RenewResults, RENEW_RESULTS_CLASS, results_to_dict, results_from_dict)
+    register_converters(LeaseMapError, _exception_name(LeaseMapError), map_error_to_dict, map_error_from_dict)
     for cls in (LeaseError, LeaseDeniedError, UnknownLeaseError):
         register_exception(cls)
 

@@ -19,11 +19,13 @@ from .entry import (Comment, Entry, Location, Name, ServiceInfo, Status, Unknown
 from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
                      EventRegistration, ServiceEvent)
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
+from .registration import ServiceRegistration
+from .service import LookupService
 
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches", "qualified_name",
     "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names",
-    "ServiceEvent", "EventRegistration",
+    "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService",
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
 ]

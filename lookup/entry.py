@@ -370,6 +370,22 @@ def entry_matches(template: Entry, entry: Entry) -> bool:
     return True
 
 
+def entry_updated(entry: Entry, changes: Mapping[str, Any]) -> Entry:
+    """A copy of ``entry`` with the fields in ``changes`` set (``entry`` itself is unchanged).
+
+    Raises:
+        TypeError: ``entry`` is not an Entry.
+        ValueError: ``changes`` names a field the entry does not have.
+    """
+    fields = entry_fields(entry)
+    unknown = sorted(set(changes) - set(fields))
+    if unknown:
+        raise ValueError(f"{entry_class_name(entry)} has no field(s) {', '.join(unknown)}")
+    if isinstance(entry, UnknownEntry):
+        return UnknownEntry(entry.class_name, entry.lineage, {**fields, **changes})
+    return dataclasses.replace(entry, **changes)  # type: ignore[type-var]
+
+
 # -- standard entries -------------------------------------------------------------
 
 class Name(Entry):

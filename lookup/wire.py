@@ -9,6 +9,10 @@ Imported by ``lookup/__init__.py``, so importing lookup is enough. The wire form
     {"__class__": "lookup.ServiceTemplate", "service_id": str | None, "types": [str],
      "attributes": [entry dicts]}
     {"__class__": "lookup.ServiceMatches", "items": [item dicts], "total": int}
+    {"__class__": "lookup.ServiceEvent", "event_id": int, "sequence_number": int, "handback": any,
+     "service_id": str, "transition": int, "item": item dict | None}
+    {"__class__": "lookup.EventRegistration", "event_id": int, "lease": lease dict, "sequence_number": int}
+    {"__class__": "lookup.ServiceRegistration", "service_id": str, "lease": lease dict}
 
 Every entry travels under the one tag ``lookup.Entry`` with its real class's
 name, so the receiver need not have imported that class: a registered class
@@ -28,11 +32,17 @@ from typing import Any, Callable
 import Pyro5.api
 from Pyro5.serializers import SerializerBase
 
+from landlord import LandlordLease
+from landlord.wire import LEASE_CLASS, checked_fields, lease_from_dict, register_converters
+
 from .entry import Entry, UnknownEntry, check_wire_value, entry_class
+from .events import EventRegistration, ServiceEvent
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from .registration import ServiceRegistration
 
 __all__ = [
     "ENTRY_CLASS", "ITEM_CLASS", "TEMPLATE_CLASS", "MATCHES_CLASS",
+    "EVENT_CLASS", "EVENT_REGISTRATION_CLASS", "REGISTRATION_CLASS",
     "entry_to_dict", "entry_from_dict", "item_to_dict", "item_from_dict",
     "template_to_dict", "template_from_dict", "matches_to_dict", "matches_from_dict", "register_all",
 ]
@@ -41,21 +51,11 @@ ENTRY_CLASS = "lookup.Entry"
 ITEM_CLASS = "lookup.ServiceItem"
 TEMPLATE_CLASS = "lookup.ServiceTemplate"
 MATCHES_CLASS = "lookup.ServiceMatches"
+EVENT_CLASS = "lookup.ServiceEvent"
+EVENT_REGISTRATION_CLASS = "lookup.EventRegistration"
+REGISTRATION_CLASS = "lookup.ServiceRegistration"
 
 _SEQUENCE = (list, tuple)  # serpent sends tuples as tuples, lists as lists
-
-
-def _fields(data: dict[str, Any], classname: str, fields: dict[str, type | tuple[type, ...]]) -> list[Any]:
-    """The named fields of a wire dict, type-checked, or a clear error."""
-    values = []
-    for name, kind in fields.items():
-        if name not in data:
-            raise ValueError(f"malformed {classname}: no {name!r}")
-        value = data[name]
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise TypeError(f"malformed {classname}: {name!r} is {type(value).__name__}")
-        values.append(value)
-    return values
 
 
 def _service_id(data: dict[str, Any], classname: str) -> str | None:
@@ -101,7 +101,7 @@ def entry_from_dict(classname: str, data: dict[str, Any]) -> Entry:
     Raises:
         TypeError, ValueError: a malformed dict, or a field the registered class does not have.
     """
-    name, lineage, fields = _fields(data, classname, {"class": str, "lineage": _SEQUENCE, "fields": dict})
+    name, lineage, fields = checked_fields(data, classname, {"class": str, "lineage": _SEQUENCE, "fields": dict})
     unknown = UnknownEntry(name, lineage, fields)  # validates names, lineage, sizes and values
     cls = entry_class(name)
     if cls is None:
@@ -137,7 +137,7 @@ def item_from_dict(classname: str, data: dict[str, Any]) -> ServiceItem:
         TypeError, ValueError: a malformed dict.
     """
     service_id = _service_id(data, classname)
-    service, types, _ = _fields(data, classname, {"service": str, "types": _SEQUENCE, "attributes": _SEQUENCE})
+    service, types, _ = checked_fields(data, classname, {"service": str, "types": _SEQUENCE, "attributes": _SEQUENCE})
     proxy = Pyro5.api.Proxy(uri_of(service))  # the URI is checked before a proxy is made of it
     return ServiceItem(service_id, proxy, types, _entries(data, classname))
 
@@ -155,7 +155,7 @@ def template_from_dict(classname: str, data: dict[str, Any]) -> ServiceTemplate:
         TypeError, ValueError: a malformed dict.
     """
     service_id = _service_id(data, classname)
-    types, _ = _fields(data, classname, {"types": _SEQUENCE, "attributes": _SEQUENCE})
+    types, _ = checked_fields(data, classname, {"types": _SEQUENCE, "attributes": _SEQUENCE})
     return ServiceTemplate(service_id, types, _entries(data, classname))
 
 
@@ -171,25 +171,84 @@ def matches_from_dict(classname: str, data: dict[str, Any]) -> ServiceMatches:
     Raises:
         TypeError, ValueError: a malformed dict.
     """
-    items, total = _fields(data, classname, {"items": _SEQUENCE, "total": int})
+    items, total = checked_fields(data, classname, {"items": _SEQUENCE, "total": int})
     return ServiceMatches([_nested(value, ITEM_CLASS, item_from_dict, ServiceItem, f"{classname} item")
                            for value in items], total)
 
 
 # -- registration ----------------------------------------------------------------
 
-def _register(cls: type, classname: str, to_dict: Callable[[Any], dict[str, Any]],
-              from_dict: Callable[[str, dict[str, Any]], Any]) -> None:
-    SerializerBase.register_class_to_dict(cls, to_dict)
-    SerializerBase.register_dict_to_class(classname, from_dict)
+# -- events and registrations ----------------------------------------------------------
+
+def event_to_dict(event: ServiceEvent) -> dict[str, Any]:
+    """The wire form of a remote event (its item, if any, as an item dict)."""
+    return {"__class__": EVENT_CLASS, "event_id": event.event_id, "sequence_number": event.sequence_number,
+            "handback": event.handback, "service_id": event.service_id, "transition": event.transition,
+            "item": None if event.item is None else item_to_dict(event.item)}
+
+
+def event_from_dict(classname: str, data: dict[str, Any]) -> ServiceEvent:
+    """Rebuild a remote event.
+
+    Raises:
+        TypeError, ValueError: a malformed dict.
+    """
+    event_id, sequence_number, service_id, transition = checked_fields(
+        data, classname, {"event_id": int, "sequence_number": int, "service_id": str, "transition": int})
+    item = data.get("item")
+    if item is not None:
+        item = _nested(item, ITEM_CLASS, item_from_dict, ServiceItem, f"{classname} item")
+    return ServiceEvent(event_id, sequence_number, data.get("handback"), service_id, transition, item)
+
+
+def _lease(data: dict[str, Any], classname: str) -> LandlordLease:
+    if "lease" not in data:
+        raise ValueError(f"malformed {classname}: no 'lease'")
+    return _nested(data["lease"], LEASE_CLASS, lease_from_dict, LandlordLease,  # type: ignore[no-any-return]
+                   f"{classname} lease")
+
+
+def event_registration_to_dict(registration: EventRegistration) -> dict[str, Any]:
+    """The wire form of an event registration (its lease as a lease dict)."""
+    return {"__class__": EVENT_REGISTRATION_CLASS, "event_id": registration.event_id,
+            "lease": registration.lease, "sequence_number": registration.sequence_number}
+
+
+def event_registration_from_dict(classname: str, data: dict[str, Any]) -> EventRegistration:
+    """Rebuild an event registration.
+
+    Raises:
+        TypeError, ValueError: a malformed dict.
+    """
+    event_id, sequence_number = checked_fields(data, classname, {"event_id": int, "sequence_number": int})
+    return EventRegistration(event_id, _lease(data, classname), sequence_number)
+
+
+def registration_to_dict(registration: ServiceRegistration) -> dict[str, Any]:
+    """The wire form of a service registration (its lease as a lease dict)."""
+    return {"__class__": REGISTRATION_CLASS, "service_id": registration.service_id, "lease": registration.lease}
+
+
+def registration_from_dict(classname: str, data: dict[str, Any]) -> ServiceRegistration:
+    """Rebuild a service registration.
+
+    Raises:
+        TypeError, ValueError: a malformed dict.
+    """
+    [service_id] = checked_fields(data, classname, {"service_id": str})
+    return ServiceRegistration(service_id, _lease(data, classname))
 
 
 def register_all() -> None:
     """Register every lookup converter (idempotent)."""
-    _register(Entry, ENTRY_CLASS, entry_to_dict, entry_from_dict)  # subclasses too: the lookup is isinstance
-    _register(ServiceItem, ITEM_CLASS, item_to_dict, item_from_dict)
-    _register(ServiceTemplate, TEMPLATE_CLASS, template_to_dict, template_from_dict)
-    _register(ServiceMatches, MATCHES_CLASS, matches_to_dict, matches_from_dict)
+    register_converters(Entry, ENTRY_CLASS, entry_to_dict, entry_from_dict)  # subclasses too: the lookup is isinstance
+    register_converters(ServiceItem, ITEM_CLASS, item_to_dict, item_from_dict)
+    register_converters(ServiceTemplate, TEMPLATE_CLASS, template_to_dict, template_from_dict)
+    register_converters(ServiceMatches, MATCHES_CLASS, matches_to_dict, matches_from_dict)
+    register_converters(ServiceEvent, EVENT_CLASS, event_to_dict, event_from_dict)
+    register_converters(EventRegistration, EVENT_REGISTRATION_CLASS, event_registration_to_dict,
+                        event_registration_from_dict)
+    register_converters(ServiceRegistration, REGISTRATION_CLASS, registration_to_dict, registration_from_dict)
 
 
 register_all()

@@ -1,0 +1,412 @@
+"""The lookup service: leased registrations, template lookup, and remote events.
+
+Every registration is a lease of the lookup service (a
+:class:`~landlord.Landlord`), so a service that stops renewing disappears by
+itself: from every lookup at once when its lease runs out, whether or not the
+reaper has freed it yet, and with a ``TRANSITION_MATCH_NOMATCH`` event to
+whoever asked to hear about it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import uuid
+from typing import Any, Callable, Iterable, Sequence
+
+import Pyro5.client
+import Pyro5.core
+import Pyro5.server
+
+from landlord import ANY, Landlord, LeaseDurationPolicy, LeasePolicy, UnknownLeaseError, check_duration
+from landlord.clock import SYSTEM_CLOCK, Clock
+from landlord.reapers import Reaper
+
+from .entry import Entry, entry_class_name, entry_fields, entry_matches, entry_updated
+from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
+                     EventMailer, EventRegistration, ServiceEvent)
+from .item import ServiceItem, ServiceMatches, ServiceTemplate
+from .registration import ServiceRegistration
+
+__all__ = ["LookupService", "DEFAULT_MAX_LEASE", "DEFAULT_LEASE"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LEASE = 300.0  # seconds: a dead service is gone within five minutes at worst
+DEFAULT_LEASE = 60.0       # seconds, for a registration asking for ANY
+MAX_MATCHES = 100_000      # the most items one lookup_all hands back
+
+
+class _ServiceRecord:
+    """A registered item and its lease (the lease manager's resource for it)."""
+
+    __slots__ = ("item", "cookie", "leased", "replaced")
+
+    def __init__(self, item: ServiceItem) -> None:
+        self.item = item
+        self.cookie = ""
+        self.leased: Any = None  # the LeasedResource: its expiration says whether the record is live
+        self.replaced = False  # re-registered under the same id: its lease's end is not the service's
+
+    def __repr__(self) -> str:
+        return f"<registration {self.item.service_id}>"
+
+
+class _EventRecord:
+    """An event registration and its lease (the lease manager's resource for it)."""
+
+    __slots__ = ("event_id", "template", "transitions", "listener", "handback", "sequence_number",
+                 "cookie", "leased")
+
+    def __init__(self, event_id: int, template: ServiceTemplate, transitions: int, listener: Any,
+                 handback: Any) -> None:
+        self.event_id = event_id
+        self.template = template
+        self.transitions = transitions
+        self.listener = listener
+        self.handback = handback
+        self.sequence_number = 0
+        self.cookie = ""
+        self.leased: Any = None
+
+    def __repr__(self) -> str:
+        return f"<event registration {self.event_id}>"
+
+
+class LookupService(Landlord):
+    """A lookup service: register a :class:`ServiceItem` under a lease; find
+    services by template; hear about changes through remote events.
+
+    Remote methods: :meth:`register`, :meth:`lookup`, :meth:`lookup_all`,
+    :meth:`notify`, :meth:`entry_classes`, :meth:`field_values`,
+    :meth:`service_types`, the attribute changes a :class:`ServiceRegistration`
+    makes, and the landlord's ``renew``/``cancel``/``renew_all``/``cancel_all``.
+
+    Args:
+        policy: lease terms (default: at most ``DEFAULT_MAX_LEASE``, ``ANY`` gets ``DEFAULT_LEASE``).
+        reaper: how expired registrations are freed (see :class:`~landlord.LeaseManager`).
+        clock: the clock leases are decided on.
+        landlord_id: a stable identity (default: a new random one).
+        mailer: delivers events (default: an :class:`~lookup.events.EventMailer` of its own).
+    """
+
+    def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
+                 clock: Clock = SYSTEM_CLOCK, landlord_id: str | None = None,
+                 mailer: EventMailer | None = None) -> None:
+        # RLock: the lease manager calls _lease_ended from inside calls made under this lock
+        self._lock = threading.RLock()
+        self._services: dict[str, _ServiceRecord] = {}
+        self._events: dict[int, _EventRecord] = {}
+        self._event_ids = itertools.count(1)
+        self._mailer = mailer if mailer is not None else EventMailer(on_undeliverable=self._listener_gone)
+        super().__init__(policy=policy or LeaseDurationPolicy(maximum=DEFAULT_MAX_LEASE, default=DEFAULT_LEASE),
+                         reaper=reaper, clock=clock, on_expire=self._lease_ended, on_cancel=self._lease_ended,
+                         landlord_id=landlord_id)
+
+    # -- registering ------------------------------------------------------------
+
+    @Pyro5.server.expose
+    def register(self, item: ServiceItem, duration: float = ANY) -> ServiceRegistration:
+        """Register ``item`` for a lease of ``duration`` seconds.
+
+        An item without an id gets a new one; an item with the id of a live
+        registration replaces it (and its lease).
+
+        Raises:
+            TypeError: ``item`` is not a ServiceItem.
+            ValueError: an invalid duration.
+            LeaseDeniedError: the policy refused.
+        """
+        if not isinstance(item, ServiceItem):
+            raise TypeError(f"register takes a ServiceItem, got {type(item).__name__}")
+        duration = check_duration(duration)
+        if item.service_id is None:
+            item = item.replace(service_id=str(uuid.uuid4()))
+        service_id = item.service_id
+        assert service_id is not None
+        record = _ServiceRecord(item)
+        with self._lock:  # held from the grant on: a lease ending at once finds its record stored
+            lease = self.new_lease(record, duration)  # a refusal changes nothing
+            record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
+            old = self._services.get(service_id)
+            previous = old.item if old is not None and self._live(old) else None
+            if old is not None:
+                old.replaced = True
+                try:
+                    self.manager.cancel(old.cookie)
+                except UnknownLeaseError:
+                    pass  # it ended meanwhile; replaced, so its end is ignored
+            self._services[service_id] = record
+            self._fire(service_id, previous, item)
+        log.info("registered %s %s for %.1f s", service_id, list(item.types), lease.remaining)
+        return ServiceRegistration(service_id, lease)
+
+    @Pyro5.server.expose
+    def add_attributes(self, cookie: str, entries: Sequence[Entry]) -> None:
+        """Add attributes to the registration whose lease has ``cookie`` (see :class:`ServiceRegistration`)."""
+        entries = _check_entries(entries)
+        self._change_item(cookie, lambda item: item.replace(attributes=item.attributes + tuple(entries)))
+
+    @Pyro5.server.expose
+    def set_attributes(self, cookie: str, entries: Sequence[Entry]) -> None:
+        """Replace the attributes of the registration whose lease has ``cookie``."""
+        entries = _check_entries(entries)
+        self._change_item(cookie, lambda item: item.replace(attributes=tuple(entries)))
+
+    @Pyro5.server.expose
+    def modify_attributes(self, cookie: str, templates: Sequence[Entry], entries: Sequence[Entry | None]) -> None:
+        """Modify the attributes of the registration whose lease has ``cookie``
+        (see :meth:`ServiceRegistration.modify_attributes`).
+
+        Raises:
+            TypeError, ValueError: lists of different lengths, non-entries, or
+                a change of another entry class than its template's.
+            UnknownLeaseError: no live registration has that lease.
+        """
+        templates = _check_entries(templates)
+        if not isinstance(entries, (list, tuple)) or len(entries) != len(templates):
+            raise ValueError("modify_attributes needs one entry (or None) per template")
+        changes = [None if e is None else _check_entries([e])[0] for e in entries]
+        for template, change in zip(templates, changes):
+            if change is not None and entry_class_name(change) != entry_class_name(template):
+                raise ValueError(f"a change must be of its template's class, "
+                                 f"{entry_class_name(template)}, not {entry_class_name(change)}")
+
+        def modified(item: ServiceItem) -> ServiceItem:
+            attributes: list[Entry] = []
+            for attribute in item.attributes:
+                deleted = False
+                for template, change in zip(templates, changes):
+                    if entry_matches(template, attribute):
+                        if change is None:
+                            deleted = True
+                            break
+                        updates = {k: v for k, v in entry_fields(change).items() if v is not None}
+                        attribute = entry_updated(attribute, updates)
+                if not deleted:
+                    attributes.append(attribute)
+            return item.replace(attributes=attributes)
+
+        self._change_item(cookie, modified)
+
+    def _change_item(self, cookie: str, change: Callable[[ServiceItem], ServiceItem]) -> None:
+        record = self.get_resource(cookie)  # UnknownLeaseError once the lease is gone
+        if not isinstance(record, _ServiceRecord):
+            raise UnknownLeaseError("that lease is not a service registration's")
+        with self._lock:
+            if record.replaced or not self._live(record):
+                raise UnknownLeaseError("no such registration (it expired, was cancelled, or was replaced)")
+            before = record.item
+            record.item = change(before)
+            self._fire(before.service_id or "", before, record.item)
+
+    # -- looking up -------------------------------------------------------------
+
+    @Pyro5.server.expose
+    def lookup(self, template: ServiceTemplate) -> Any:
+        """The service of one item matching ``template``, or ``None``.
+
+        Raises:
+            TypeError: ``template`` is not a ServiceTemplate.
+        """
+        for item in self._matching(template, limit=1):
+            return item.service
+        return None
+
+    @Pyro5.server.expose
+    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES) -> ServiceMatches:
+        """At most ``max_matches`` items matching ``template``, and how many match in all.
+
+        Raises:
+            TypeError: ``template`` is not a ServiceTemplate, or ``max_matches`` not an int.
+            ValueError: ``max_matches`` negative or above ``MAX_MATCHES``.
+        """
+        if isinstance(max_matches, bool) or not isinstance(max_matches, int):
+            raise TypeError(f"max_matches must be an int, got {type(max_matches).__name__}")
+        if not 0 <= max_matches <= MAX_MATCHES:
+            raise ValueError(f"max_matches must be 0 to {MAX_MATCHES}, got {max_matches}")
+        items = self._matching(template)
+        return ServiceMatches(items[:max_matches], len(items))
+
+    @Pyro5.server.expose
+    def entry_classes(self, template: ServiceTemplate) -> list[str]:
+        """The distinct entry class names among the attributes of the items matching ``template``."""
+        names = {entry_class_name(entry) for item in self._matching(template) for entry in item.attributes}
+        return sorted(names)
+
+    @Pyro5.server.expose
+    def field_values(self, template: ServiceTemplate, index: int, field: str) -> list[Any]:
+        """The distinct values of ``field`` in the attributes of matching items
+        that match the template's attribute number ``index``.
+
+        Raises:
+            TypeError: a bad template, index or field name.
+            ValueError: ``index`` out of range, or a field the template entry does not have.
+        """
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"index must be an int, got {type(index).__name__}")
+        if not isinstance(field, str):
+            raise TypeError(f"field must be a str, got {type(field).__name__}")
+        items = self._matching(template)
+        if not 0 <= index < len(template.attributes):
+            raise ValueError(f"the template has {len(template.attributes)} attribute(s), no number {index}")
+        wanted = template.attributes[index]
+        if field not in entry_fields(wanted):
+            raise ValueError(f"{entry_class_name(wanted)} has no field {field!r}")
+        values: list[Any] = []
+        for item in items:
+            for entry in item.attributes:
+                if entry_matches(wanted, entry):
+                    value = entry_fields(entry).get(field)
+                    if value is not None and value not in values:
+                        values.append(value)
+        return values
+
+    @Pyro5.server.expose
+    def service_types(self, template: ServiceTemplate, prefix: str = "") -> list[str]:
+        """The distinct type names of matching items that start with ``prefix``."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        return sorted({name for item in self._matching(template) for name in item.types if name.startswith(prefix)})
+
+    def _matching(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceItem]:
+        if not isinstance(template, ServiceTemplate):
+            raise TypeError(f"expected a ServiceTemplate, got {type(template).__name__}")
+        self.manager.reap()  # free what has run out, so its events go out now
+        found: list[ServiceItem] = []
+        with self._lock:
+            candidates: Iterable[_ServiceRecord]
+            if template.service_id is not None:
+                record = self._services.get(template.service_id)
+                candidates = [record] if record is not None else []
+            else:
+                candidates = self._services.values()
+            for record in candidates:
+                if self._live(record) and template.matches(record.item):
+                    found.append(record.item)
+                    if limit is not None and len(found) >= limit:
+                        break
+        return found
+
+    # -- events -------------------------------------------------------------------
+
+    @Pyro5.server.expose
+    def notify(self, template: ServiceTemplate, transitions: int, listener: Any, handback: Any = None,
+               duration: float = ANY) -> EventRegistration:
+        """Ask for events when items matching ``template`` make one of ``transitions``.
+
+        Args:
+            template: which items to watch.
+            transitions: a bitwise or of the ``TRANSITION_*`` constants.
+            listener: a Pyro5 proxy or URI of an object with ``notify(event)``
+                (in-process: the object itself).
+            handback: returned unchanged in every event.
+            duration: the registration's lease.
+
+        Raises:
+            TypeError: a bad template or listener.
+            ValueError: ``transitions`` not in 1..7, or an invalid duration.
+            LeaseDeniedError: the policy refused.
+        """
+        if not isinstance(template, ServiceTemplate):
+            raise TypeError(f"expected a ServiceTemplate, got {type(template).__name__}")
+        if isinstance(transitions, bool) or not isinstance(transitions, int):
+            raise TypeError(f"transitions must be an int, got {type(transitions).__name__}")
+        if not 1 <= transitions <= ALL_TRANSITIONS:
+            raise ValueError(f"transitions must combine TRANSITION_* values (1 to 7), got {transitions}")
+        listener = _listener_address(listener)
+        duration = check_duration(duration)
+        record = _EventRecord(next(self._event_ids), template, transitions, listener, handback)
+        with self._lock:
+            lease = self.new_lease(record, duration)
+            record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
+            self._events[record.event_id] = record
+        log.info("event registration %d for %r", record.event_id, template)
+        return EventRegistration(record.event_id, lease, record.sequence_number)
+
+    def _fire(self, service_id: str, before: ServiceItem | None, after: ServiceItem | None) -> None:
+        """Post the events of one change (call with the lock held: sequence numbers follow changes)."""
+        for record in self._events.values():
+            if not self._live(record):
+                continue
+            matched = before is not None and record.template.matches(before)
+            matches = after is not None and record.template.matches(after)
+            if matched and matches:
+                transition = TRANSITION_MATCH_MATCH
+            elif matched:
+                transition = TRANSITION_MATCH_NOMATCH
+            elif matches:
+                transition = TRANSITION_NOMATCH_MATCH
+            else:
+                continue
+            if transition & record.transitions:
+                record.sequence_number += 1
+                event = ServiceEvent(record.event_id, record.sequence_number, record.handback, service_id,
+                                     transition, after)
+                self._mailer.post(record.event_id, record.listener, event)
+
+    def _listener_gone(self, event_id: Any) -> None:
+        with self._lock:
+            record = self._events.get(event_id)
+        if record is not None:
+            log.info("listener of event registration %s is gone; cancelling it", event_id)
+            try:
+                self.manager.cancel(record.cookie)
+            except UnknownLeaseError:
+                pass
+
+    # -- leases ending -----------------------------------------------------------------
+
+    def _lease_ended(self, record: Any) -> None:
+        """``on_expire`` and ``on_cancel``: a registration or event registration is over."""
+        with self._lock:
+            if isinstance(record, _ServiceRecord):
+                if record.replaced or self._services.get(record.item.service_id or "") is not record:
+                    return
+                del self._services[record.item.service_id or ""]
+                log.info("registration %s ended", record.item.service_id)
+                self._fire(record.item.service_id or "", record.item, None)
+            elif isinstance(record, _EventRecord):
+                if self._events.pop(record.event_id, None) is not None:
+                    self._mailer.forget(record.event_id)
+
+    def _live(self, record: _ServiceRecord | _EventRecord) -> bool:
+        return bool(record.leased is not None and record.leased.expiration > self.clock.monotonic())
+
+    def registrations(self) -> list[tuple[ServiceItem, float]]:
+        """Every live registration and its seconds left (a local view, for operators)."""
+        now = self.clock.monotonic()
+        with self._lock:
+            return [(r.item, r.leased.expiration - now) for r in self._services.values() if self._live(r)]
+
+    def close(self) -> None:
+        """Stop the reaper and the event delivery."""
+        super().close()
+        self._mailer.close()
+
+
+def _check_entries(entries: object) -> list[Entry]:
+    if not isinstance(entries, (list, tuple)):
+        raise TypeError(f"expected a list of entries, got {type(entries).__name__}")
+    for entry in entries:
+        if not isinstance(entry, Entry):
+            raise TypeError(f"expected entries, got a {type(entry).__name__}")
+    return list(entries)
+
+
+def _listener_address(listener: Any) -> Any:
+    """A listener as the mailer reaches it: a URI string, or an in-process object."""
+    if isinstance(listener, Pyro5.client.Proxy):
+        return str(listener._pyroUri)
+    if isinstance(listener, Pyro5.core.URI):
+        return str(listener)
+    if isinstance(listener, str):
+        try:
+            Pyro5.core.URI(listener)
+        except Exception as exc:
+            raise TypeError(f"listener is not a Pyro5 URI: {listener!r:.80}") from exc
+        return listener
+    if callable(getattr(listener, "notify", None)):
+        return listener
+    raise TypeError(f"listener must be a Pyro5 proxy or URI, got {type(listener).__name__}")

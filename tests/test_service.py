@@ -1,0 +1,269 @@
+"""LookupService: registration, matching lookups, attribute changes, expiry, and events."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterator
+
+import Pyro5.api
+import pytest
+
+from landlord import FakeClock, LeaseDurationPolicy, UnknownLeaseError
+from lookup import (TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH, Comment,
+                    Entry, EventRegistration, Location, Name, ServiceEvent, ServiceItem, ServiceTemplate)
+from lookup.registration import ServiceRegistration
+from lookup.service import LookupService
+
+SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
+ALL = TRANSITION_MATCH_NOMATCH | TRANSITION_NOMATCH_MATCH | TRANSITION_MATCH_MATCH
+
+
+class Quoter:
+    pass
+
+
+class StockQuoter(Quoter):
+    pass
+
+
+class Printer(Entry):
+    color: bool | None = None
+    ppm: int | None = None
+
+
+class Events:
+    """An in-process listener: records events, lets a test wait for them."""
+
+    def __init__(self) -> None:
+        self.received: list[ServiceEvent] = []
+        self._condition = threading.Condition()
+
+    def notify(self, event: ServiceEvent) -> None:
+        with self._condition:
+            self.received.append(event)
+            self._condition.notify_all()
+
+    def wait_for(self, count: int, timeout: float = 10) -> list[ServiceEvent]:
+        with self._condition:
+            assert self._condition.wait_for(lambda: len(self.received) >= count, timeout), self.received
+            return list(self.received)
+
+    def transitions(self) -> list[int]:
+        return [event.transition for event in self.received]
+
+
+@pytest.fixture
+def service(clock: FakeClock) -> Iterator[LookupService]:
+    lookup = LookupService(policy=LeaseDurationPolicy(maximum=100, default=30), clock=clock, reaper="lazy")
+    yield lookup
+    lookup.close()
+
+
+def item(*attributes: Entry, service_id: str | None = None, types: tuple = (StockQuoter, Quoter)) -> ServiceItem:
+    return ServiceItem(service_id, SERVICE_URI, types, attributes)
+
+
+def test_register_assigns_an_id_and_lookup_finds_by_type_and_attribute(service: LookupService) -> None:
+    registration = service.register(item(Name("quotes"), Location(floor=3, room="301")), 30)
+    assert isinstance(registration, ServiceRegistration) and registration.service_id
+    assert 29 < registration.lease.remaining <= 30
+    found = service.lookup(ServiceTemplate(types=[Quoter], attributes=[Location(floor=3)]))
+    assert found == SERVICE_URI  # in-process: the service as registered
+    assert service.lookup(ServiceTemplate(types=["no.such.Type"])) is None
+    assert service.lookup(ServiceTemplate(attributes=[Location(floor=4)])) is None
+    assert service.lookup(ServiceTemplate(service_id=registration.service_id)) is not None
+
+
+def test_lookup_all_counts_every_match_and_returns_at_most_max(service: LookupService) -> None:
+    for i in range(5):
+        service.register(item(Name(f"q{i}")), 30)
+    service.register(item(Name("other"), types=("other.Type",)), 30)
+    matches = service.lookup_all(ServiceTemplate(types=[Quoter]), 3)
+    assert matches.total == 5 and len(matches.items) == 3
+    assert all(found.attributes[0].name.startswith("q") for found in matches.items)
+    assert service.lookup_all(ServiceTemplate(), 100).total == 6
+
+
+def test_registering_again_under_an_id_replaces_item_and_lease(service: LookupService) -> None:
+    first = service.register(item(Name("v1")), 30)
+    second = service.register(item(Name("v2"), service_id=first.service_id), 50)
+    assert second.service_id == first.service_id
+    matches = service.lookup_all(ServiceTemplate(), 10)
+    assert matches.total == 1 and matches.items[0].attributes == (Name("v2"),)
+    with pytest.raises(UnknownLeaseError):
+        first.lease.renew(10)  # the old lease went with the old item
+    assert second.lease.renew(10) == 10
+
+
+@pytest.mark.parametrize("reaper", ["lazy", "polling"])
+def test_an_expired_registration_disappears_at_once(clock: FakeClock, reaper: str) -> None:
+    service = LookupService(policy=LeaseDurationPolicy(maximum=100), clock=clock, reaper=reaper)
+    try:
+        registration = service.register(item(Name("brief")), 10)
+        clock.advance(10)  # the polling reaper would only come by later
+        assert service.lookup(ServiceTemplate()) is None
+        assert service.lookup_all(ServiceTemplate(), 10).total == 0
+        with pytest.raises(UnknownLeaseError):
+            registration.lease.renew(10)
+    finally:
+        service.close()
+
+
+def test_cancelling_the_lease_removes_the_registration(service: LookupService) -> None:
+    registration = service.register(item(Name("gone soon")), 30)
+    registration.lease.cancel()
+    assert service.lookup(ServiceTemplate()) is None and service.registrations() == []
+
+
+def test_attribute_changes_through_the_registration(service: LookupService) -> None:
+    registration = service.register(item(Name("p"), Printer(color=True, ppm=10), Comment("old")), 30)
+    registration.add_attributes([Location(floor=1)])
+    registration.modify_attributes([Printer()], [Printer(ppm=40)])  # None fields stay as they were
+    registration.modify_attributes([Comment()], [None])  # None deletes
+    [found] = service.lookup_all(ServiceTemplate(), 10).items
+    assert found.attributes == (Name("p"), Printer(color=True, ppm=40), Location(floor=1))
+    registration.set_attributes([Name("only")])
+    assert service.lookup_all(ServiceTemplate(), 10).items[0].attributes == (Name("only"),)
+    with pytest.raises(ValueError):
+        registration.modify_attributes([Printer()], [Name("wrong class")])
+    with pytest.raises(ValueError):
+        registration.modify_attributes([Printer(), Comment()], [None])
+    registration.lease.cancel()
+    with pytest.raises(UnknownLeaseError):
+        registration.add_attributes([Comment("too late")])
+
+
+def test_a_cookie_is_needed_to_change_a_registration(service: LookupService) -> None:
+    service.register(item(Name("mine")), 30)
+    for forged in ("not-a-cookie", "x" * 22):
+        with pytest.raises(UnknownLeaseError):
+            service.set_attributes(forged, [Name("stolen")])
+    events = service.notify(ServiceTemplate(), ALL, Events(), None, 30)
+    with pytest.raises(UnknownLeaseError):  # an event registration's cookie is not a service's
+        service.set_attributes(events.lease.cookie, [Name("stolen")])
+    assert service.lookup_all(ServiceTemplate(), 10).items[0].attributes == (Name("mine"),)
+
+
+def test_events_for_every_transition_in_order(clock: FakeClock, service: LookupService) -> None:
+    listener = Events()
+    watch = service.notify(ServiceTemplate(types=[Quoter], attributes=[Location(floor=3)]), ALL, listener,
+                           "my handback", 60)
+    assert isinstance(watch, EventRegistration) and watch.sequence_number == 0
+    registration = service.register(item(Location(floor=3)), 30)                      # NOMATCH_MATCH
+    registration.add_attributes([Name("quotes")])                                       # MATCH_MATCH
+    registration.modify_attributes([Location()], [Location(floor=4)])                   # MATCH_NOMATCH
+    registration.modify_attributes([Location()], [Location(floor=3)])                   # NOMATCH_MATCH
+    service.register(item(Name("unrelated"), types=("other.Type",)), 30)                # nothing
+    clock.advance(30)
+    assert service.lookup(ServiceTemplate()) is None                                     # MATCH_NOMATCH
+    events = listener.wait_for(5)
+    assert [e.transition for e in events] == [TRANSITION_NOMATCH_MATCH, TRANSITION_MATCH_MATCH,
+                                              TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
+                                              TRANSITION_MATCH_NOMATCH]
+    assert [e.sequence_number for e in events] == [1, 2, 3, 4, 5]
+    assert {e.event_id for e in events} == {watch.event_id} and {e.handback for e in events} == {"my handback"}
+    assert {e.service_id for e in events} == {registration.service_id}
+    assert events[1].item.attributes == (Location(floor=3), Name("quotes")) and events[-1].item is None
+
+
+def test_only_the_transitions_asked_for(service: LookupService) -> None:
+    arrivals = Events()
+    service.notify(ServiceTemplate(), TRANSITION_NOMATCH_MATCH, arrivals, None, 60)
+    registration = service.register(item(Name("a")), 30)
+    registration.add_attributes([Comment("changed")])
+    registration.lease.cancel()
+    service.register(item(Name("b")), 30)
+    assert service._mailer.wait_idle(10)
+    assert arrivals.transitions() == [TRANSITION_NOMATCH_MATCH, TRANSITION_NOMATCH_MATCH]
+
+
+def test_an_ended_event_registration_sends_nothing_more(clock: FakeClock, service: LookupService) -> None:
+    listener = Events()
+    watch = service.notify(ServiceTemplate(), ALL, listener, None, 10)
+    service.register(item(Name("one")), 50)
+    listener.wait_for(1)  # cancelling drops what is not yet delivered
+    watch.lease.cancel()
+    service.register(item(Name("two")), 50)
+    assert service._mailer.wait_idle(10)
+    assert listener.transitions() == [TRANSITION_NOMATCH_MATCH]
+
+
+def test_a_listener_that_cannot_be_reached_loses_its_registration(clock: FakeClock) -> None:
+    from lookup.events import EventMailer
+    service = LookupService(clock=clock, reaper="lazy")
+    service._mailer.close()  # the same, but giving up at the first failure
+    service._mailer = EventMailer(on_undeliverable=service._listener_gone, retry_delays=())
+    try:
+        watch = service.notify(ServiceTemplate(), ALL, "PYRO:gone@127.0.0.1:1", None, 60)  # nobody listens there
+        service.register(item(Name("x")), 30)
+        assert service._mailer.wait_idle(30)
+        with pytest.raises(UnknownLeaseError):
+            watch.lease.renew(10)
+    finally:
+        service.close()
+
+
+def test_entry_classes_field_values_and_service_types(service: LookupService) -> None:
+    service.register(item(Name("a"), Printer(color=True, ppm=10)), 30)
+    service.register(item(Name("b"), Printer(color=False, ppm=20)), 30)
+    service.register(item(Name("c"), types=("other.Type",)), 30)
+    quoters = ServiceTemplate(types=[Quoter])
+    assert service.entry_classes(quoters) == sorted(["lookup.entry.Name", f"{Printer.__module__}.Printer"])
+    assert sorted(service.field_values(ServiceTemplate(attributes=[Printer()]), 0, "ppm")) == [10, 20]
+    assert service.service_types(ServiceTemplate(), "other") == ["other.Type"]
+    assert len(service.service_types(ServiceTemplate(), "")) == 3
+    with pytest.raises(ValueError):
+        service.field_values(quoters, 0, "ppm")  # the template has no attribute 0
+    with pytest.raises(ValueError):
+        service.field_values(ServiceTemplate(attributes=[Printer()]), 0, "weight")
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda s: s.register("not an item", 10), TypeError),
+    (lambda s: s.register(item(), -5), ValueError),
+    (lambda s: s.lookup({"types": []}), TypeError),
+    (lambda s: s.lookup_all(ServiceTemplate(), -1), ValueError),
+    (lambda s: s.lookup_all(ServiceTemplate(), "10"), TypeError),
+    (lambda s: s.notify(ServiceTemplate(), 0, Events(), None, 10), ValueError),
+    (lambda s: s.notify(ServiceTemplate(), 8, Events(), None, 10), ValueError),
+    (lambda s: s.notify(ServiceTemplate(), ALL, 42, None, 10), TypeError),
+    (lambda s: s.notify(ServiceTemplate(), ALL, "not a uri", None, 10), TypeError),
+    (lambda s: s.add_attributes(17, []), TypeError),
+    (lambda s: s.service_types(ServiceTemplate(), 3), TypeError),
+])
+def test_bad_calls_change_nothing(service: LookupService, call: Any, error: type) -> None:
+    service.register(item(Name("stays")), 30)
+    with pytest.raises(error):
+        call(service)
+    assert service.lookup_all(ServiceTemplate(), 10).total == 1 and len(service.manager) == 1
+
+
+# -- over a real daemon ----------------------------------------------------------------
+
+class RemoteListener(Events):
+    @Pyro5.api.expose
+    def notify(self, event: ServiceEvent) -> None:
+        super().notify(event)
+
+
+def test_the_whole_round_over_pyro(daemon: Any) -> None:
+    service = LookupService()
+    try:
+        with Pyro5.api.Proxy(daemon.register(service)) as remote:
+            listener = RemoteListener()
+            watch = remote.notify(ServiceTemplate(types=[Quoter]), ALL, daemon.register(listener), [1, "two"], 30)
+            assert isinstance(watch, EventRegistration)
+            registration = remote.register(item(Name("remote"), Printer(ppm=5)), 30)
+            assert isinstance(registration, ServiceRegistration)
+            found = remote.lookup(ServiceTemplate(attributes=[Printer(ppm=5)]))
+            assert isinstance(found, Pyro5.api.Proxy) and str(found._pyroUri) == SERVICE_URI
+            registration.add_attributes([Comment("hello")])  # through the lease's proxy
+            registration.lease.cancel()
+            events = listener.wait_for(3)
+            assert [e.transition for e in events] == [TRANSITION_NOMATCH_MATCH, TRANSITION_MATCH_MATCH,
+                                                      TRANSITION_MATCH_NOMATCH]
+            assert events[0].handback == [1, "two"] and isinstance(events[0].item, ServiceItem)
+            assert Printer(ppm=5) in events[0].item.attributes
+            watch.lease.cancel()
+    finally:
+        service.close()
