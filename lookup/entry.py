@@ -25,7 +25,7 @@ import keyword
 import logging
 import math
 import typing
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
@@ -384,6 +384,34 @@ def entry_updated(entry: Entry, changes: Mapping[str, Any]) -> Entry:
     if isinstance(entry, UnknownEntry):
         return UnknownEntry(entry.class_name, entry.lineage, {**fields, **changes})
     return dataclasses.replace(entry, **changes)  # type: ignore[type-var]
+
+
+def modified_entries(entries: Iterable[Entry], templates: Sequence[Entry],
+                     changes: Sequence[Entry | None]) -> list[Entry]:
+    """``entries`` after a ``modify_attributes``: each entry matched by
+    ``templates[i]`` takes the fields ``changes[i]`` does not leave ``None``,
+    or is deleted where ``changes[i]`` is ``None``.
+
+    Raises:
+        ValueError: ``templates`` and ``changes`` differ in length, or a change
+            is of another class than its template.
+    """
+    if len(templates) != len(changes):
+        raise ValueError("modify_attributes needs one entry (or None) per template")
+    for template, change in zip(templates, changes):
+        if change is not None and entry_class_name(change) != entry_class_name(template):
+            raise ValueError(f"a change must be of its template's class, "
+                             f"{entry_class_name(template)}, not {entry_class_name(change)}")
+    kept: list[Entry] = []
+    for entry in entries:
+        for template, change in zip(templates, changes):
+            if entry_matches(template, entry):
+                if change is None:
+                    break  # deleted
+                entry = entry_updated(entry, {k: v for k, v in entry_fields(change).items() if v is not None})
+        else:
+            kept.append(entry)
+    return kept
 
 
 # -- standard entries -------------------------------------------------------------

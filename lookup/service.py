@@ -23,10 +23,10 @@ from landlord import ANY, Landlord, LeaseDurationPolicy, LeasePolicy, UnknownLea
 from landlord.clock import SYSTEM_CLOCK, Clock
 from landlord.reapers import Reaper
 
-from .entry import Entry, entry_class_name, entry_fields, entry_matches, entry_updated
+from .entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
 from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
                      EventMailer, EventRegistration, ServiceEvent)
-from .item import ServiceItem, ServiceMatches, ServiceTemplate
+from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
 from .registration import ServiceRegistration
 
 __all__ = ["LookupService", "DEFAULT_MAX_LEASE", "DEFAULT_LEASE"]
@@ -165,30 +165,12 @@ class LookupService(Landlord):
             UnknownLeaseError: no live registration has that lease.
         """
         templates = _check_entries(templates)
-        if not isinstance(entries, (list, tuple)) or len(entries) != len(templates):
-            raise ValueError("modify_attributes needs one entry (or None) per template")
+        if not isinstance(entries, (list, tuple)):
+            raise TypeError(f"expected a list of entries (or None), got {type(entries).__name__}")
         changes = [None if e is None else _check_entries([e])[0] for e in entries]
-        for template, change in zip(templates, changes):
-            if change is not None and entry_class_name(change) != entry_class_name(template):
-                raise ValueError(f"a change must be of its template's class, "
-                                 f"{entry_class_name(template)}, not {entry_class_name(change)}")
-
-        def modified(item: ServiceItem) -> ServiceItem:
-            attributes: list[Entry] = []
-            for attribute in item.attributes:
-                deleted = False
-                for template, change in zip(templates, changes):
-                    if entry_matches(template, attribute):
-                        if change is None:
-                            deleted = True
-                            break
-                        updates = {k: v for k, v in entry_fields(change).items() if v is not None}
-                        attribute = entry_updated(attribute, updates)
-                if not deleted:
-                    attributes.append(attribute)
-            return item.replace(attributes=attributes)
-
-        self._change_item(cookie, modified)
+        modified_entries([], templates, changes)  # checks lengths and classes before anything changes
+        self._change_item(cookie, lambda item: item.replace(
+            attributes=modified_entries(item.attributes, templates, changes)))
 
     def _change_item(self, cookie: str, change: Callable[[ServiceItem], ServiceItem]) -> None:
         record = self.get_resource(cookie)  # UnknownLeaseError once the lease is gone
@@ -397,16 +379,10 @@ def _check_entries(entries: object) -> list[Entry]:
 
 def _listener_address(listener: Any) -> Any:
     """A listener as the mailer reaches it: a URI string, or an in-process object."""
-    if isinstance(listener, Pyro5.client.Proxy):
-        return str(listener._pyroUri)
-    if isinstance(listener, Pyro5.core.URI):
-        return str(listener)
-    if isinstance(listener, str):
-        try:
-            Pyro5.core.URI(listener)
-        except Exception as exc:
-            raise TypeError(f"listener is not a Pyro5 URI: {listener!r:.80}") from exc
+    if not isinstance(listener, (str, Pyro5.core.URI, Pyro5.client.Proxy)) and callable(
+            getattr(listener, "notify", None)):
         return listener
-    if callable(getattr(listener, "notify", None)):
-        return listener
-    raise TypeError(f"listener must be a Pyro5 proxy or URI, got {type(listener).__name__}")
+    try:
+        return uri_of(listener)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"listener must be a Pyro5 proxy or URI: {exc}") from exc

@@ -93,17 +93,23 @@ class Child:
         self.process.wait(10)
 
 
-@pytest.fixture
-def spawn() -> Iterator[Callable[..., Child]]:
-    children: list[Child] = []
+class Spawner:
+    """Starts children; kills them all at teardown. ``children`` lists them in start order."""
 
-    def start(script: str, *args: str) -> Child:
+    def __init__(self) -> None:
+        self.children: list[Child] = []
+
+    def __call__(self, script: str, *args: str) -> Child:
         child = Child(script, *args)
-        children.append(child)
+        self.children.append(child)
         return child
 
-    yield start
-    for child in children:
+
+@pytest.fixture
+def spawn() -> Iterator[Spawner]:
+    spawner = Spawner()
+    yield spawner
+    for child in spawner.children:
         child.kill()
 
 

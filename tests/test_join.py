@@ -1,0 +1,87 @@
+"""JoinManager: registers a service everywhere, under one id, and again whenever it is lost."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import Pyro5.api
+import pytest
+
+from conftest import Child, free_port
+from lookup import JoinManager, LookupService, Name, ServiceTemplate, Status
+
+
+@Pyro5.api.expose
+class Quoter:
+    def quote(self, symbol: str) -> float:
+        return 42.0
+
+
+class StockQuoter(Quoter):
+    pass
+
+
+@pytest.fixture
+def lookups(daemon: Any) -> Iterator[list[tuple[LookupService, str]]]:
+    services = [LookupService() for _ in range(2)]
+    yield [(service, daemon.register(service)) for service in services]
+    for service in services:
+        service.close()
+
+
+def test_registers_with_every_lookup_service_under_one_id(daemon: Any, lookups: list) -> None:
+    quoter = StockQuoter()
+    daemon.register(quoter)
+    with JoinManager(quoter, attributes=[Name("quotes")], locators=[uri for _, uri in lookups],
+                     lease_duration=30) as join:
+        assert join.wait_registered(2, timeout=10)
+        assert join.service_id is not None
+        for service, _ in lookups:
+            matches = service.lookup_all(ServiceTemplate(types=[Quoter], attributes=[Name("quotes")]), 10)
+            assert matches.total == 1
+            found = matches.items[0]
+            assert found.service_id == join.service_id  # types were read off the class
+            assert "test_join.StockQuoter" in found.types[0] and any(t.endswith("Quoter") for t in found.types)
+        join.add_attributes([Status(Status.WARNING)])
+        join.modify_attributes([Name()], [Name("renamed")])
+        for service, _ in lookups:
+            [found] = service.lookup_all(ServiceTemplate(service_id=join.service_id), 10).items
+            assert found.attributes == (Name("renamed"), Status(Status.WARNING))
+    # closing cancelled the registrations: the service left at once
+    for service, _ in lookups:
+        assert service.lookup(ServiceTemplate(service_id=join.service_id)) is None
+
+
+def test_a_uri_without_types_is_refused() -> None:
+    with pytest.raises(TypeError, match="types"):
+        JoinManager("PYRO:quoter@127.0.0.1:1")
+
+
+def test_registers_again_under_the_same_id_when_a_lookup_service_restarts(
+        daemon: Any, spawn: Callable[..., Child]) -> None:
+    port = str(free_port())
+    uri = spawn("lookup_service.py", port).expect("URI:")
+    quoter = Quoter()
+    daemon.register(quoter)
+    with JoinManager(quoter, attributes=[Name("survivor")], locators=[uri], lease_duration=2.0) as join:
+        assert join.wait_times_registered(1, timeout=10)
+        service_id = join.service_id
+        spawn.children[-1].kill()  # kill -9: it forgets everything
+        assert spawn("lookup_service.py", port).expect("URI:") == uri
+        # the next renewal (about a second in) meets a lookup service that never heard of it
+        assert join.wait_times_registered(2, timeout=10)
+        with Pyro5.api.Proxy(uri) as restarted:
+            found = restarted.lookup_all(ServiceTemplate(attributes=[Name("survivor")]), 10)
+        assert found.total == 1 and found.items[0].service_id == service_id
+
+
+def test_a_lookup_service_that_comes_up_later_is_joined_when_it_does(
+        daemon: Any, spawn: Callable[..., Child]) -> None:
+    port = str(free_port())
+    quoter = Quoter()
+    daemon.register(quoter)
+    with JoinManager(quoter, locators=[f"PYRO:lookup@127.0.0.1:{port}"], lease_duration=5,
+                     retry_initial=0.1, retry_max=0.5) as join:
+        assert not join.wait_registered(1, timeout=0.3)  # nobody there yet
+        spawn("lookup_service.py", port).expect("URI:")
+        assert join.wait_registered(1, timeout=10)
