@@ -485,8 +485,6 @@ class LeaseRenewalManager:
         log.debug("renewed %d lease(s), %d failed", len(leases), len(failures))
         events: list[tuple[Callback | None, LeaseRenewalEvent]] = []
         with self._cond:
-            self._in_flight -= 1
-            self._cond.notify_all()  # for _wait_idle
             t = self._clock.time()
             for entry in group:
                 entry.busy = False
@@ -508,6 +506,9 @@ class LeaseRenewalManager:
                     self._drop(entry)
                     events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, exc)))
         self._fire(events)
+        with self._cond:  # done only once the callbacks have run: _wait_idle counts on it
+            self._in_flight -= 1
+            self._cond.notify_all()
 
     def _renew_cancelled(self, group: list[_Entry]) -> None:
         with self._cond:
