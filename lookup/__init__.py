@@ -18,6 +18,7 @@ from .entry import (Comment, Entry, Location, Name, ServiceInfo, Status, Unknown
                     entry_class_name, entry_fields, entry_lineage, entry_matches, qualified_name)
 from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
                      EventRegistration, ServiceEvent)
+from .cache import LookupCache
 from .join import JoinManager
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .registration import ServiceRegistration
@@ -27,6 +28,6 @@ __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches", "qualified_name",
     "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names",
-    "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService", "JoinManager",
+    "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService", "JoinManager", "LookupCache",
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
 ]
