@@ -109,10 +109,15 @@ class LookupCache:
             items = list(self._items.values())
         return [item for item in items if accept is None or accept(item)]
 
-    def lookup(self, accept: Callable[[ServiceItem], bool] | None = None) -> Any:
-        """The service of one item held (one ``accept`` accepts), or ``None``."""
+    def lookup(self, accept: Callable[[ServiceItem], bool] | None = None) -> Pyro5.api.Proxy | None:
+        """A new proxy, owned by the calling thread, for the service of one item
+        held (one ``accept`` accepts), or ``None``.
+
+        A new proxy because a Pyro5 proxy belongs to the thread that made it,
+        and the items' own were made on the threads that received them.
+        """
         for item in self.items(accept):
-            return item.service
+            return Pyro5.api.Proxy(item.service_uri)
         return None
 
     def wait_until(self, condition: Callable[[list[ServiceItem]], bool], timeout: float | None = None) -> bool:
