@@ -11,19 +11,16 @@ import Pyro5.server
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, check_duration
-from .landlordlease import LandlordLease, check_cookie
+from .landlordlease import MAX_BATCH, LandlordLease, check_cookie
 from .manager import LeasedResource, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 
-__all__ = ["Landlord", "RenewResults", "new_cookie", "COOKIE_BYTES"]
+__all__ = ["Landlord", "RenewResults", "new_cookie", "COOKIE_BYTES", "MAX_BATCH"]
 
 log = logging.getLogger(__name__)
 
 COOKIE_BYTES = 16  # 128 random bits: holding the cookie is the capability to renew or cancel
-
-# A batch bigger than this is refused outright, so one call cannot hold the lock for long.
-MAX_BATCH = 100_000
 
 
 def new_cookie() -> str:

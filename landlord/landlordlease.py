@@ -17,6 +17,9 @@ __all__ = ["LandlordLease"]
 
 # Cookies are opaque, but a bound keeps forged ones from costing memory.
 MAX_COOKIE_LENGTH = 256
+# The most leases in one renew_all or cancel_all call: a landlord refuses more,
+# so a holder splits bigger batches.
+MAX_BATCH = 100_000
 
 
 class LandlordLease(AbstractLease):
@@ -119,13 +122,19 @@ class LandlordLease(AbstractLease):
         return ("landlord", self._landlord_id)
 
     def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        if len(leases) > MAX_BATCH:
+            failures: dict[Lease, Exception] = {}
+            for start in range(0, len(leases), MAX_BATCH):
+                failures.update(self._renew_batch(leases[start:start + MAX_BATCH],
+                                                  durations[start:start + MAX_BATCH]))
+            return failures
         cookies = [lease.cookie for lease in leases]  # type: ignore[attr-defined]
         sent = self._clock.time()
         results = self._call("renew_all", cookies, list(durations))
         granted, denied = getattr(results, "granted", None), getattr(results, "denied", None)
         if not isinstance(granted, list) or len(granted) != len(leases) or not isinstance(denied, list):
             raise LeaseError(f"landlord answered renew_all with {results!r:.80}")
-        failures: dict[Lease, Exception] = {}
+        failures = {}
         denials = iter(denied)
         for lease, grant in zip(leases, granted):
             if grant == -1:
@@ -135,6 +144,11 @@ class LandlordLease(AbstractLease):
         return failures
 
     def _cancel_batch(self, leases: Sequence[Lease]) -> dict[Lease, Exception]:
+        if len(leases) > MAX_BATCH:
+            failures: dict[Lease, Exception] = {}
+            for start in range(0, len(leases), MAX_BATCH):
+                failures.update(self._cancel_batch(leases[start:start + MAX_BATCH]))
+            return failures
         by_cookie = {lease.cookie: lease for lease in leases}  # type: ignore[attr-defined]
         errors = self._call("cancel_all", list(by_cookie))
         return {by_cookie[cookie]: exc for cookie, exc in dict(errors).items() if cookie in by_cookie}

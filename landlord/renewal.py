@@ -373,7 +373,7 @@ class LeaseRenewalManager:
             self._heap = [item for item in self._heap if item[2].token == item[1]]
             heapq.heapify(self._heap)
         heapq.heappush(self._heap, (due, token, entry))
-        if due < self._sleep_until:  # only ever true while the thread sleeps
+        if due < self._sleep_until and not self._wake:  # asleep, and not yet told to wake up
             self._wake = True
             self._cond.notify_all()
 

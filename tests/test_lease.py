@@ -214,3 +214,15 @@ def test_lease_map_checks_keys_and_durations(clock: FakeClock) -> None:
     assert not lease_map.can_contain(landlord_for(clock).new_lease("r", 1))
     del lease_map[lease]
     assert isinstance(lease, Lease) and len(lease_map) == 0
+
+
+def test_lease_map_splits_batches_at_the_landlords_limit(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from landlord import grantor, landlordlease
+    monkeypatch.setattr(landlordlease, "MAX_BATCH", 3)
+    monkeypatch.setattr(grantor, "MAX_BATCH", 3)  # the landlord refuses more, as it would 100,001
+    landlord = CountingLandlord(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=100))
+    lease_map = LeaseMap({landlord.new_lease(i, 10): 50 for i in range(7)})
+    lease_map.renew_all()
+    assert landlord.calls == ["renew_all"] * 3 and all(lease.remaining == 50 for lease in lease_map)
+    lease_map.cancel_all()
+    assert landlord.calls[3:] == ["cancel_all"] * 3 and len(landlord) == 0
