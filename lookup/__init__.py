@@ -20,6 +20,7 @@ from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_N
                      EventRegistration, ServiceEvent)
 from .cache import LookupCache
 from .join import JoinManager
+from .locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .registration import ServiceRegistration
 from .service import LookupService
@@ -29,5 +30,6 @@ __all__ = [
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches", "qualified_name",
     "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names",
     "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService", "JoinManager", "LookupCache",
+    "locate", "LookupServiceNotFoundError", "LOOKUP_OBJECT_ID",
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
 ]

@@ -1,0 +1,195 @@
+"""The ``lookup`` command: serve a lookup service, or list what one holds.
+
+::
+
+    python -m lookup serve [--host 127.0.0.1] [--port 4160] [--max-lease S] [--default-lease S]
+                           [--reaper sleeper|polling|lazy] [--verbose]
+    python -m lookup list [--host 127.0.0.1] [--port 4160] [--timeout S] [--limit N]
+
+Exit codes: 0 done, 1 the lookup service cannot be reached (or the address
+cannot be served), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+from typing import Any, Sequence, TextIO
+
+import Pyro5.errors
+
+from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
+from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE
+
+__all__ = ["main", "build_parser", "format_table", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE"]
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_UNREACHABLE = 1
+EXIT_USAGE = 2
+DEFAULT_LIMIT = 1000  # rows `list` shows unless told otherwise
+
+LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port < 65536:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {port}")
+    return port
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(f"seconds must be positive and finite, not {text}")
+    return seconds
+
+
+def _count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {count}")
+    return count
+
+
+def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
+    """The command line's parser, with the ``serve`` and ``list`` subcommands."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="A Jini-style lookup service whose registrations are leases.",
+        epilog="Exit codes: 0 ok, 1 cannot reach (or serve at) the address, 2 usage error.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser(
+        "serve", help="run a lookup service until SIGTERM or SIGINT",
+        description="Run a lookup service at HOST:PORT until SIGTERM or SIGINT. Logs to stderr: "
+                    "registrations, grants, expiries and cancellations; renewals too with --verbose.")
+    serve.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (default %(default)s)")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                       help="port to listen on (default %(default)s, Jini's; 0: any free port)")
+    serve.add_argument("--max-lease", type=_seconds, default=DEFAULT_MAX_LEASE, metavar="S",
+                       help="longest lease granted, in seconds (default %(default)g)")
+    serve.add_argument("--default-lease", type=_seconds, default=None, metavar="S",
+                       help=f"lease granted to a request for ANY, in seconds "
+                            f"(default {DEFAULT_LEASE:g}, or --max-lease if shorter)")
+    serve.add_argument("--reaper", choices=("sleeper", "polling", "lazy"), default="sleeper",
+                       help="how expired registrations are freed (default %(default)s)")
+    serve.add_argument("-v", "--verbose", action="store_true",
+                       help="log at DEBUG, renewals included")
+
+    show = commands.add_parser(
+        "list", help="print the registrations of a lookup service",
+        description="Print the registrations of the lookup service at HOST:PORT as a table: "
+                    "service id, types, attributes, time left.")
+    show.add_argument("--host", default=DEFAULT_HOST, help="the lookup service's host (default %(default)s)")
+    show.add_argument("--port", type=_port, default=DEFAULT_PORT, help="its port (default %(default)s)")
+    show.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="S",
+                      help="seconds to wait for it (default %(default)g)")
+    show.add_argument("--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
+                      help="show at most N registrations (default %(default)s)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
+    """Run the command line; return the exit code.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+        prog: the program name usage messages show.
+
+    Raises:
+        SystemExit: from argparse, with code 0 for ``--help`` and 2 for a usage error.
+    """
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        if args.default_lease is None:
+            args.default_lease = min(DEFAULT_LEASE, args.max_lease)
+        elif args.default_lease > args.max_lease:
+            parser.error(f"--default-lease ({args.default_lease:g}) exceeds --max-lease ({args.max_lease:g})")
+        return _serve(args)
+    if args.port == 0:
+        parser.error("list needs the lookup service's port, not 0")
+    return _list(args, sys.stdout)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .server import serve  # here: `list` need not import the server
+
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT, stream=sys.stderr)
+    level = logging.DEBUG if args.verbose else logging.INFO
+    for name in ("lookup", "landlord"):
+        logging.getLogger(name).setLevel(level)
+    try:
+        serve(args.host, args.port, max_lease=args.max_lease, default_lease=args.default_lease,
+              reaper=args.reaper)
+    except OSError as exc:  # the address is in use, or not ours
+        print(f"lookup: cannot serve at {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    return EXIT_OK
+
+
+def _list(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        rows, total = _fetch(args.host, args.port, timeout=args.timeout, limit=args.limit)
+    except LookupServiceNotFoundError as exc:
+        print(f"lookup: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except Pyro5.errors.CommunicationError as exc:  # it went away, or timed out, while answering
+        print(f"lookup: lost the lookup service at {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    out.write(format_table(rows))
+    if total > len(rows):
+        out.write(f"({len(rows)} of {total} registrations shown; see --limit)\n")
+    return EXIT_OK
+
+
+def _fetch(host: str, port: int, *, timeout: float, limit: int) -> tuple[list[tuple[Any, ...]], int]:
+    """The rows ``(service_id, types, attributes, seconds_left or None)`` and the total."""
+    from .item import ServiceTemplate
+    from .server import MAX_TABLE_ROWS, entry_text
+
+    with locate(host, port, timeout=timeout) as proxy:
+        limit = min(limit, MAX_TABLE_ROWS)
+        if "registrations_table" in proxy._pyroMethods:
+            rows, total = proxy.registrations_table(limit)
+            return [tuple(row) for row in rows], total
+        # a lookup service served otherwise: the items, but no time left
+        found = proxy.lookup_all(ServiceTemplate(), limit)
+        rows = [(item.service_id, list(item.types), [entry_text(e) for e in item.attributes], None)
+                for item in found.items]
+        return rows, found.total
+
+
+def format_table(rows: Sequence[Sequence[Any]]) -> str:
+    """The registrations as an aligned text table (a header line, then one line each).
+
+    Args:
+        rows: ``(service_id, types, attributes, seconds_left)``; ``seconds_left``
+            may be ``None`` (unknown).
+    """
+    if not rows:
+        return "no registrations\n"
+    header = ("SERVICE ID", "TYPES", "ATTRIBUTES", "TIME LEFT")
+    lines = [header] + [(str(service_id), ", ".join(types) or "-", ", ".join(attributes) or "-",
+                         "?" if seconds_left is None else f"{seconds_left:.1f} s")
+                        for service_id, types, attributes, seconds_left in rows]
+    widths = [max(len(line[column]) for line in lines) for column in range(3)]
+    return "".join(f"{line[0]:<{widths[0]}}  {line[1]:<{widths[1]}}  {line[2]:<{widths[2]}}  {line[3]:>9}"
+                   .rstrip() + "\n" for line in lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

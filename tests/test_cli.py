@@ -1,0 +1,167 @@
+"""The ``lookup`` command line, run as real processes: ``serve``, ``list``, ``--help``, exit codes."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Callable
+
+import Pyro5.errors
+import pytest
+
+from conftest import free_port
+from lookup import Location, Name, ServiceItem, ServiceTemplate
+from lookup.cli import format_table
+from lookup.locate import locate
+from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
+
+SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
+Serve = Callable[..., "tuple[LookupProcess, int]"]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["serve", "--help"], ["list", "--help"]])
+def test_help_for_the_command_and_each_subcommand(args: list[str]) -> None:
+    done = run_lookup(*args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m lookup")
+    expected = {"--help": ["serve", "list"],
+                "serve": ["--host", "--port", "--max-lease", "--default-lease", "--reaper", "--verbose"],
+                "list": ["--host", "--port", "--timeout", "--limit"]}[args[0]]
+    for word in expected:
+        assert word in done.stdout
+
+
+def test_the_console_script_is_installed() -> None:
+    script = pathlib.Path(sys.executable).parent / "lookup"
+    if not script.exists():
+        pytest.skip(f"no console script at {script}: reinstall the project (pip install -e .)")
+    done = subprocess.run([str(script), "list", "--help"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: lookup list")
+
+
+@pytest.mark.parametrize("args", [
+    [], ["bogus"], ["serve", "--port", "abc"], ["serve", "--port", "70000"], ["serve", "--reaper", "grim"],
+    ["serve", "--max-lease", "-1"], ["serve", "--max-lease", "10", "--default-lease", "20"],
+    ["list", "--port", "0"], ["list", "--limit", "-3"],
+])
+def test_usage_errors_exit_2_with_a_message(args: list[str]) -> None:
+    done = run_lookup(*args)
+    assert done.returncode == 2
+    assert "error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_list_against_a_dead_port_exits_1_with_a_clear_message() -> None:
+    port = free_port()  # nothing listens there
+    done = run_lookup("list", "--port", str(port), "--timeout", "5")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert f"no lookup service answers at 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_on_a_port_in_use_exits_1_with_a_clear_message() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_lookup("serve", "--port", str(port))
+    assert done.returncode == 1
+    assert f"cannot serve at 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_list_prints_the_registrations_as_a_table(serve_lookup: Serve) -> None:
+    server, port = serve_lookup()
+    done = run_lookup("list", "--port", str(port))
+    assert (done.returncode, done.stdout) == (0, "no registrations\n")
+
+    with locate(port=port) as lookup:
+        quoter = lookup.register(ServiceItem(None, SERVICE_URI, ["examples.Quoter", "examples.Service"],
+                                             [Name("quoter"), Location(floor=3, building="B")]), 40)
+        plain = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Plain"]), 20)
+        done = run_lookup("list", "--port", str(port))
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split() == ["SERVICE", "ID", "TYPES", "ATTRIBUTES", "TIME", "LEFT"]
+    assert len(rows) == 2
+    by_id = {row.split()[0]: row for row in rows}
+    row = by_id[quoter.service_id]
+    assert "examples.Quoter, examples.Service" in row
+    assert "Name(name='quoter'), Location(floor=3, building='B')" in row
+    seconds = float(re.search(r"([\d.]+) s$", row).group(1))  # type: ignore[union-attr]
+    assert 30 < seconds <= 40
+    assert re.search(r"x\.Plain\s+-\s+1\d\.\d s$", by_id[plain.service_id])
+    column = header.index("TYPES")
+    for line in rows:  # the columns line up
+        assert line[column - 2:column] == "  " and line[column] != " "
+
+
+def test_list_shows_at_most_limit_rows(serve_lookup: Serve) -> None:
+    server, port = serve_lookup()
+    with locate(port=port) as lookup:
+        for number in range(3):
+            lookup.register(ServiceItem(None, SERVICE_URI, [f"x.Service{number}"]), 30)
+        done = run_lookup("list", "--port", str(port), "--limit", "2")
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 1 + 2 + 1
+    assert "(2 of 3 registrations shown; see --limit)" in done.stdout
+
+
+def test_serve_logs_grants_renewals_expiries_and_cancellations(serve_lookup: Serve) -> None:
+    server, port = serve_lookup("--verbose", "--max-lease", "30", "--reaper", "polling")
+    assert "(multiplex server, leases up to 30 s, 30 s for ANY, polling reaper)" in server.output[-1]
+    with locate(port=port) as lookup:
+        kept = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Kept"]), 20)
+        server.wait_for(rf"INFO .*lookup\.service: registered {kept.service_id} \['x.Kept'\] for 20\.0 s")
+        kept.lease.renew(25)
+        server.wait_for(rf"DEBUG .*lookup\.server: renewed registration {kept.service_id} for 25\.0 s")
+        gone = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Gone"]), 20)
+        gone.lease.cancel()
+        server.wait_for(rf"INFO .*lookup\.server: registration {gone.service_id} cancelled")
+        brief = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Brief"]), 0.3)
+        server.wait_for(rf"INFO .*lookup\.server: registration {brief.service_id} expired", timeout=10)
+    assert server.stop() == 0
+    assert not any(kept.lease.cookie in line or gone.lease.cookie in line for line in server.output)
+
+
+def test_renewals_are_not_logged_without_verbose(serve_lookup: Serve) -> None:
+    server, port = serve_lookup()
+    with locate(port=port) as lookup:
+        registration = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Kept"]), 20)
+        registration.lease.renew(20)
+        registration.lease.cancel()
+        server.wait_for(rf"registration {registration.service_id} cancelled")
+    assert server.stop() == 0
+    assert not any("renewed" in line or "DEBUG" in line for line in server.output)
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_serve_stops_cleanly_on_a_signal(serve_lookup: Serve, signame: str) -> None:
+    server, port = serve_lookup()
+    client = locate(port=port)  # a client still connected when the signal comes
+    client.register(ServiceItem(None, SERVICE_URI, ["x.Kept"]), 30)
+    started = time.monotonic()
+    assert server.stop(getattr(signal, signame)) == 0
+    assert time.monotonic() - started < 5
+    assert any("lookup service stopped (1 connection(s) closed" in line for line in server.output)
+    assert not any("Traceback" in line for line in server.output)
+    client._pyroTimeout = 2
+    with pytest.raises(Pyro5.errors.CommunicationError):
+        client.service_types(ServiceTemplate())
+    client._pyroRelease()
+
+
+def test_format_table_aligns_columns_and_marks_unknown_time_left() -> None:
+    table = format_table([("a", ["x.Y"], [], 1.5), ("bbbb", [], ["Name(name='n')"], None)])
+    assert table.splitlines() == [
+        "SERVICE ID  TYPES  ATTRIBUTES      TIME LEFT",
+        "a           x.Y    -                   1.5 s",
+        "bbbb        -      Name(name='n')          ?",
+    ]
+    assert format_table([]) == "no registrations\n"
