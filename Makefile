@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
-	$(PY) examples/foo_landlord/demo.py
+	$(PY) examples/quoter/demo.py
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q

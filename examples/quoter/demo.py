@@ -1,0 +1,144 @@
+"""The Quoter story, end to end, in real processes: what ``make demo`` runs.
+
+1. A lookup service starts on localhost (``python -m lookup serve``).
+2. A quoter service registers itself through a JoinManager, on a 3 s lease.
+3. A client finds it by type and attribute through a LookupCache and gets quotes.
+4. ``python -m lookup list`` shows the registration and its time left.
+5. The quoter is killed with SIGKILL: no goodbye, no cancel.
+6. Its lease runs out; the lookup service drops it; the client's cache sees it go.
+
+Exits 0 when the whole story happened, 1 otherwise, and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LEASE = 3.0
+STARTED = time.monotonic()
+
+
+_output = threading.Lock()  # the relay threads and the main thread all print
+
+
+def show(who: str, message: str) -> None:
+    """One line of the story, stamped with seconds since the demo started (one write: no interleaving)."""
+    with _output:
+        sys.stdout.write(f"[{time.monotonic() - STARTED:6.2f}s] {who:<7} {message}\n")
+        sys.stdout.flush()
+
+
+def say(message: str) -> None:
+    show("demo", message)
+
+
+# what the children put before their own lines: their own time stamps, log time stamps and levels
+_CHILD_PREFIX = re.compile(r"^(\[\s*[\d.]+s\]\s+\w+\s+|\d{4}-\d\d-\d\d [\d:,]+ \w+\s+)")
+
+
+class Process:
+    """A child process whose output is relayed, prefixed, and can be waited on line by line."""
+
+    def __init__(self, name: str, *args: str) -> None:
+        self.name = name
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.popen = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, bufsize=1, env=env, cwd=HERE)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._relay, daemon=True).start()
+
+    def _relay(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            line = line.rstrip()
+            self.lines.put(line)
+            if line and not re.match(r"(registered|found|vanished) ", line):  # those are for the demo to read
+                text = _CHILD_PREFIX.sub("", line)
+                show(self.name, text if len(text) <= 150 else text[:149] + "…")
+
+    def expect(self, pattern: str, timeout: float) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise RuntimeError(f"{self.name}: no line like {pattern!r} within {timeout:g} s") from None
+            found = re.search(pattern, line)
+            if found:
+                return found
+
+    def stop(self, signum: int = signal.SIGTERM) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signum)
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # type: ignore[no-any-return]
+
+
+def main() -> int:
+    processes: list[Process] = []
+    try:
+        port = free_port()
+        say(f"starting a lookup service on 127.0.0.1:{port}")
+        lookup = Process("lookup", "-m", "lookup", "serve", "--port", str(port))
+        processes.append(lookup)
+        lookup_uri = lookup.expect(r"lookup service at (PYRO:\S+)", 20).group(1)
+
+        say(f"starting a quoter service (lease {LEASE:g} s, kept alive by a JoinManager)")
+        quoter = Process("quoter", "quoter_service.py", lookup_uri, "--lease", str(LEASE))
+        processes.append(quoter)
+        service_id = quoter.expect(r"registered (\S+)", 20).group(1)
+
+        say("starting a client that looks for a quoter by type (quoter_api.Quoter) and attributes")
+        client = Process("client", "client.py", lookup_uri)
+        processes.append(client)
+        found = client.expect(r"found (\S+)", 20).group(1)
+        if found != service_id:
+            raise RuntimeError(f"the client found {found}, not the quoter {service_id}")
+        client.expect(r"waiting for the quoter", 20)
+
+        say("what the lookup service holds now (python -m lookup list):")
+        table = subprocess.run([sys.executable, "-m", "lookup", "list", "--port", str(port)],
+                               capture_output=True, text=True, timeout=30, cwd=HERE)
+        for line in table.stdout.splitlines():
+            show("list", line)
+
+        say(f"kill -9 the quoter (pid {quoter.popen.pid}): it will never renew again")
+        killed = time.monotonic()
+        quoter.stop(signal.SIGKILL)
+        client.expect(r"vanished (\S+)", 3 * LEASE + 10)
+        gone_after = time.monotonic() - killed
+        say(f"the client's cache lost the quoter {gone_after:.1f} s after the kill "
+            f"(lease {LEASE:g} s): nobody had to notice the crash")
+        if client.popen.wait(10) != 0:
+            raise RuntimeError("the client failed")
+        say("done: registered, found, used, killed, and gone by itself")
+        return 0
+    except Exception as exc:
+        say(f"FAILED: {exc}")
+        return 1
+    finally:
+        for process in reversed(processes):
+            process.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
