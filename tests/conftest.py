@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pathlib
 import queue
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -59,13 +61,12 @@ def close_later() -> Iterator[list]:
         item.close()
 
 
-class Child:
-    """A Python process running a script of ``tests/processes``, its output read line by line."""
+class ChildProcess:
+    """A child process, its stdout and stderr read line by line as they come."""
 
-    def __init__(self, script: str, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(PROCESSES / script), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    def __init__(self, argv: list[str]) -> None:
+        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        bufsize=1)
         self.lines: queue.Queue[str] = queue.Queue()
         self.output: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -76,21 +77,42 @@ class Child:
             self.output.append(line.rstrip())
             self.lines.put(line.rstrip())
 
-    def expect(self, prefix: str, timeout: float = 20) -> str:
-        """The next output line starting with ``prefix`` (other lines are skipped)."""
+    def wait_for(self, pattern: str, timeout: float = 20) -> re.Match[str]:
+        """The match of the regular expression ``pattern`` in the next output line it is found in."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no line {prefix!r} within {timeout}s; output: {self.output}") from None
-            if line.startswith(prefix):
-                return line[len(prefix):].strip()
+                raise AssertionError(f"no line matching {pattern!r} within {timeout}s; "
+                                     f"output: {self.output}") from None
+            found = re.search(pattern, line)
+            if found:
+                return found
+
+    def expect(self, prefix: str, timeout: float = 20) -> str:
+        """The rest of the next output line starting with ``prefix`` (other lines are skipped)."""
+        return self.wait_for(f"^{re.escape(prefix)}(.*)$", timeout).group(1).strip()
+
+    def stop(self, signum: int = signal.SIGTERM, timeout: float = 10) -> int:
+        """Send ``signum`` and return the exit code (failing if it does not exit in ``timeout``)."""
+        self.process.send_signal(signum)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running {timeout}s after {signum!r}; output: {self.output}") from None
 
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(10)
+
+
+class Child(ChildProcess):
+    """A Python process running a script of ``tests/processes``."""
+
+    def __init__(self, script: str, *args: str) -> None:
+        super().__init__([sys.executable, str(PROCESSES / script), *args])
 
 
 class Spawner:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import queue
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 from typing import Callable, Iterator
 
 import pytest
 
-from conftest import free_port
+from conftest import ChildProcess, free_port
 
 READY = "lookup service at "  # the line `serve` logs once it answers
 
@@ -24,47 +20,11 @@ def run_lookup(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[s
                           timeout=timeout)
 
 
-class LookupProcess:
-    """``python -m lookup ARGS`` running, its stdout and stderr read line by line."""
+class LookupProcess(ChildProcess):
+    """``python -m lookup ARGS`` running."""
 
     def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "lookup", *args], stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, bufsize=1)
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.output: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line.rstrip())
-            self.lines.put(line.rstrip())
-
-    def wait_for(self, pattern: str, timeout: float = 20) -> re.Match[str]:
-        """The match of the regular expression ``pattern`` in the next output line it is found in."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} within {timeout}s; "
-                                     f"output: {self.output}") from None
-            found = re.search(pattern, line)
-            if found:
-                return found
-
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 10) -> int:
-        """Send ``signum`` and return the exit code (failing if it does not exit in ``timeout``)."""
-        self.process.send_signal(signum)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running {timeout}s after {signum!r}; output: {self.output}") from None
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(10)
+        super().__init__([sys.executable, "-m", "lookup", *args])
 
 
 @pytest.fixture
