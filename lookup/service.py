@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_LEASE = 300.0  # seconds: a dead service is gone within five minutes at worst
 DEFAULT_LEASE = 60.0       # seconds, for a registration asking for ANY
 MAX_MATCHES = 100_000      # the most items one lookup_all hands back
+_SORT_BELOW = 0.25         # candidates under this share of all registrations are sorted into order, else scanned
 
 
 class _ServiceRecord:
@@ -74,6 +75,142 @@ class _EventRecord:
         return f"<event registration {self.event_id}>"
 
 
+_BOOL = "lookup.service:bool"  # tags a bool's index key: True must not find 1, nor 1 find True
+
+
+def _value_key(value: Any) -> Any:
+    """The index key of a field value, or ``None`` for a value the index does not key.
+
+    Only values of exactly ``str``, ``int``, ``float`` or ``bool`` are keyed.
+    For them :func:`~lookup.entry.wire_equal` is ``==``, except that a bool
+    equals only a bool: hence its tag. Numbers that are ``==`` hash alike
+    (``3`` and ``3.0``), so a dict finds every value that could be equal.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is float:
+        return value
+    if kind is bool:
+        return (_BOOL, value)
+    return None
+
+
+class _ServiceIndex:
+    """Which registrations a template could match: it narrows the candidates, it never decides.
+
+    It mirrors the keys of :attr:`LookupService._services` (every registration
+    stored there, live or expired but not yet freed) and is only read or
+    changed under the service's lock. For each registration it files the
+    service id under
+
+    - each of its type names (a template's types must all be the item's);
+    - each entry class name in the lineage of each of its entries (a template
+      entry matches entries of its class or a subclass, by lineage name);
+    - ``(class name, field, key)`` for each such class name and each field
+      whose value has a key (see :func:`_value_key`), and under
+      ``(class name, field)`` in :attr:`unkeyed` for a field with any other
+      non-``None`` value (a list, a dict, an object of another type): those
+      are candidates for any wanted value of that field, since only
+      :func:`~lookup.entry.wire_equal` can say.
+
+    :meth:`candidates` intersects the sets a template's types and non-``None``
+    field values pick out; :meth:`ServiceTemplate.matches` still decides on
+    every candidate, and liveness is still checked there. The index reads an
+    item when it is stored: items are treated as immutable once registered
+    (as they are when they arrive over the wire; attribute changes go through
+    the service, which files the new item).
+    """
+
+    __slots__ = ("by_type", "by_class", "by_value", "unkeyed", "position", "_filed", "_positions")
+
+    def __init__(self) -> None:
+        self.by_type: dict[str, set[str]] = {}
+        self.by_class: dict[str, set[str]] = {}
+        self.by_value: dict[tuple[str, str, Any], set[str]] = {}
+        self.unkeyed: dict[tuple[str, str], set[str]] = {}
+        self.position: dict[str, int] = {}  # service id -> its place in the services dict's order
+        self._filed: dict[str, list[tuple[dict[Any, set[str]], Any]]] = {}  # service id -> where it is filed
+        self._positions = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+    def put(self, service_id: str, item: ServiceItem) -> None:
+        """File ``item`` under ``service_id``, replacing what was filed there (its place in the order kept)."""
+        if service_id in self.position:
+            self._unfile(service_id)
+        else:
+            self.position[service_id] = next(self._positions)
+        filed: list[tuple[dict[Any, set[str]], Any]] = []
+        for name in item.types:
+            filed.append((self.by_type, name))
+        for entry in item.attributes:
+            fields = [(field, value, _value_key(value)) for field, value in entry._entry_fields().items()
+                      if value is not None]
+            for class_name in entry._entry_lineage:
+                filed.append((self.by_class, class_name))
+                for field, value, key in fields:
+                    if key is None:
+                        filed.append((self.unkeyed, (class_name, field)))
+                    else:
+                        filed.append((self.by_value, (class_name, field, key)))
+        for table, key in filed:
+            ids = table.get(key)
+            if ids is None:
+                table[key] = {service_id}
+            else:
+                ids.add(service_id)
+        self._filed[service_id] = filed
+
+    def remove(self, service_id: str) -> None:
+        """Forget ``service_id`` (nothing happens if it is not filed)."""
+        if self.position.pop(service_id, None) is not None:
+            self._unfile(service_id)
+
+    def _unfile(self, service_id: str) -> None:
+        for table, key in self._filed.pop(service_id, ()):
+            ids = table.get(key)
+            if ids is not None:
+                ids.discard(service_id)
+                if not ids:
+                    del table[key]
+
+    def candidates(self, template: ServiceTemplate) -> set[str] | None:
+        """The ids of every registration ``template`` could match (a superset of
+        those it does), or ``None`` when the template narrows nothing down
+        (no types, no entries): then every registration is a candidate.
+        """
+        sets: list[set[str]] = []
+        for name in template.types:
+            ids = self.by_type.get(name)
+            if not ids:
+                return set()
+            sets.append(ids)
+        for wanted in template.attributes:
+            class_name = wanted._entry_class_name
+            ids = self.by_class.get(class_name)
+            if not ids:
+                return set()
+            sets.append(ids)
+            for field, value in wanted._entry_fields().items():
+                if value is None:
+                    continue  # a wildcard
+                key = _value_key(value)
+                if key is None:
+                    continue  # not keyed: the class alone narrows, matches() decides
+                hits = self.by_value.get((class_name, field, key))
+                odd = self.unkeyed.get((class_name, field))
+                if odd:
+                    sets.append(hits | odd if hits else odd)
+                elif hits:
+                    sets.append(hits)
+                else:
+                    return set()
+        if not sets:
+            return None
+        sets.sort(key=len)
+        return sets[0].intersection(*sets[1:])
+
+
 class LookupService(Landlord):
     """A lookup service: register a :class:`ServiceItem` under a lease; find
     services by template; hear about changes through remote events.
@@ -97,6 +234,7 @@ class LookupService(Landlord):
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self._services: dict[str, _ServiceRecord] = {}
+        self._index = _ServiceIndex()  # mirrors _services: which registrations a template could match
         self._events: dict[int, _EventRecord] = {}
         self._event_ids = itertools.count(1)
         self._mailer = mailer if mailer is not None else EventMailer(on_undeliverable=self._listener_gone)
@@ -138,6 +276,7 @@ class LookupService(Landlord):
                 except UnknownLeaseError:
                     pass  # it ended meanwhile; replaced, so its end is ignored
             self._services[service_id] = record
+            self._index.put(service_id, item)
             self._fire(service_id, previous, item)
         log.info("registered %s %s for %.1f s", service_id, list(item.types), lease.remaining)
         return ServiceRegistration(service_id, lease)
@@ -181,6 +320,8 @@ class LookupService(Landlord):
                 raise UnknownLeaseError("no such registration (it expired, was cancelled, or was replaced)")
             before = record.item
             record.item = change(before)
+            if self._services.get(before.service_id or "") is record:
+                self._index.put(before.service_id or "", record.item)
             self._fire(before.service_id or "", before, record.item)
 
     # -- looking up -------------------------------------------------------------
@@ -263,13 +404,28 @@ class LookupService(Landlord):
                 record = self._services.get(template.service_id)
                 candidates = [record] if record is not None else []
             else:
-                candidates = self._services.values()
+                candidates = self._candidates(template)
             for record in candidates:
                 if self._live(record) and template.matches(record.item):
                     found.append(record.item)
                     if limit is not None and len(found) >= limit:
                         break
         return found
+
+    def _candidates(self, template: ServiceTemplate) -> Iterable[_ServiceRecord]:
+        """The registrations ``template`` could match, in registration order (call with the lock held).
+
+        The index narrows them down; the caller still checks each with
+        ``template.matches`` and for liveness, so the answer is what scanning
+        every registration would give, in the same order.
+        """
+        ids = self._index.candidates(template)
+        if ids is None:
+            return self._services.values()
+        if len(ids) >= _SORT_BELOW * len(self._services):  # many of them: one pass in order beats sorting
+            return [record for service_id, record in self._services.items() if service_id in ids]
+        services, position = self._services, self._index.position
+        return [services[service_id] for service_id in sorted(ids, key=position.__getitem__)]
 
     # -- events -------------------------------------------------------------------
 
@@ -347,6 +503,7 @@ class LookupService(Landlord):
                 if record.replaced or self._services.get(record.item.service_id or "") is not record:
                     return
                 del self._services[record.item.service_id or ""]
+                self._index.remove(record.item.service_id or "")
                 log.info("registration %s ended", record.item.service_id)
                 self._fire(record.item.service_id or "", record.item, None)
             elif isinstance(record, _EventRecord):
