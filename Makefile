@@ -23,7 +23,9 @@ test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(VENV)/.installed
-	$(PY) benchmarks/scale.py
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	-VENV=$(VENV) bash benchmarks/setup_etcd.sh
+	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

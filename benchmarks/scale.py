@@ -535,6 +535,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "memory": [dict(asdict(m), total=m.total) for pair in memory for m in pair],
             "machine": info,
             "wall_seconds": wall,
+            # the rows every benchmark writes, for run_all's one table; ratio > 1: landlord does better
+            "name": "scale",
+            "rows": [{"metric": f"{t.op} at {t.size:,} leases", "size": t.size, "op": t.op,
+                      "landlord": t.landlord_us, "baseline": t.baseline_us, "unit": "µs/op",
+                      "ratio": t.baseline_us / t.landlord_us, "goal": None, "met": None} for t in timings],
         })
     return 0
 
