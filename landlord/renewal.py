@@ -490,21 +490,21 @@ class LeaseRenewalManager:
                 entry.busy = False
                 if self._entries.get(entry.lease) is not entry:
                     continue  # removed or replaced meanwhile
-                exc = failures.get(entry.lease)
-                if exc is None:
+                error = failures.get(entry.lease)
+                if error is None:
                     entry.last_error, entry.failures = None, 0
                     self._schedule(entry, t, floor=t + _MIN_GAP)
-                elif isinstance(exc, Pyro5.errors.CommunicationError):
-                    entry.last_error = exc
+                elif isinstance(error, Pyro5.errors.CommunicationError):
+                    entry.last_error = error
                     entry.failures += 1
                     if t >= entry.lease.expiration:
                         self._drop(entry)
-                        events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, exc)))
+                        events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, error)))
                     else:
                         self._push(entry, self._retry_time(entry, t))
                 else:  # a definite answer
                     self._drop(entry)
-                    events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, exc)))
+                    events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, error)))
         self._fire(events)
         with self._cond:  # done only once the callbacks have run: _wait_idle counts on it
             self._in_flight -= 1
