@@ -17,6 +17,8 @@ __all__ = ["LeasedResource", "LeaseManager"]
 
 log = logging.getLogger(__name__)
 
+REAP_CHUNK = 1000  # leases freed per turn of the lock when many expire at once
+
 
 class LeasedResource:
     """A resource under lease, as its landlord keeps it.
@@ -178,15 +180,25 @@ class LeaseManager:
             return self._by_expiration[0][0] if self._by_expiration else float("inf")
 
     def reap(self) -> int:
-        """Free every resource whose lease has expired; return how many."""
+        """Free every resource whose lease has expired (by now); return how many.
+
+        The lock is taken for one chunk of ``REAP_CHUNK`` leases at a time,
+        and each chunk is freed before the next is taken: when a million leases
+        expire together, renewals and the first ``on_expire`` wait for one
+        chunk (milliseconds), not for all of them (seconds).
+        """
         now = self.clock.monotonic()
-        with self._lock:
-            due = []
-            while self._by_expiration and self._by_expiration[0][0] <= now:
-                _, cookie = self._by_expiration.pop(0)
-                due.append(self._by_cookie.pop(cookie))
-        self._free(due)
-        return len(due)
+        freed = 0
+        while True:
+            with self._lock:
+                due = []
+                while len(due) < REAP_CHUNK and self._by_expiration and self._by_expiration[0][0] <= now:
+                    _, cookie = self._by_expiration.pop(0)
+                    due.append(self._by_cookie.pop(cookie))
+            self._free(due)
+            freed += len(due)
+            if len(due) < REAP_CHUNK:
+                return freed
 
     def close(self) -> None:
         """Stop the reaper. Held resources stay held (and are not freed)."""

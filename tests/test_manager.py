@@ -342,3 +342,22 @@ def test_lazy_reaper_frees_a_lease_that_arrives_earlier_than_all_others(clock: F
     assert len(manager) == 1 and freed.calls == {"early": 1}
     clock.advance(95)
     assert len(manager) == 0 and freed.calls == {"early": 1, "late": 1}
+
+
+def test_a_mass_expiry_is_freed_chunk_by_chunk(clock: FakeClock) -> None:
+    from landlord import manager as manager_module
+    still_held: list[int] = []
+    manager: LeaseManager
+
+    def on_expire(resource: str) -> None:
+        still_held.append(len(manager._by_cookie))
+
+    manager = LeaseManager(bound(clock), reaper="lazy", clock=clock, on_expire=on_expire)
+    chunk = manager_module.REAP_CHUNK
+    count = chunk * 2 + 5
+    for i in range(count):
+        grant(manager, f"c{i}", 1)
+    clock.advance(1)
+    assert manager.reap() == count and len(manager) == 0
+    # the first callbacks ran while the later chunks were still waiting: nobody waited for all of them
+    assert still_held[0] == count - chunk and still_held[chunk] == count - 2 * chunk and still_held[-1] == 0
