@@ -173,12 +173,12 @@ class Landlord:
         durations = [check_duration(d) for d in durations]
         granted: list[float] = []
         denied: list[Exception] = []
-        for cookie, duration in zip(cookies, durations):
-            try:
-                granted.append(self._manager.renewed(cookie, duration))
-            except Exception as exc:  # LeaseError or a policy's own refusal: that lease fails alone
+        for outcome in self._manager.renewed_all(cookies, durations):
+            if isinstance(outcome, Exception):  # unknown, expired or refused: that lease fails alone
                 granted.append(-1)
-                denied.append(exc)
+                denied.append(outcome)
+            else:
+                granted.append(outcome)
         return RenewResults(granted, denied)
 
     @Pyro5.server.expose

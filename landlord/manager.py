@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from sortedcontainers import SortedList
 
@@ -99,27 +100,49 @@ class LeaseManager:
             UnknownLeaseError: no such lease, or it has expired.
             LeaseDeniedError: the policy refused (the lease is unchanged).
         """
+        [outcome] = self.renewed_all([cookie], [requested])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def renewed_all(self, cookies: Sequence[str], requested: Sequence[float]) -> list[float | Exception]:
+        """Renew many leases; for each, the seconds granted or the exception :meth:`renewed` would raise.
+
+        A failing lease (unknown, expired, refused) fails alone and stays as it
+        was. The lock is taken, the clock read and the reaper told once per
+        chunk of ``REAP_CHUNK`` leases, not once per lease.
+        """
         self._reaper.on_use()
-        expired = None
-        with self._lock:
-            resource = self._live(cookie)
-            if resource is None:
-                expired = self._pop_expired(cookie)
-            else:
-                old = resource.expiration
-                try:
-                    granted = self.policy.renew(resource, requested)
-                except BaseException:
-                    resource.expiration = old  # a refusing policy changes nothing
-                    raise
-                if resource.expiration != old:
-                    self._by_expiration.remove((old, cookie))
-                    self._by_expiration.add((resource.expiration, cookie))
-        if resource is None:
-            self._free([expired] if expired else [])
-            raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
-        self._reaper.expiration_added(resource.expiration)
-        return granted
+        outcomes: list[float | Exception] = []
+        for start in range(0, len(cookies), REAP_CHUNK):
+            found_dead: list[LeasedResource] = []
+            earliest = math.inf
+            with self._lock:
+                now = self.clock.monotonic()
+                for cookie, duration in zip(cookies[start:start + REAP_CHUNK], requested[start:start + REAP_CHUNK]):
+                    resource = self._by_cookie.get(cookie)
+                    if resource is None or resource.expiration <= now:
+                        if resource is not None:
+                            found_dead.append(self._by_cookie.pop(cookie))
+                            self._by_expiration.remove((resource.expiration, cookie))
+                        outcomes.append(UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)"))
+                        continue
+                    old = resource.expiration
+                    try:
+                        granted = self.policy.renew(resource, duration)
+                    except Exception as exc:
+                        resource.expiration = old  # a refusing policy changes nothing
+                        outcomes.append(exc)
+                        continue
+                    if resource.expiration != old:
+                        self._by_expiration.remove((old, cookie))
+                        self._by_expiration.add((resource.expiration, cookie))
+                    earliest = min(earliest, resource.expiration)
+                    outcomes.append(granted)
+            self._free(found_dead)
+            if earliest < math.inf:
+                self._reaper.expiration_added(earliest)
+        return outcomes
 
     def cancel(self, cookie: str) -> None:
         """End the lease named ``cookie`` now and free its resource.

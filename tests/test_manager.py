@@ -361,3 +361,19 @@ def test_a_mass_expiry_is_freed_chunk_by_chunk(clock: FakeClock) -> None:
     assert manager.reap() == count and len(manager) == 0
     # the first callbacks ran while the later chunks were still waiting: nobody waited for all of them
     assert still_held[0] == count - chunk and still_held[chunk] == count - 2 * chunk and still_held[-1] == 0
+
+
+def test_renewed_all_across_chunks_each_lease_fails_alone(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from landlord import manager as manager_module
+    monkeypatch.setattr(manager_module, "REAP_CHUNK", 4)
+    freed = Freed()
+    manager = make_manager(clock, freed=freed)
+    for i in range(10):
+        grant(manager, f"c{i}", 5 if i == 3 else 50)
+    clock.advance(5)  # c3 is dead, not yet freed
+    cookies = [f"c{i}" for i in range(10)] + ["nobody"]
+    outcomes = manager.renewed_all(cookies, [20.0] * 11)
+    assert [type(o).__name__ for o in outcomes] == ["float"] * 3 + ["UnknownLeaseError"] + ["float"] * 6 + \
+        ["UnknownLeaseError"]
+    assert all(manager.get(c).expiration == 25 for c in cookies if c not in ("c3", "nobody"))
+    assert freed.calls == {"c3": 1} and len(manager) == 9
