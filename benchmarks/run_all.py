@@ -64,13 +64,24 @@ def figure(value: Any) -> str:
     return str(value)
 
 
+def better(row: dict[str, Any]) -> float | None:
+    """How many times better landlord does than the baseline (> 1: better), whatever the unit.
+
+    Rates (a unit ending in ``/s``) are better high, costs and delays low.
+    """
+    landlord, baseline, unit = row.get("landlord"), row.get("baseline"), str(row.get("unit") or "")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (landlord, baseline)):
+        return None
+    return landlord / baseline if unit.endswith("/s") else baseline / landlord  # type: ignore[operator]
+
+
 def table(results: list[dict[str, Any]]) -> str:
     header = f"{'benchmark':<14} {'metric':<52} {'landlord':>12} {'baseline':>12} {'unit':<14} {'ratio':>7} {'goal':>7}  met"
     lines = [header, "-" * len(header)]
     for result in results:
         for row in result.get("rows", []):
             met = {True: "PASS", False: "MISS", None: ""}.get(row.get("met"), str(row.get("met")))
-            ratio = row.get("ratio")
+            ratio = better(row)
             lines.append(f"{result.get('name', '?'):<14} {str(row.get('metric'))[:52]:<52} "
                          f"{figure(row.get('landlord')):>12} {figure(row.get('baseline')):>12} "
                          f"{str(row.get('unit') or '')[:14]:<14} "
@@ -92,9 +103,9 @@ def plot(results: list[dict[str, Any]]) -> list[Path]:
     made: list[Path] = []
     by_name = {r.get("name"): r for r in results}
 
-    ratios = [(f"{r.get('name')}: {row['metric']}", row["ratio"], row.get("goal"))
+    ratios = [(f"{r.get('name')}: {row['metric']}", better(row), row.get("goal"))
               for r in results for row in r.get("rows", [])
-              if isinstance(row.get("ratio"), (int, float)) and isinstance(row.get("goal"), (int, float))]
+              if better(row) is not None and isinstance(row.get("goal"), (int, float)) and row.get("goal")]
     if ratios:
         fig, ax = plt.subplots(figsize=(9, 0.45 * len(ratios) + 1.5))
         labels = [label[:70] for label, _, _ in ratios]
@@ -114,7 +125,8 @@ def plot(results: list[dict[str, Any]]) -> list[Path]:
     samples = by_name.get("expiry", {}).get("samples")
     if samples:
         fig, ax = plt.subplots(figsize=(7, 4))
-        ax.boxplot([samples[k] for k in samples], labels=list(samples), showfliers=True, whis=(1, 99))
+        ax.boxplot([samples[k] for k in samples], showfliers=True, whis=(1, 99))
+        ax.set_xticks(range(1, len(samples) + 1), list(samples))
         ax.set_yscale("log")
         ax.set_ylabel("delay from expiration to on_expire (ms)")
         ax.set_title("Expiry delay per reaper, 100,000 live leases")
@@ -151,7 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="run only these scripts (e.g. bench_renew.py)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds allowed per benchmark (default 600)")
     parser.add_argument("--results", type=Path, default=HERE / "results.json", help="where to write all results")
+    parser.add_argument("--from-results", action="store_true",
+                        help="run nothing: print the table and draw the plots from --results")
     args = parser.parse_args(argv)
+    if args.from_results:
+        saved = json.loads(args.results.read_text())
+        print(table(saved["results"]))
+        print(f"\nmachine: {saved['machine']}")
+        for path in plot(saved["results"]):
+            print(f"plot: {path}")
+        return 0
     started = time.monotonic()
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
