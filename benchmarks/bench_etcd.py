@@ -81,11 +81,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any, Callable, Iterator, Sequence
 
 import Pyro5
@@ -96,6 +94,8 @@ import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap
 from landlord.grantor import MAX_BATCH
 
+from common import ServerProcess, positive_int, positive_seconds, stop_on_sigterm, stop_process  # the benchmarks' shared pieces
+
 NAME = "etcd"
 GOAL = 3.0                 # landlord >= 3x etcd, on every row
 TTL = 60                   # seconds asked for on both sides (etcd TTLs are whole seconds)
@@ -104,8 +104,6 @@ DEFAULT_ROUNDS = 3
 DEFAULT_BATCH = 1000
 WARM_UP_SECONDS = 0.2
 
-SERVER_START_TIMEOUT = 20.0  # a cold interpreter on a busy machine
-SERVER_STOP_TIMEOUT = 10.0   # after SIGTERM, before a kill
 ETCD_START_TIMEOUT = 30.0    # until /health answers true
 ETCD_START_ATTEMPTS = 3      # a free port may be taken between choosing it and etcd binding it
 CALL_TIMEOUT = 60.0          # any one call, either side
@@ -144,14 +142,9 @@ class BenchLandlord(Landlord):
         return [self.new_lease(first + i, duration) for i in range(count)]
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM is treated as Ctrl-C: finally clauses stop the child processes.
-    raise KeyboardInterrupt
-
-
 def serve() -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     bench_landlord = BenchLandlord()
     try:
         with Pyro5.api.Daemon(host="127.0.0.1", port=0) as daemon:
@@ -165,62 +158,6 @@ def serve() -> int:
     finally:
         bench_landlord.close()
     return 0
-
-
-def stop_process(process: subprocess.Popen[Any]) -> int | None:
-    """End a child process: SIGTERM, then a kill. Its exit status, or None if it had to be killed."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            return process.wait(SERVER_STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            return None
-    return process.returncode
-
-
-class LandlordProcess:
-    """The landlord, started as a child process in a session of its own; stop() ends it.
-
-    A session of its own: Ctrl-C reaches only this script, which stops its
-    children in order, instead of racing them to exit.
-    """
-
-    def __init__(self) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        # stderr is inherited, so a failing server shows its traceback here
-        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"],
-                                        stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, name="landlord-stdout", daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)  # end of output: the process is gone
-
-    def uri(self) -> str:
-        """The landlord's URI, once it serves.
-
-        Raises:
-            RuntimeError: it exited or printed no URI within SERVER_START_TIMEOUT.
-        """
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise RuntimeError(f"the landlord printed no URI within {SERVER_START_TIMEOUT:g} s") from None
-            if line is None:
-                raise RuntimeError(f"the landlord exited with status {self.process.wait()} before serving")
-            if line.startswith("URI: "):
-                return line[len("URI: "):]
-
-    def stop(self) -> None:
-        if stop_process(self.process) is None:
-            print("warning: the landlord ignored SIGTERM and had to be killed", file=sys.stderr)
 
 
 # -- the etcd process ----------------------------------------------------------------------
@@ -766,7 +703,7 @@ def run(args: argparse.Namespace) -> tuple[list[Row], dict[str, Any], float]:
     reason = started = ""
     client = client_description()
     storage = "n/a"
-    server = LandlordProcess()
+    server = ServerProcess(__file__, "--serve", "landlord", new_session=True)
     try:
         uri = server.uri()
         if args.no_etcd:
@@ -808,28 +745,6 @@ def run(args: argparse.Namespace) -> tuple[list[Row], dict[str, Any], float]:
         server.stop()
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Lease grants and keep-alives per second from one Python client thread: a landlord "
@@ -860,7 +775,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve:
         return serve()
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # so that run() stops etcd and the landlord on SIGTERM too
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that run() stops etcd and the landlord on SIGTERM too
     started = time.monotonic()
     try:
         rows, info, ceiling = run(args)

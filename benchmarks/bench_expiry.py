@@ -94,6 +94,8 @@ from sortedcontainers import SortedList
 
 import landlord
 
+from common import positive_int, positive_seconds  # the benchmarks' shared pieces
+
 NAME = "expiry"
 REAPERS = ("sleeper", "polling", "lazy")
 POLLING_INTERVAL = 1.0  # PollingReaper's default, which the "polling" name gets
@@ -617,28 +619,6 @@ def format_table(rows: list[Row]) -> str:
 # -- command line ----------------------------------------------------------------------------
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer (``1_000_000`` is fine)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """An argparse type: a positive finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be positive and finite, got {text!r}")
-    return value
-
-
 def parse_reapers(text: str) -> list[str]:
     chosen = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [r for r in chosen if r not in REAPERS]
@@ -660,15 +640,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "(default: %(default)s)")
     parser.add_argument("--short", type=positive_int, default=2_000,
                         help="(a) short leases whose expiry delays are measured (default: %(default)s)")
-    parser.add_argument("--spread", type=positive_float, default=6.0,
+    parser.add_argument("--spread", type=positive_seconds, default=6.0,
                         help="(a) the short leases end at random over [1 s, 1 s + SPREAD] "
                              "(default: %(default)s)")
-    parser.add_argument("--period", type=positive_float, default=0.01,
+    parser.add_argument("--period", type=positive_seconds, default=0.01,
                         help="seconds between the trickle's renewals of an unrelated lease, "
                              "which is what drives the lazy reaper (default: %(default)s)")
     parser.add_argument("--burst", type=positive_int, default=1_000_000,
                         help="(b, c) leases that end together, held idle first (default: %(default)s)")
-    parser.add_argument("--idle", type=positive_float, default=10.0,
+    parser.add_argument("--idle", type=positive_seconds, default=10.0,
                         help="(c) seconds of the idle CPU window (default: %(default)s)")
     parser.add_argument("--no-baseline", dest="baseline", action="store_false",
                         help="skip the bare-sleeper baseline")
@@ -711,8 +691,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                  for k, r in bursts.items() if r.freed != r.leases]
 
     rows = delay_rows(delays) + burst_rows(bursts) + idle_rows(bursts)
-    print(f"expiry, in-process landlord.Landlord on the real clock; baseline = bare sleeper "
-          f"(dict + SortedList, one thread); ratio = landlord / baseline")
+    print("expiry, in-process landlord.Landlord on the real clock; baseline = bare sleeper "
+          "(dict + SortedList, one thread); ratio = landlord / baseline")
     print(f"(a) {args.long:,} long leases live, {args.short:,} short ones ending at random over "
           f"{SHORT_LEAD:g}-{SHORT_LEAD + args.spread:g} s; polling interval {POLLING_INTERVAL:g} s")
     print(f"    trickle: one renew of an unrelated lease every {args.period * 1e3:g} ms, for every "

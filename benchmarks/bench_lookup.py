@@ -65,15 +65,11 @@ import math
 import os
 import platform
 import pstats
-import queue
 import random
 import signal
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any, Callable, Sequence
 
 import Pyro5
@@ -85,6 +81,8 @@ import serpent
 import landlord
 from lookup import Comment, Location, LookupService, Name, ServiceInfo, ServiceItem, ServiceTemplate, locate
 from lookup.service import MAX_MATCHES
+
+from common import ServerProcess, positive_int, positive_seconds, stop_on_sigterm  # the benchmarks' shared pieces
 
 DEFAULT_SERVICES = 10_000
 DEFAULT_KINDS = 50
@@ -100,8 +98,6 @@ BASE_TYPE = f"{TYPE_PREFIX}.Service"
 LEASE = 3600.0                  # longer than any run: no registration ends while we measure
 QUERIES = 1000                  # random queries drawn per kind (cycled through)
 CHECKED_QUERIES = 20            # of them, asked of both servers and compared before timing
-SERVER_START_TIMEOUT = 20.0     # a cold interpreter on a busy machine
-SERVER_STOP_TIMEOUT = 10.0      # after SIGTERM, before a kill
 CALL_TIMEOUT = 60.0
 IN_PROCESS_SECONDS = 0.3        # per query kind, for the in-process timing
 
@@ -167,10 +163,6 @@ class Service:
 # -- the server processes -------------------------------------------------------------------
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def serve_lookup() -> int:
     """The lookup-service process: :func:`lookup.server.serve` on a free port, as ``python -m lookup serve``."""
     from lookup.server import serve
@@ -185,7 +177,7 @@ def serve_lookup() -> int:
 
 def serve_ns() -> int:
     """The name-server process: Pyro5's name server on a free port, broadcast off, until SIGTERM."""
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     try:
         uri, daemon, _ = Pyro5.nameserver.start_ns(host=HOST, port=0, enableBroadcast=False)
         try:
@@ -198,54 +190,6 @@ def serve_ns() -> int:
     except KeyboardInterrupt:
         pass
     return 0
-
-
-class ServerProcess:
-    """This script started again with ``flag``; :meth:`uri` waits for it to serve, :meth:`stop` ends it."""
-
-    def __init__(self, flag: str, what: str) -> None:
-        self.what = what
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        # stderr is inherited, so a failing server shows its traceback here
-        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), flag],
-                                        stdout=subprocess.PIPE, text=True, env=env)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, name=f"{flag}-stdout", daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
-    def uri(self) -> str:
-        """The server's URI, once it serves.
-
-        Raises:
-            RuntimeError: it exited or printed no URI within SERVER_START_TIMEOUT.
-        """
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise RuntimeError(f"the {self.what} printed no URI within {SERVER_START_TIMEOUT:g} s") from None
-            if line is None:
-                raise RuntimeError(f"the {self.what} exited with status {self.process.wait()} before serving")
-            if line.startswith("URI: "):
-                return line[len("URI: "):]
-
-    def stop(self) -> int | None:
-        """End the process; its exit status, or None if it had to be killed."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                return self.process.wait(SERVER_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-                return None
-        return self.process.returncode
 
 
 # -- the queries -----------------------------------------------------------------------------
@@ -398,7 +342,7 @@ def register_all(lookup_proxy: Any, ns_proxy: Any, services: list[Service]) -> S
 def run(args: argparse.Namespace) -> tuple[list[Row], Setup]:
     """Start both servers, fill them, measure, stop them."""
     progress = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
-    servers = [ServerProcess("--serve-lookup", "lookup service"), ServerProcess("--serve-ns", "name server")]
+    servers = [ServerProcess(__file__, "--serve-lookup", "lookup service"), ServerProcess(__file__, "--serve-ns", "name server")]
     try:
         lookup_uri, ns_uri = servers[0].uri(), servers[1].uri()
         port = int(lookup_uri.rsplit(":", 1)[1])
@@ -552,28 +496,6 @@ def write_json(path: str, rows: list[Row], info: dict[str, Any]) -> None:
 # -- command line ------------------------------------------------------------------------------
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Lookups per second at 10,000 registrations: the lookup service (served as "
@@ -606,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_lookup()
     if args.serve_ns:
         return serve_ns()
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # so that run() stops the servers on SIGTERM too
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that run() stops the servers on SIGTERM too
     started = time.monotonic()
     try:
         rows, setup = run(args)

@@ -78,15 +78,12 @@ import json
 import math
 import os
 import platform
-import queue
 import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any, Callable, Sequence
 
 import Pyro5
@@ -96,6 +93,8 @@ import serpent
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, SystemClock
 from landlord.grantor import MAX_BATCH
+
+from common import ServerProcess, positive_int, positive_seconds, stop_on_sigterm  # the benchmarks' shared pieces
 
 NAME = "bench_renew"
 TERM = 3600.0                   # the landlord's longest grant: nothing expires during the run
@@ -118,8 +117,6 @@ SETUP_FACTOR = 2.0              # the leases fall due this many times the last s
 ASLEEP_HORIZON = 600.0          # the manager sleeping longer than this: the round is over
 ROUND_TIMEOUT = 120.0
 
-SERVER_START_TIMEOUT = 20.0
-SERVER_STOP_TIMEOUT = 10.0
 CALL_TIMEOUT = 120.0            # renting or renewing 100,000 leases in one call takes a while
 
 
@@ -167,13 +164,9 @@ class BenchLandlord(Landlord):
         return [TERM] * len(durations)
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # both processes treat SIGTERM as Ctrl-C
-
-
 def serve() -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     bench_landlord = BenchLandlord()
     try:
         with Pyro5.api.Daemon(host="127.0.0.1", port=0) as daemon:
@@ -187,52 +180,6 @@ def serve() -> int:
     finally:
         bench_landlord.close()
     return 0
-
-
-class LandlordProcess:
-    """The landlord, started as a child process; stop() ends it (SIGTERM, then kill)."""
-
-    def __init__(self) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"],
-                                        stdout=subprocess.PIPE, text=True, env=env)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, name="landlord-stdout", daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
-    def uri(self) -> str:
-        """The landlord's URI, once it serves.
-
-        Raises:
-            RuntimeError: it exited or printed no URI within SERVER_START_TIMEOUT.
-        """
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise RuntimeError(f"the landlord printed no URI within {SERVER_START_TIMEOUT:g} s") from None
-            if line is None:
-                raise RuntimeError(f"the landlord exited with status {self.process.wait()} before serving")
-            if line.startswith("URI: "):
-                return line[len("URI: "):]
-
-    def stop(self) -> int | None:
-        """End the process; its exit status, or None if it had to be killed."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                return self.process.wait(SERVER_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-                return None
-        return self.process.returncode
 
 
 # -- results -------------------------------------------------------------------------------
@@ -547,7 +494,7 @@ class Results:
 
 def run(args: argparse.Namespace) -> Results:
     """Start the landlord, measure both items, stop the landlord."""
-    server = LandlordProcess()
+    server = ServerProcess(__file__, "--serve", "landlord")
     try:
         uri = server.uri()
         with Pyro5.api.Proxy(uri) as landlord_proxy:
@@ -628,28 +575,6 @@ def write_json(path: str, results: Results, info: dict[str, Any]) -> None:
 # -- command line --------------------------------------------------------------------------
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
 def sizes(text: str) -> list[int]:
     """An argparse type: comma-separated batch sizes, 1 to MAX_BATCH each (empty: skip item 2)."""
     if not text.strip():
@@ -687,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve:
         return serve()
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # so that run() stops the landlord on SIGTERM too
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that run() stops the landlord on SIGTERM too
     started = time.monotonic()
     try:
         results = run(args)

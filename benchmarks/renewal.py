@@ -61,14 +61,11 @@ import json
 import math
 import os
 import platform
-import queue
 import signal
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from types import FrameType
 from typing import Any, Sequence
 
 import Pyro5
@@ -78,6 +75,8 @@ import serpent
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseRenewalEvent
 from landlord.grantor import MAX_BATCH
+
+from common import ServerProcess, positive_int, positive_seconds, stop_on_sigterm  # the benchmarks' shared pieces
 
 DEFAULT_LEASES = 100_000
 DEFAULT_SECONDS = 30.0
@@ -96,8 +95,6 @@ SETUP_TERM = 600.0
 ADD_SECONDS_PER_LEASE = 60e-6
 SYNC_MARGIN = 2.0
 
-SERVER_START_TIMEOUT = 20.0  # a cold interpreter on a busy machine
-SERVER_STOP_TIMEOUT = 10.0   # after SIGTERM, before a kill
 CALL_TIMEOUT = 120.0         # renting or replaying 100,000 leases in one call takes a while
 QUIET_INTERVAL = 0.1         # both processes idle this long: no renewal round in flight
 QUIET_CPU = 0.005            # "idle": less CPU than this per process over QUIET_INTERVAL
@@ -182,15 +179,9 @@ class BenchLandlord(Landlord):
             return [list(call) for call in self._calls[index:]]
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # Both processes treat SIGTERM as Ctrl-C: Pyro5's request loop ends cleanly
-    # on it, and the holder's finally clauses stop the manager and the landlord.
-    raise KeyboardInterrupt
-
-
 def serve() -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     bench_landlord = BenchLandlord()
     try:
         with Pyro5.api.Daemon(host="127.0.0.1", port=0) as daemon:
@@ -204,53 +195,6 @@ def serve() -> int:
     finally:
         bench_landlord.close()
     return 0
-
-
-class LandlordProcess:
-    """The landlord, started as a child process; stop() ends it (SIGTERM, then kill)."""
-
-    def __init__(self) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        # stderr is inherited, so a failing server shows its traceback here
-        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve"],
-                                        stdout=subprocess.PIPE, text=True, env=env)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, name="landlord-stdout", daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)  # end of output: the process is gone
-
-    def uri(self) -> str:
-        """The landlord's URI, once it serves.
-
-        Raises:
-            RuntimeError: it exited or printed no URI within SERVER_START_TIMEOUT.
-        """
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise RuntimeError(f"the landlord printed no URI within {SERVER_START_TIMEOUT:g} s") from None
-            if line is None:
-                raise RuntimeError(f"the landlord exited with status {self.process.wait()} before serving")
-            if line.startswith("URI: "):
-                return line[len("URI: "):]
-
-    def stop(self) -> int | None:
-        """End the process; its exit status, or None if it had to be killed."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                return self.process.wait(SERVER_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-                return None
-        return self.process.returncode
 
 
 # -- measuring -------------------------------------------------------------------------------
@@ -435,7 +379,7 @@ def project(us_per_renewal: float, leases: int, allowance: float) -> list[dict[s
 
 def run(args: argparse.Namespace) -> Results:
     """Start the landlord, measure the manager then the raw baseline, stop the landlord."""
-    server = LandlordProcess()
+    server = ServerProcess(__file__, "--serve", "landlord")
     try:
         uri = server.uri()
         landlord.set_call_timeout(CALL_TIMEOUT)  # the manager's calls: 100,000 leases take a while
@@ -615,28 +559,6 @@ def write_json(path: str, results: Results, info: dict[str, Any], wall: float) -
 # -- command line --------------------------------------------------------------------------
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="CPU cost of a LeaseRenewalManager keeping many leases on one landlord (in another "
@@ -663,7 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve:
         return serve()
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # so that run() stops the landlord on SIGTERM too
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that run() stops the landlord on SIGTERM too
     started = time.monotonic()
     try:
         results = run(args)

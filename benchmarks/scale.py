@@ -70,6 +70,8 @@ from sortedcontainers import SortedList
 
 import landlord
 
+from common import positive_int  # the benchmarks' shared pieces
+
 DEFAULT_SIZES = "1000,100000,1000000"
 DEFAULT_SAMPLE = 20_000
 DEFAULT_BATCH = 1_000
@@ -458,17 +460,6 @@ def parse_sizes(text: str) -> list[int]:
     if not sizes or any(s <= 0 for s in sizes):
         raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
     return sorted(set(sizes))
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -1,0 +1,113 @@
+"""What the benchmark scripts share: their server child processes and their argument types.
+
+Each benchmark script starts itself again with a flag (``--serve`` and the
+like) to run its server in a process of its own, where the network between
+them is the point. The server prints ``URI: <uri>`` once it serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from types import FrameType
+from typing import Any
+
+__all__ = ["ServerProcess", "stop_process", "stop_on_sigterm", "positive_int", "positive_seconds",
+           "SERVER_START_TIMEOUT", "SERVER_STOP_TIMEOUT"]
+
+SERVER_START_TIMEOUT = 20.0  # a cold interpreter on a busy machine
+SERVER_STOP_TIMEOUT = 10.0   # after SIGTERM, before a kill
+
+
+def stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """A SIGTERM handler: treat it as Ctrl-C, so that cleanup runs the same way."""
+    raise KeyboardInterrupt
+
+
+def stop_process(process: subprocess.Popen[Any]) -> int | None:
+    """End a child process: SIGTERM, then a kill. Its exit status, or None if it had to be killed."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            return process.wait(SERVER_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            return None
+    return process.returncode
+
+
+class ServerProcess:
+    """``script`` started again with ``flag`` as a server; :meth:`uri` waits for it, :meth:`stop` ends it.
+
+    Args:
+        script: the benchmark script (its ``__file__``).
+        flag: the option that makes it serve.
+        what: what the server is, for error messages.
+        new_session: run it in a session of its own, so that Ctrl-C reaches
+            only the benchmark, which then stops its children in order.
+    """
+
+    def __init__(self, script: str, flag: str, what: str, *, new_session: bool = False) -> None:
+        self.what = what
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # stderr is inherited, so a failing server shows its traceback here
+        self.process = subprocess.Popen([sys.executable, os.path.abspath(script), flag], stdout=subprocess.PIPE,
+                                        text=True, env=env, start_new_session=new_session)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, name=f"{flag}-stdout", daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)  # end of output: the process is gone
+
+    def uri(self) -> str:
+        """The server's URI, once it serves.
+
+        Raises:
+            RuntimeError: it exited, or printed no URI within ``SERVER_START_TIMEOUT``.
+        """
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise RuntimeError(f"the {self.what} printed no URI within {SERVER_START_TIMEOUT:g} s") from None
+            if line is None:
+                raise RuntimeError(f"the {self.what} exited with status {self.process.wait()} before serving")
+            if line.startswith("URI: "):
+                return line[len("URI: "):]
+
+    def stop(self) -> int | None:
+        """End the process; its exit status, or None if it had to be killed."""
+        return stop_process(self.process)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a positive, finite number (of seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number, got {text!r}")
+    return value
