@@ -94,7 +94,7 @@ import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap
 from landlord.grantor import MAX_BATCH
 
-from common import ServerProcess, positive_int, positive_seconds, stop_on_sigterm, stop_process  # the benchmarks' shared pieces
+from common import ServerProcess, positive_int, positive_seconds, serve_forever, stop_on_sigterm, stop_process# the benchmarks' shared pieces
 
 NAME = "etcd"
 GOAL = 3.0                 # landlord >= 3x etcd, on every row
@@ -144,20 +144,7 @@ class BenchLandlord(Landlord):
 
 def serve() -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
-    bench_landlord = BenchLandlord()
-    try:
-        with Pyro5.api.Daemon(host="127.0.0.1", port=0) as daemon:
-            print(f"URI: {daemon.register(bench_landlord)}", flush=True)  # the parent reads this line
-            try:
-                daemon.requestLoop()
-            except KeyboardInterrupt:
-                pass
-    except KeyboardInterrupt:  # stopped before the request loop started
-        pass
-    finally:
-        bench_landlord.close()
-    return 0
+    return serve_forever(BenchLandlord())
 
 
 # -- the etcd process ----------------------------------------------------------------------

@@ -80,7 +80,6 @@ import gc
 import json
 import math
 import os
-import platform
 import random
 import secrets
 import sys
@@ -94,7 +93,7 @@ from sortedcontainers import SortedList
 
 import landlord
 
-from common import positive_int, positive_seconds  # the benchmarks' shared pieces
+from common import machine_info, positive_int, positive_seconds# the benchmarks' shared pieces
 
 NAME = "expiry"
 REAPERS = ("sleeper", "polling", "lazy")
@@ -574,14 +573,7 @@ def idle_rows(runs: dict[str, BurstRun]) -> list[Row]:
 
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "cpu_count": os.cpu_count(),
-        "landlord": landlord.__version__,
-        "sortedcontainers": sortedcontainers.__version__,
-    }
+    return machine_info(landlord, sortedcontainers)
 
 
 def load_average() -> list[float] | None:

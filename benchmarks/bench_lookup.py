@@ -62,8 +62,6 @@ import cProfile
 import io
 import json
 import math
-import os
-import platform
 import pstats
 import random
 import signal
@@ -82,7 +80,7 @@ import landlord
 from lookup import Comment, Location, LookupService, Name, ServiceInfo, ServiceItem, ServiceTemplate, locate
 from lookup.service import MAX_MATCHES
 
-from common import ServerProcess, positive_int, positive_seconds, stop_on_sigterm  # the benchmarks' shared pieces
+from common import ServerProcess, machine_info, positive_int, positive_seconds, stop_on_sigterm# the benchmarks' shared pieces
 
 DEFAULT_SERVICES = 10_000
 DEFAULT_KINDS = 50
@@ -425,15 +423,7 @@ def in_process(args: argparse.Namespace) -> tuple[list[tuple[str, float]], str]:
 
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "cpu_count": os.cpu_count(),
-        "landlord": landlord.__version__,
-        "Pyro5": Pyro5.__version__,
-        "serpent": serpent.__version__,
-    }
+    return machine_info(landlord, Pyro5, serpent)
 
 
 def format_results(args: argparse.Namespace, rows: list[Row], setup: Setup,

@@ -76,8 +76,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import signal
 import statistics
 import sys
@@ -94,7 +92,7 @@ import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, SystemClock
 from landlord.grantor import MAX_BATCH
 
-from common import ServerProcess, positive_int, positive_seconds, stop_on_sigterm  # the benchmarks' shared pieces
+from common import ServerProcess, machine_info, positive_int, positive_seconds, serve_forever, stop_on_sigterm# the benchmarks' shared pieces
 
 NAME = "bench_renew"
 TERM = 3600.0                   # the landlord's longest grant: nothing expires during the run
@@ -166,20 +164,7 @@ class BenchLandlord(Landlord):
 
 def serve() -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
-    bench_landlord = BenchLandlord()
-    try:
-        with Pyro5.api.Daemon(host="127.0.0.1", port=0) as daemon:
-            print(f"URI: {daemon.register(bench_landlord)}", flush=True)  # the holder reads this line
-            try:
-                daemon.requestLoop()
-            except KeyboardInterrupt:
-                pass
-    except KeyboardInterrupt:  # stopped before the request loop started
-        pass
-    finally:
-        bench_landlord.close()
-    return 0
+    return serve_forever(BenchLandlord())
 
 
 # -- results -------------------------------------------------------------------------------
@@ -521,15 +506,7 @@ def run(args: argparse.Namespace) -> Results:
 
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "cpu_count": os.cpu_count(),
-        "landlord": landlord.__version__,
-        "Pyro5": Pyro5.__version__,
-        "serpent": serpent.__version__,
-    }
+    return machine_info(landlord, Pyro5, serpent)
 
 
 def format_results(results: Results, args: argparse.Namespace, info: dict[str, Any], wall: float) -> str:

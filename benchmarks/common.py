@@ -111,3 +111,45 @@ def positive_seconds(text: str) -> float:
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"must be a positive, finite number, got {text!r}")
     return value
+
+
+def serve_forever(server: Any) -> int:
+    """Serve ``server`` on loopback until SIGTERM or Ctrl-C; the child process's whole life.
+
+    Prints ``URI: <uri>`` once serving (:meth:`ServerProcess.uri` waits for
+    that line), and closes ``server`` at the end if it has a ``close``.
+    """
+    import signal
+
+    import Pyro5.api
+
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    try:
+        with Pyro5.api.Daemon(host="127.0.0.1", port=0) as daemon:
+            print(f"URI: {daemon.register(server)}", flush=True)
+            try:
+                daemon.requestLoop()
+            except KeyboardInterrupt:
+                pass
+    except KeyboardInterrupt:  # stopped before the request loop started
+        pass
+    finally:
+        close = getattr(server, "close", None)
+        if callable(close):
+            close()
+    return 0
+
+
+def machine_info(*modules: Any) -> dict[str, Any]:
+    """What the figures were measured on: platform, Python, cores, and the versions of ``modules``."""
+    import platform
+
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "cpu_count": os.cpu_count(),
+    }
+    for module in modules:
+        info[module.__name__] = getattr(module, "__version__", "?")
+    return info

@@ -55,8 +55,6 @@ import argparse
 import gc
 import json
 import math
-import os
-import platform
 import random
 import secrets
 import sys
@@ -70,7 +68,7 @@ from sortedcontainers import SortedList
 
 import landlord
 
-from common import positive_int  # the benchmarks' shared pieces
+from common import machine_info, positive_int# the benchmarks' shared pieces
 
 DEFAULT_SIZES = "1000,100000,1000000"
 DEFAULT_SAMPLE = 20_000
@@ -365,14 +363,7 @@ def measure_memory(make: Callable[[], Subject], size: int) -> Memory:
 
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "cpu_count": os.cpu_count(),
-        "landlord": landlord.__version__,
-        "sortedcontainers": sortedcontainers.__version__,
-    }
+    return machine_info(landlord, sortedcontainers)
 
 
 def format_table(timings: list[Timing]) -> str:
