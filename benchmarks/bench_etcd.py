@@ -94,7 +94,7 @@ import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap
 from landlord.grantor import MAX_BATCH
 
-from common import ServerProcess, positive_int, positive_seconds, serve_forever, stop_on_sigterm, stop_process# the benchmarks' shared pieces
+from common import ServerProcess, positive_int, positive_seconds, serve_forever, stop_on_sigterm, stop_process  # the benchmarks' shared pieces
 
 NAME = "etcd"
 GOAL = 3.0                 # landlord >= 3x etcd, on every row

@@ -92,8 +92,9 @@ import sortedcontainers
 from sortedcontainers import SortedList
 
 import landlord
+from landlord import SystemClock
 
-from common import machine_info, positive_int, positive_seconds# the benchmarks' shared pieces
+from common import machine_info, positive_int, positive_seconds  # the benchmarks' shared pieces
 
 NAME = "expiry"
 REAPERS = ("sleeper", "polling", "lazy")
@@ -108,7 +109,7 @@ SHORT_LEAD = 1.0  # the earliest short lease of (a) ends this long after its gra
 # -- clocks -------------------------------------------------------------------------
 
 
-class PausableClock:
+class PausableClock(SystemClock):
     """The real monotonic clock, stopped while a population is granted.
 
     ``monotonic()`` is ``time.monotonic()`` minus a constant; :meth:`pause`
@@ -119,6 +120,7 @@ class PausableClock:
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self._offset = 0.0
         self._paused_at: float | None = None
 
@@ -127,17 +129,6 @@ class PausableClock:
         if paused is not None:
             return paused
         return time.monotonic() - self._offset
-
-    def time(self) -> float:
-        return time.time()
-
-    def wait(self, condition: threading.Condition, deadline: float) -> None:
-        if math.isinf(deadline):
-            condition.wait()
-            return
-        timeout = deadline - self.monotonic()
-        if timeout > 0:
-            condition.wait(min(timeout, threading.TIMEOUT_MAX))
 
     def pause(self) -> None:
         self._paused_at = time.monotonic() - self._offset

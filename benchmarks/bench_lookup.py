@@ -80,7 +80,7 @@ import landlord
 from lookup import Comment, Location, LookupService, Name, ServiceInfo, ServiceItem, ServiceTemplate, locate
 from lookup.service import MAX_MATCHES
 
-from common import ServerProcess, machine_info, positive_int, positive_seconds, stop_on_sigterm# the benchmarks' shared pieces
+from common import ServerProcess, machine_info, positive_int, positive_seconds, stop_on_sigterm  # the benchmarks' shared pieces
 
 DEFAULT_SERVICES = 10_000
 DEFAULT_KINDS = 50

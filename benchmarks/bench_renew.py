@@ -92,7 +92,7 @@ import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, SystemClock
 from landlord.grantor import MAX_BATCH
 
-from common import ServerProcess, machine_info, positive_int, positive_seconds, serve_forever, stop_on_sigterm# the benchmarks' shared pieces
+from common import ServerProcess, machine_info, positive_int, positive_seconds, serve_forever, stop_on_sigterm  # the benchmarks' shared pieces
 
 NAME = "bench_renew"
 TERM = 3600.0                   # the landlord's longest grant: nothing expires during the run

@@ -74,7 +74,7 @@ import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseRenewalEvent
 from landlord.grantor import MAX_BATCH
 
-from common import ServerProcess, machine_info, positive_int, positive_seconds, serve_forever, stop_on_sigterm# the benchmarks' shared pieces
+from common import ServerProcess, machine_info, positive_int, positive_seconds, serve_forever, stop_on_sigterm  # the benchmarks' shared pieces
 
 DEFAULT_LEASES = 100_000
 DEFAULT_SECONDS = 30.0

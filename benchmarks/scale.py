@@ -68,7 +68,7 @@ from sortedcontainers import SortedList
 
 import landlord
 
-from common import machine_info, positive_int# the benchmarks' shared pieces
+from common import machine_info, positive_int  # the benchmarks' shared pieces
 
 DEFAULT_SIZES = "1000,100000,1000000"
 DEFAULT_SAMPLE = 20_000

@@ -49,7 +49,7 @@ class SystemClock:
         if math.isinf(deadline):
             condition.wait()
             return
-        timeout = deadline - time.monotonic()
+        timeout = deadline - self.monotonic()  # self: a subclass may shift the monotonic clock
         if timeout > 0:
             condition.wait(min(timeout, threading.TIMEOUT_MAX))
 
