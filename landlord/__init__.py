@@ -21,6 +21,7 @@ from .manager import LeasedResource, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .proxies import get_call_timeout, set_call_timeout
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
+from .store import LeaseStore
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
 from .wire import register_exception
 
@@ -32,7 +33,7 @@ __all__ = [
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError",
     "Landlord", "RenewResults", "LeasedResource", "LeaseManager",
     "LeasePolicy", "LeaseDurationPolicy",
-    "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper",
+    "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK",
     "get_call_timeout", "set_call_timeout", "register_exception",

@@ -15,6 +15,7 @@ from .landlordlease import MAX_BATCH, LandlordLease, check_cookie
 from .manager import LeasedResource, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
+from .store import LeaseStore
 
 __all__ = ["Landlord", "RenewResults", "new_cookie", "COOKIE_BYTES", "MAX_BATCH"]
 
@@ -67,21 +68,38 @@ class Landlord:
         clock: decides expiry (monotonic) and stamps leases (wall clock).
         on_expire: called with the resource, once, when its lease expires or is cancelled.
         on_cancel: if given, called instead of ``on_expire`` when a live lease is cancelled.
-        landlord_id: a stable identity (default: a new random one).
+        landlord_id: a stable identity (default: the store's, else a new random one).
+        store: keep the leases in this :class:`~landlord.store.LeaseStore`, and
+            take back those it holds: the same landlord id, the same cookies,
+            each lease with its remaining time less the time the landlord was
+            down (see :mod:`landlord.store`). Resources are stored as
+            :meth:`dump_resource` makes them and read back by :meth:`load_resource`.
+            :meth:`close` closes it.
 
     Raises:
-        ValueError: the policy already serves another landlord, or an unknown reaper.
+        ValueError: the policy already serves another landlord, an unknown
+            reaper, or a ``landlord_id`` other than the one ``store`` belongs to.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
-                 on_cancel: Callable[[Any], None] | None = None, landlord_id: str | None = None) -> None:
+                 on_cancel: Callable[[Any], None] | None = None, landlord_id: str | None = None,
+                 store: LeaseStore | None = None) -> None:
+        if store is not None:
+            stored_id = store.landlord_id()
+            if landlord_id is not None and stored_id is not None and landlord_id != stored_id:
+                raise ValueError(f"{store!r} belongs to landlord {stored_id}, not {landlord_id}")
+            landlord_id = landlord_id or stored_id
         self.landlord_id = landlord_id if landlord_id is not None else uuid.uuid4().hex
+        if store is not None:
+            store.claim(self.landlord_id)
         self.clock = clock
         self.policy = policy if policy is not None else LeaseDurationPolicy()
         self.policy.bind(clock=clock, lease_factory=self._make_lease)
         self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
-                                     on_cancel=on_cancel)
+                                     on_cancel=on_cancel, store=store, dump=self.dump_resource)
+        if store is not None:
+            self._restore(store)
 
     # -- local ------------------------------------------------------------------
 
@@ -119,8 +137,50 @@ class Landlord:
         return self._manager.get_resource(check_cookie(cookie))
 
     def close(self) -> None:
-        """Stop the reaper. Leases still held are not freed."""
+        """Stop the reaper and close the store, if any. Leases still held are not freed."""
         self._manager.close()
+
+    @property
+    def store(self) -> LeaseStore | None:
+        """Where the leases are kept, or ``None`` when only in memory."""
+        return self._manager.store
+
+    # -- what a store holds: subclasses with resources of their own override these ----
+
+    def dump_resource(self, resource: Any) -> Any:
+        """What of ``resource`` the store keeps: something serpent can write
+        (with Pyro5's converters), or ``None`` to keep that lease in memory only.
+        By default, the resource itself."""
+        return resource
+
+    def load_resource(self, data: Any) -> Any:
+        """The resource back from what :meth:`dump_resource` made of it (after
+        a serpent round trip: tuples and sets may come back as lists). By
+        default, the data itself."""
+        return data
+
+    def _restored(self, leased: LeasedResource) -> None:
+        """Called for each lease taken back from the store, after
+        :meth:`load_resource` and before any of them can expire: a subclass
+        files its resources here."""
+
+    def _restore(self, store: LeaseStore) -> None:
+        now, wall = self.clock.monotonic(), self.clock.time()
+        restored: list[LeasedResource] = []
+        for stored in store.leases(wall):
+            try:
+                resource = self.load_resource(stored.resource)
+            except Exception:
+                log.exception("cannot restore a stored lease's resource; the lease is dropped")
+                store.delete([stored.cookie])
+                continue
+            restored.append(LeasedResource(stored.cookie, now + stored.remaining, resource))
+        for leased in restored:  # every one filed before any can expire and be freed
+            self._restored(leased)
+        self._manager.restore(restored)
+        live = sum(1 for leased in restored if leased.expiration > now)
+        log.info("landlord %s took back %d lease(s) from %r (%d ran out while it was down)",
+                 self.landlord_id, live, store, len(restored) - live)
 
     def __len__(self) -> int:
         return len(self._manager)

@@ -13,6 +13,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .errors import UnknownLeaseError
 from .policy import LeasePolicy
 from .reapers import Reaper, make_reaper
+from .store import LeaseStore
 
 __all__ = ["LeasedResource", "LeaseManager"]
 
@@ -59,6 +60,10 @@ class LeaseManager:
             exceptions are logged and do not stop the reaper.
         on_cancel: if given, called instead of ``on_expire`` for leases
             cancelled while still live, so a landlord can tell the two apart.
+        store: if given, every change is written to it under the lock, in
+            the order it is made (see :mod:`landlord.store`).
+        dump: what of a resource is written to ``store`` (default: the
+            resource itself); ``None`` from it keeps that lease in memory only.
 
     Raises:
         ValueError: an unknown reaper name.
@@ -66,9 +71,12 @@ class LeaseManager:
 
     def __init__(self, policy: LeasePolicy, *, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
-                 on_cancel: Callable[[Any], None] | None = None) -> None:
+                 on_cancel: Callable[[Any], None] | None = None, store: LeaseStore | None = None,
+                 dump: Callable[[Any], Any] | None = None) -> None:
         self.policy = policy
         self.clock = clock
+        self.store = store
+        self._dump = dump if dump is not None else _same
         self._on_expire = on_expire
         self._on_cancel = on_cancel if on_cancel is not None else on_expire
         self._lock = threading.Lock()
@@ -89,9 +97,40 @@ class LeaseManager:
         with self._lock:
             if resource.cookie in self._by_cookie:
                 raise ValueError("a resource with this cookie is already leased")
+            self._save(resource)  # first: a failed write leaves nothing leased
             self._by_cookie[resource.cookie] = resource
             self._by_expiration.add((resource.expiration, resource.cookie))
         self._reaper.expiration_added(resource.expiration)
+
+    def restore(self, resources: Sequence[LeasedResource]) -> None:
+        """Hold resources read back from the store (not written again).
+
+        Those already expired are freed by the reaper, as any other.
+
+        Raises:
+            ValueError: a cookie already held (nothing is restored).
+        """
+        with self._lock:
+            cookies = [resource.cookie for resource in resources]
+            if len(set(cookies)) != len(cookies) or any(cookie in self._by_cookie for cookie in cookies):
+                raise ValueError("a restored resource has the cookie of another")
+            for resource in resources:
+                self._by_cookie[resource.cookie] = resource
+                self._by_expiration.add((resource.expiration, resource.cookie))
+        if resources:
+            self._reaper.expiration_added(min(resource.expiration for resource in resources))
+
+    def resource_changed(self, cookie: str) -> None:
+        """Write the resource of ``cookie`` to the store again (it changed in place).
+
+        Raises:
+            UnknownLeaseError: no such lease, or it has expired.
+        """
+        with self._lock:
+            resource = self._live(cookie)
+            if resource is None:
+                raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
+            self._save(resource)
 
     def renewed(self, cookie: str, requested: float) -> float:
         """Renew the lease named ``cookie`` through the policy; return the seconds granted.
@@ -116,6 +155,7 @@ class LeaseManager:
         outcomes: list[float | Exception] = []
         for start in range(0, len(cookies), REAP_CHUNK):
             found_dead: list[LeasedResource] = []
+            renewed: list[LeasedResource] = []
             earliest = math.inf
             with self._lock:
                 now = self.clock.monotonic()
@@ -137,8 +177,12 @@ class LeaseManager:
                     if resource.expiration != old:
                         self._by_expiration.remove((old, cookie))
                         self._by_expiration.add((resource.expiration, cookie))
+                        renewed.append(resource)
                     earliest = min(earliest, resource.expiration)
                     outcomes.append(granted)
+                if self.store is not None:
+                    self._stored_ends(found_dead)
+                    self._stored_renewals(renewed, now)
             self._free(found_dead)
             if earliest < math.inf:
                 self._reaper.expiration_added(earliest)
@@ -154,6 +198,8 @@ class LeaseManager:
         with self._lock:
             live = self._live(cookie) is not None
             resource = self._remove(cookie)
+            if resource is not None:
+                self._stored_ends([resource])
         self._free([resource] if resource else [], cancelled=live)
         if not live:
             raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
@@ -178,6 +224,8 @@ class LeaseManager:
         with self._lock:
             resource = self._live(cookie)
             expired = None if resource else self._pop_expired(cookie)
+            if expired is not None:
+                self._stored_ends([expired])
         if resource is None:
             self._free([expired] if expired else [])
             raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
@@ -218,14 +266,17 @@ class LeaseManager:
                 while len(due) < REAP_CHUNK and self._by_expiration and self._by_expiration[0][0] <= now:
                     _, cookie = self._by_expiration.pop(0)
                     due.append(self._by_cookie.pop(cookie))
+                self._stored_ends(due)
             self._free(due)
             freed += len(due)
             if len(due) < REAP_CHUNK:
                 return freed
 
     def close(self) -> None:
-        """Stop the reaper. Held resources stay held (and are not freed)."""
+        """Stop the reaper, then close the store. Held resources stay held (and are not freed)."""
         self._reaper.close()
+        if self.store is not None:
+            self.store.close()
 
     # -- internals (call with the lock held) ------------------------------------
 
@@ -245,6 +296,23 @@ class LeaseManager:
         """Remove ``cookie`` if it is held but expired (found dead: free it now)."""
         return self._remove(cookie) if cookie in self._by_cookie else None
 
+    def _save(self, resource: LeasedResource) -> None:
+        if self.store is None:
+            return
+        data = self._dump(resource.resource)
+        if data is not None:
+            wall, now = self.clock.time(), self.clock.monotonic()
+            self.store.put(resource.cookie, _wall_time(resource.expiration, now, wall), data, wall)
+
+    def _stored_renewals(self, resources: list[LeasedResource], now: float) -> None:
+        if self.store is not None and resources:
+            wall = self.clock.time()
+            self.store.renew([(r.cookie, _wall_time(r.expiration, now, wall)) for r in resources], wall)
+
+    def _stored_ends(self, resources: list[LeasedResource]) -> None:
+        if self.store is not None and resources:
+            self.store.delete([resource.cookie for resource in resources])
+
     def _free(self, resources: list[LeasedResource], *, cancelled: bool = False) -> None:
         callback = self._on_cancel if cancelled else self._on_expire
         if callback is None:
@@ -254,3 +322,12 @@ class LeaseManager:
                 callback(resource.resource)
             except Exception:
                 log.exception("%s failed for %r", "on_cancel" if cancelled else "on_expire", resource)
+
+
+def _same(resource: Any) -> Any:
+    return resource
+
+
+def _wall_time(expiration: float, monotonic_now: float, wall_now: float) -> float:
+    """A monotonic-clock expiration as a wall-clock time (``inf`` stays ``inf``)."""
+    return expiration if math.isinf(expiration) else wall_now + (expiration - monotonic_now)

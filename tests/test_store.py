@@ -1,0 +1,267 @@
+"""LeaseStore, and a Landlord that keeps its leases in one: what comes back after a restart.
+
+A restart is a new landlord on the same file with a new clock whose monotonic
+time starts over (as a new process's does) and whose wall time has moved on
+by the downtime. The crash itself, with real processes and kill -9, is in
+tests/faults/test_durable.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pathlib
+import sqlite3
+import threading
+from typing import Any, Callable, Iterator
+
+import Pyro5.api
+import pytest
+from Pyro5.serializers import SerpentSerializer
+
+from landlord import (FOREVER, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, LeaseStore,
+                      UnknownLeaseError)
+from landlord.store import StoredLease
+
+
+@pytest.fixture
+def path(tmp_path: pathlib.Path) -> pathlib.Path:
+    return tmp_path / "leases.sqlite"
+
+
+def restarted_clock(before: FakeClock, downtime: float) -> FakeClock:
+    """A new process's clock: monotonic time from 1,000 s (unrelated to the old one), wall time moved on."""
+    return FakeClock(1000.0, wall_offset=before.time() + downtime - 1000.0)
+
+
+class Freed:
+    def __init__(self) -> None:
+        self.resources: list[Any] = []
+
+    def __call__(self, resource: Any) -> None:
+        self.resources.append(resource)
+
+
+@pytest.fixture
+def landlords() -> Iterator[Callable[..., Landlord]]:
+    """Makes landlords on a store; closes them all after the test."""
+    made: list[Landlord] = []
+
+    def make(path: pathlib.Path, clock: FakeClock, **kwargs: Any) -> Landlord:
+        kwargs.setdefault("policy", LeaseDurationPolicy(maximum=FOREVER))
+        landlord = Landlord(store=LeaseStore(path), clock=clock, reaper="lazy", **kwargs)
+        made.append(landlord)
+        return landlord
+
+    yield make
+    for landlord in made:
+        landlord.close()
+
+
+def test_a_restarted_landlord_has_its_id_cookies_and_resources_back(path: pathlib.Path, landlords: Any) -> None:
+    clock = FakeClock()
+    first = landlords(path, clock)
+    leases = [first.new_lease(f"room {n}", 60) for n in range(3)]
+    first.close()
+
+    again = landlords(path, restarted_clock(clock, downtime=10))
+    assert again.landlord_id == first.landlord_id
+    assert [again.get_resource(lease.cookie) for lease in leases] == ["room 0", "room 1", "room 2"]
+
+
+def test_downtime_counts_against_the_lease_on_the_wall_clock(path: pathlib.Path, landlords: Any) -> None:
+    clock = FakeClock()
+    lease = landlords(path, clock).new_lease("room", 60)
+    clock.advance(20)  # 40 s left when the landlord dies
+
+    later = restarted_clock(clock, downtime=15)
+    again = landlords(path, later)
+    assert again.manager.get(lease.cookie).expiration == pytest.approx(later.monotonic() + 25)
+    later.advance(24.9)
+    assert again.get_resource(lease.cookie) == "room"
+    later.advance(0.2)
+    with pytest.raises(UnknownLeaseError):
+        again.get_resource(lease.cookie)
+
+
+def test_a_lease_that_ran_out_while_the_landlord_was_down_is_freed_once(path: pathlib.Path, landlords: Any) -> None:
+    clock = FakeClock()
+    first = landlords(path, clock)
+    short, long = first.new_lease("short", 5), first.new_lease("long", 60)
+
+    freed = Freed()
+    again = landlords(path, restarted_clock(clock, downtime=30), on_expire=freed)
+    assert again.manager.reap() == 1
+    assert freed.resources == ["short"]
+    assert again.get_resource(long.cookie) == "long"
+    with pytest.raises(UnknownLeaseError):
+        again.renew(short.cookie, 10)
+    assert len(again.store) == 1  # the freed one is gone from the file too
+
+
+def test_renewals_cancels_and_expiries_are_written(path: pathlib.Path, landlords: Any) -> None:
+    clock = FakeClock()
+    first = landlords(path, clock)
+    renewed, cancelled, expiring = (first.new_lease(name, 10) for name in ("renewed", "cancelled", "expiring"))
+    clock.advance(5)
+    first.renew_all([renewed.cookie], [100.0])
+    first.cancel(cancelled.cookie)
+    clock.advance(6)
+    assert first.manager.reap() == 1  # "expiring"
+    assert len(first.store) == 1
+
+    again = landlords(path, restarted_clock(clock, downtime=0))
+    assert again.get_resource(renewed.cookie) == "renewed"
+    assert again.manager.get(renewed.cookie).expiration == pytest.approx(again.clock.monotonic() + 94)
+    for gone in (cancelled, expiring):
+        with pytest.raises(UnknownLeaseError):
+            again.get_resource(gone.cookie)
+
+
+def test_a_wall_clock_set_back_while_down_gives_no_lease_more_time(path: pathlib.Path, landlords: Any) -> None:
+    clock = FakeClock()
+    lease = landlords(path, clock).new_lease("room", 60)
+    clock.advance(10)
+
+    again = landlords(path, restarted_clock(clock, downtime=-3600))  # the wall clock went back an hour
+    assert again.manager.get(lease.cookie).expiration <= again.clock.monotonic() + 60
+
+
+def test_forever_leases_come_back_forever(path: pathlib.Path, landlords: Any) -> None:
+    clock = FakeClock()
+    lease = landlords(path, clock).new_lease("room", FOREVER)
+    again = landlords(path, restarted_clock(clock, downtime=10 ** 9))
+    assert again.manager.get(lease.cookie).expiration == math.inf
+
+
+def test_changed_resources_are_written_again(path: pathlib.Path, landlords: Any) -> None:
+    clock = FakeClock()
+    first = landlords(path, clock)
+    lease = first.new_lease({"guests": 1}, 60)
+    first.get_resource(lease.cookie)["guests"] = 2
+    first.manager.resource_changed(lease.cookie)
+
+    again = landlords(path, restarted_clock(clock, downtime=1))
+    assert again.get_resource(lease.cookie) == {"guests": 2}
+
+
+def test_a_resource_dumped_as_none_stays_in_memory_only(path: pathlib.Path, landlords: Any) -> None:
+    class Picky(Landlord):
+        def dump_resource(self, resource: Any) -> Any:
+            return None if resource.startswith("secret") else resource
+
+    clock = FakeClock()
+    first = Picky(store=LeaseStore(path), clock=clock, reaper="lazy")
+    kept, secret = first.new_lease("kept", 60), first.new_lease("secret", 60)
+    first.renew(secret.cookie, 30)  # an update of a row that is not there changes nothing
+    first.close()
+
+    again = landlords(path, restarted_clock(clock, downtime=1))
+    assert again.get_resource(kept.cookie) == "kept"
+    with pytest.raises(UnknownLeaseError):
+        again.get_resource(secret.cookie)
+
+
+def test_a_store_belongs_to_one_landlord_id(path: pathlib.Path, landlords: Any) -> None:
+    first = landlords(path, FakeClock(), landlord_id="one")
+    assert landlords(path, FakeClock(), landlord_id="one").landlord_id == "one"
+    with pytest.raises(ValueError, match="belongs to landlord one"):
+        Landlord(store=LeaseStore(path), landlord_id="two")
+    assert first.landlord_id == "one"
+
+
+def test_landlords_share_a_file_under_different_names(path: pathlib.Path) -> None:
+    clock = FakeClock()
+    rooms = Landlord(store=LeaseStore(path, name="rooms"), clock=clock, reaper="lazy")
+    cars = Landlord(store=LeaseStore(path, name="cars"), clock=clock, reaper="lazy")
+    room, car = rooms.new_lease("room", 60), cars.new_lease("car", 60)
+    rooms.close()
+    cars.close()
+
+    rooms = Landlord(store=LeaseStore(path, name="rooms"), clock=clock, reaper="lazy")
+    try:
+        assert rooms.get_resource(room.cookie) == "room"
+        with pytest.raises(UnknownLeaseError):
+            rooms.get_resource(car.cookie)
+    finally:
+        rooms.close()
+
+
+def test_a_damaged_row_is_dropped_and_the_others_come_back(path: pathlib.Path, landlords: Any,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    first = landlords(path, clock)
+    good, bad = first.new_lease("good", 60), first.new_lease("bad", 60)
+    first.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE leases SET resource = ? WHERE cookie = ?", (b"\x00not serpent(", bad.cookie))
+
+    with caplog.at_level(logging.ERROR, logger="landlord.store"):
+        again = landlords(path, restarted_clock(clock, downtime=1))
+    assert "cannot read the resource" in caplog.text
+    assert again.get_resource(good.cookie) == "good"
+    assert bad.cookie not in again.manager
+    assert len(again.store) == 1
+
+
+def test_bad_store_arguments_are_refused(path: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="synchronous"):
+        LeaseStore(path, synchronous="OFF")
+    with pytest.raises(ValueError, match="name"):
+        LeaseStore(path, name="")
+    with pytest.raises(TypeError, match="path"):
+        LeaseStore(42)  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.Error):
+        LeaseStore(path.parent / "no such folder" / "leases.sqlite")
+
+
+def test_the_store_keeps_settings_and_reports_remaining_time(path: pathlib.Path) -> None:
+    store = LeaseStore(path, name="mine")
+    try:
+        store.set_setting("next", 7)
+        store.put("c" * 22, 1_000_100.0, ["a", 1], now=1_000_000.0)
+        assert store.get_setting("next") == 7
+        assert store.get_setting("missing", "default") == "default"
+        assert store.leases(now=1_000_040.0) == [StoredLease("c" * 22, 60.0, ["a", 1])]
+    finally:
+        store.close()
+
+
+def test_a_holders_lease_works_against_the_restarted_landlord_over_the_wire(path: pathlib.Path) -> None:
+    """The holder's LandlordLease outlives the landlord's daemon: same URI, id and cookie."""
+    def serve(port: int) -> tuple[Landlord, Pyro5.api.Daemon, threading.Thread]:
+        landlord = Landlord(store=LeaseStore(path), policy=LeaseDurationPolicy(maximum=600))
+        daemon = Pyro5.api.Daemon(host="127.0.0.1", port=port)
+        daemon.register(landlord, objectId="rooms")
+        loop = threading.Thread(target=daemon.requestLoop, daemon=True)
+        loop.start()
+        return landlord, daemon, loop
+
+    def stop(landlord: Landlord, daemon: Pyro5.api.Daemon, loop: threading.Thread) -> None:
+        daemon.shutdown()
+        loop.join(10)
+        daemon.close()
+        landlord.close()
+
+    landlord, daemon, loop = serve(0)
+    port = daemon.locationStr.rsplit(":", 1)[1]
+    lease = landlord.new_lease("room", 600)
+    received = _round_trip(lease)
+    stop(landlord, daemon, loop)
+
+    landlord, daemon, loop = serve(int(port))
+    try:
+        assert received.renew(300) == pytest.approx(300)
+        assert landlord.manager.get(received.cookie).resource == "room"
+        received.cancel()
+        assert len(landlord.store) == 0
+    finally:
+        stop(landlord, daemon, loop)
+
+
+def _round_trip(lease: LandlordLease) -> LandlordLease:
+    """The lease as a holder in another process would get it (serialized and read back)."""
+    serializer = SerpentSerializer()
+    copy = serializer.loads(serializer.dumps(lease))
+    assert isinstance(copy, LandlordLease) and copy == lease
+    return copy
