@@ -9,6 +9,7 @@ whoever asked to hear about it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
@@ -21,7 +22,9 @@ import Pyro5.server
 
 from landlord import ANY, Landlord, LeaseDurationPolicy, LeasePolicy, UnknownLeaseError, check_duration
 from landlord.clock import SYSTEM_CLOCK, Clock
+from landlord.manager import LeasedResource
 from landlord.reapers import Reaper
+from landlord.store import LeaseStore
 
 from .entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
 from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_LEASE = 300.0  # seconds: a dead service is gone within five minutes at worst
 DEFAULT_LEASE = 60.0       # seconds, for a registration asking for ANY
 MAX_MATCHES = 100_000      # the most items one lookup_all hands back
+_NEXT_EVENT_ID = "next_event_id"  # a store setting
 _SORT_BELOW = 0.25         # candidates under this share of all registrations are sorted into order, else scanned
 
 
@@ -224,13 +228,19 @@ class LookupService(Landlord):
         policy: lease terms (default: at most ``DEFAULT_MAX_LEASE``, ``ANY`` gets ``DEFAULT_LEASE``).
         reaper: how expired registrations are freed (see :class:`~landlord.LeaseManager`).
         clock: the clock leases are decided on.
-        landlord_id: a stable identity (default: a new random one).
+        landlord_id: a stable identity (default: the store's, else a new random one).
         mailer: delivers events (default: an :class:`~lookup.events.EventMailer` of its own).
+        store: keep registrations and event registrations (with their leases)
+            in this :class:`~landlord.LeaseStore`, and take back what it holds:
+            after a crash the service answers as before for every lease that
+            has not run out meanwhile; those that have are ended with their
+            events. Event registrations whose listener is an in-process object
+            (not a URI) are kept in memory only.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, landlord_id: str | None = None,
-                 mailer: EventMailer | None = None) -> None:
+                 mailer: EventMailer | None = None, store: LeaseStore | None = None) -> None:
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self._services: dict[str, _ServiceRecord] = {}
@@ -240,7 +250,10 @@ class LookupService(Landlord):
         self._mailer = mailer if mailer is not None else EventMailer(on_undeliverable=self._listener_gone)
         super().__init__(policy=policy or LeaseDurationPolicy(maximum=DEFAULT_MAX_LEASE, default=DEFAULT_LEASE),
                          reaper=reaper, clock=clock, on_expire=self._lease_ended, on_cancel=self._lease_ended,
-                         landlord_id=landlord_id)
+                         landlord_id=landlord_id, store=store)
+        if store is not None:  # event ids are never reused, not even those of registrations that ended
+            self._event_ids = itertools.count(max([store.get_setting(_NEXT_EVENT_ID, 1), *
+                                                   (event_id + 1 for event_id in self._events)]))
 
     # -- registering ------------------------------------------------------------
 
@@ -320,6 +333,8 @@ class LookupService(Landlord):
                 raise UnknownLeaseError("no such registration (it expired, was cancelled, or was replaced)")
             before = record.item
             record.item = change(before)
+            if self.store is not None:
+                self.manager.resource_changed(record.cookie)
             if self._services.get(before.service_id or "") is record:
                 self._index.put(before.service_id or "", record.item)
             self._fire(before.service_id or "", before, record.item)
@@ -455,8 +470,10 @@ class LookupService(Landlord):
             raise ValueError(f"transitions must combine TRANSITION_* values (1 to 7), got {transitions}")
         listener = _listener_address(listener)
         duration = check_duration(duration)
-        record = _EventRecord(next(self._event_ids), template, transitions, listener, handback)
         with self._lock:
+            record = _EventRecord(next(self._event_ids), template, transitions, listener, handback)
+            if self.store is not None:
+                self.store.set_setting(_NEXT_EVENT_ID, record.event_id + 1)
             lease = self.new_lease(record, duration)
             record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
             self._events[record.event_id] = record
@@ -480,6 +497,9 @@ class LookupService(Landlord):
                 continue
             if transition & record.transitions:
                 record.sequence_number += 1
+                if self.store is not None:  # before posting: a restart never repeats a number sent
+                    with contextlib.suppress(UnknownLeaseError):  # it ended this instant
+                        self.manager.resource_changed(record.cookie)
                 event = ServiceEvent(record.event_id, record.sequence_number, record.handback, service_id,
                                      transition, after)
                 self._mailer.post(record.event_id, record.listener, event)
@@ -509,6 +529,56 @@ class LookupService(Landlord):
             elif isinstance(record, _EventRecord):
                 if self._events.pop(record.event_id, None) is not None:
                     self._mailer.forget(record.event_id)
+
+    # -- what the store keeps ---------------------------------------------------------
+
+    def dump_resource(self, resource: Any) -> Any:
+        """A registration or event registration as the store keeps it (see :meth:`landlord.Landlord.dump_resource`)."""
+        if isinstance(resource, _ServiceRecord):
+            item = resource.item
+            return {"item": item.replace(service=item.service_uri)}  # a URI, not a proxy of this thread's
+        if isinstance(resource, _EventRecord):
+            if not isinstance(resource.listener, str):
+                return None  # an in-process listener cannot outlive the process
+            return {"event_id": resource.event_id, "template": resource.template,
+                    "transitions": resource.transitions, "listener": resource.listener,
+                    "handback": resource.handback, "sequence_number": resource.sequence_number}
+        return super().dump_resource(resource)
+
+    def load_resource(self, data: Any) -> Any:
+        """A record back from :meth:`dump_resource`'s form.
+
+        Raises:
+            TypeError, ValueError: not a record this service wrote.
+        """
+        if not isinstance(data, dict):
+            raise TypeError(f"a stored lookup record is a dict, got {type(data).__name__}")
+        if "item" in data:
+            if not isinstance(data["item"], ServiceItem) or data["item"].service_id is None:
+                raise TypeError("a stored registration without a registered ServiceItem")
+            item = data["item"]
+            return _ServiceRecord(item.replace(service=item.service_uri))  # as stored: a URI, no proxy
+        event_id, template, transitions = data.get("event_id"), data.get("template"), data.get("transitions")
+        if not (isinstance(event_id, int) and isinstance(template, ServiceTemplate)
+                and isinstance(transitions, int) and isinstance(data.get("listener"), str)
+                and isinstance(data.get("sequence_number"), int)):
+            raise ValueError(f"not a stored lookup record: {sorted(data)!r:.200}")
+        record = _EventRecord(event_id, template, transitions, data["listener"], data.get("handback"))
+        record.sequence_number = data["sequence_number"]
+        return record
+
+    def _restored(self, leased: LeasedResource) -> None:
+        record = leased.resource
+        record.cookie, record.leased = leased.cookie, leased
+        if isinstance(record, _ServiceRecord):
+            service_id = record.item.service_id or ""
+            older = self._services.get(service_id)
+            if older is not None:  # the process died between a re-registration and the old lease's cancel
+                older.replaced = True
+            self._services[service_id] = record
+            self._index.put(service_id, record.item)
+        elif isinstance(record, _EventRecord):
+            self._events[record.event_id] = record
 
     def _live(self, record: _ServiceRecord | _EventRecord) -> bool:
         return bool(record.leased is not None and record.leased.expiration > self.clock.monotonic())

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 import Pyro5.api
 import pytest
 
-from landlord import FakeClock, LeaseDurationPolicy, UnknownLeaseError
+from landlord import FakeClock, LeaseDurationPolicy, LeaseStore, UnknownLeaseError
 from lookup import (TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH, Comment,
                     Entry, EventRegistration, Location, Name, ServiceEvent, ServiceItem, ServiceTemplate)
 from lookup.registration import ServiceRegistration
@@ -267,3 +267,92 @@ def test_the_whole_round_over_pyro(daemon: Any) -> None:
             watch.lease.cancel()
     finally:
         service.close()
+
+
+# -- with a store: what a restarted service has back ---------------------------------------
+
+def restarted(before: FakeClock, downtime: float) -> FakeClock:
+    """A new process's clock: monotonic time unrelated to the old one, wall time moved on."""
+    return FakeClock(500.0, wall_offset=before.time() + downtime - 500.0)
+
+
+def durable_service(path: Any, clock: FakeClock) -> LookupService:
+    return LookupService(policy=LeaseDurationPolicy(maximum=100, default=30), clock=clock, reaper="lazy",
+                         store=LeaseStore(path))
+
+
+def test_a_restarted_service_has_its_registrations_back(tmp_path: Any) -> None:
+    clock = FakeClock()
+    first = durable_service(tmp_path / "lookup.sqlite", clock)
+    kept = first.register(item(Name("kept"), Location(floor=3)), 60)
+    changed = first.register(item(Name("changed")), 60)
+    changed.set_attributes([Name("changed"), Comment("after")])
+    replaced = first.register(item(Name("old")), 60)
+    first.register(item(Name("new"), service_id=replaced.service_id), 60)
+    first.register(item(Name("cancelled")), 60).lease.cancel()
+    first.close()
+
+    again = durable_service(tmp_path / "lookup.sqlite", restarted(clock, downtime=10))
+    try:
+        assert again.landlord_id == first.landlord_id
+        names = {i.service_id: [e.name for e in i.attributes if isinstance(e, Name)]
+                 for i in again.lookup_all(ServiceTemplate(), 10).items}
+        assert names == {kept.service_id: ["kept"], changed.service_id: ["changed"],
+                         replaced.service_id: ["new"]}
+        assert again.lookup(ServiceTemplate(attributes=[Location(floor=3)])) == SERVICE_URI  # the index too
+        assert again.lookup(ServiceTemplate(attributes=[Comment("after")])) == SERVICE_URI
+        assert again.renew(kept.lease.cookie, 60) == 60  # the holder's cookie still works
+        left = dict((i.service_id, seconds) for i, seconds in again.registrations())
+        assert left[changed.service_id] == pytest.approx(50)  # 60 less the 10 s down
+    finally:
+        again.close()
+
+
+def test_registrations_that_ran_out_while_down_end_with_their_events(tmp_path: Any, daemon: Any) -> None:
+    clock = FakeClock()
+    listener = RemoteListener()
+    first = durable_service(tmp_path / "lookup.sqlite", clock)
+    watch = first.notify(ServiceTemplate(types=[Quoter]), ALL, daemon.register(listener), "mine", 100)
+    short = first.register(item(Name("short")), 5)
+    first.register(item(Name("long")), 60)
+    assert [e.sequence_number for e in listener.wait_for(2)] == [1, 2]
+    first.close()
+
+    again = durable_service(tmp_path / "lookup.sqlite", restarted(clock, downtime=30))
+    try:
+        again.manager.reap()
+        events = listener.wait_for(3)
+        assert (events[2].transition, events[2].service_id, events[2].sequence_number, events[2].event_id,
+                events[2].handback) == (TRANSITION_MATCH_NOMATCH, short.service_id, 3, watch.event_id, "mine")
+        assert [i.attributes[0] for i in again.lookup_all(ServiceTemplate(), 10).items] == [Name("long")]
+        later = again.notify(ServiceTemplate(), ALL, daemon.register(RemoteListener()), None, 10)
+        assert later.event_id > watch.event_id  # event ids are not reused
+    finally:
+        again.close()
+
+
+def test_in_process_listeners_are_not_kept(tmp_path: Any) -> None:
+    clock = FakeClock()
+    first = durable_service(tmp_path / "lookup.sqlite", clock)
+    first.notify(ServiceTemplate(), ALL, Events(), None, 100)
+    first.close()
+    again = durable_service(tmp_path / "lookup.sqlite", restarted(clock, downtime=1))
+    try:
+        assert len(again.manager) == 0
+    finally:
+        again.close()
+
+
+def test_stored_records_that_are_not_records_are_dropped(tmp_path: Any) -> None:
+    store = LeaseStore(tmp_path / "lookup.sqlite")
+    store.claim("forged")
+    store.put("a" * 22, 2e9, {"item": "not an item"}, now=1.7e9)
+    store.put("b" * 22, 2e9, {"event_id": "x"}, now=1.7e9)
+    store.put("c" * 22, 2e9, ["not", "a", "dict"], now=1.7e9)
+    store.close()
+    again = durable_service(tmp_path / "lookup.sqlite", FakeClock())
+    try:
+        assert len(again.manager) == 0 and len(again.store) == 0
+        assert again.landlord_id == "forged"
+    finally:
+        again.close()
