@@ -23,6 +23,8 @@ from .proxies import get_call_timeout, set_call_timeout
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
 from .store import LeaseStore
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
+from .serving import serve_landlord
+from .tls import TLSConfig, apply_tls, tls_settings
 from .wire import register_exception
 
 __version__ = "0.1.0"
@@ -37,4 +39,5 @@ __all__ = [
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK",
     "get_call_timeout", "set_call_timeout", "register_exception",
+    "serve_landlord", "TLSConfig", "apply_tls", "tls_settings",
 ]
