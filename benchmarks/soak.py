@@ -1,0 +1,500 @@
+"""Soak: several client processes each keep 10,000 leases alive for minutes, and none may be lost.
+
+Issue 6, item 3: "Several client processes each keeping 10,000 leases alive
+for minutes with no spurious expiry."
+
+What runs
+---------
+* One **landlord process** (this script started again with a hidden
+  ``--serve``): a Pyro5 daemon (thread server) serving a :class:`SoakLandlord`,
+  a :class:`landlord.Landlord` that grants whatever term is asked and counts,
+  per client, the leases it holds, the renewals it granted, the ``renew_all``
+  calls, and the leases that *expired* (a holder never lets one expire here,
+  so every expiry is spurious) or were cancelled.
+* ``--clients`` **client processes** (the script again with a hidden
+  ``--client``). Each rents ``--leases`` leases of ``--term`` seconds and hands
+  every one to its own :class:`landlord.LeaseRenewalManager` (default
+  settings) with ``renew_for(lease, FOREVER, listener, renew_duration=term)``;
+  the listener counts leases lost.
+
+Once every client is ready, this process (the conductor) takes the landlord's
+figures, lets the soak run ``--minutes`` minutes (printing a progress line every
+``--every`` seconds), takes them again, and tells the clients to stop. Each
+client then closes its manager, checks that every one of its leases is still
+live with one final ``LeaseMap.renew_all()`` (a lease that fails it was lost),
+cancels them all, and reports its figures.
+
+The one table printed has, per client: leases, renewals granted in the soak
+window and per lease, ``renew_all`` calls, leases lost (listener calls, failed
+final renewals, expiries seen by the landlord) and the client's CPU seconds in
+the window; and for the landlord its share of one core over the window, its
+RSS and threads at the start and end of the window (growth would be a leak),
+and the leases it held at the end. The exit status is 1 if any lease was lost
+(or the landlord held other than all of them at the end), else 0.
+
+Run ``python benchmarks/soak.py --help`` for the options;
+``tests/faults/test_soak.py`` runs a short one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import Pyro5
+import Pyro5.api
+
+import landlord
+from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseMapError
+from landlord import LeaseRenewalEvent, LeaseRenewalManager, RenewResults
+from landlord.grantor import MAX_BATCH
+
+from common import (SERVER_START_TIMEOUT, ServerProcess, machine_info, positive_int, positive_seconds,  # the benchmarks' shared pieces
+                    serve_forever, stop_on_sigterm, stop_process)
+
+DEFAULT_CLIENTS = 4
+DEFAULT_LEASES = 10_000
+DEFAULT_MINUTES = 3.0
+DEFAULT_TERM = 10.0
+DEFAULT_EVERY = 30.0
+
+RENT_CHUNK = 10_000   # leases rented per call: an answer of ~2 MB
+CALL_TIMEOUT = 60.0   # renting 10,000 leases, or renewing them in one call, on a busy machine
+# Each client process reaches the landlord on up to five connections (its main
+# thread's and one per renewal-manager worker thread), and Pyro5's thread
+# server holds one pool thread per connection; its default pool of 80 would
+# turn the sixteenth client away.
+SERVER_THREADPOOL = 256
+MAX_CLIENTS = 48
+CLIENT_READY_TIMEOUT = 120.0  # start, rent and hand over 10,000 leases on a loaded machine
+CLIENT_RESULT_TIMEOUT = 120.0  # close the manager, renew and cancel every lease
+
+
+# -- the landlord process ----------------------------------------------------------------
+
+
+@dataclass
+class ClientCounts:
+    """What the landlord has seen of one client's leases."""
+
+    live: int = 0        # leases rented and neither expired nor cancelled
+    renewals: int = 0    # renewals granted
+    calls: int = 0       # renew and renew_all calls
+    expired: int = 0     # leases that ran out: spurious, the client meant to keep them
+    cancelled: int = 0   # leases cancelled by the client at the end
+
+
+class SoakLandlord(Landlord):
+    """A landlord that grants any term asked and keeps :class:`ClientCounts` per client.
+
+    The resource of every lease is the number of the client that rented it,
+    so expiries and cancellations are counted per client, and each
+    ``renew_all`` call (one client's manager renews only that client's leases)
+    is attributed by its first lease.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(policy=LeaseDurationPolicy(maximum=FOREVER, default=DEFAULT_TERM),
+                         on_expire=self._expired, on_cancel=self._cancelled)
+        self._lock = threading.Lock()  # Pyro5 serves calls on many threads; the reaper runs on its own
+        self._counts: dict[int, ClientCounts] = {}
+
+    def _client(self, client: int) -> ClientCounts:
+        counts = self._counts.get(client)
+        if counts is None:
+            counts = self._counts[client] = ClientCounts()
+        return counts
+
+    def _expired(self, client: int) -> None:
+        with self._lock:
+            counts = self._client(client)
+            counts.live -= 1
+            counts.expired += 1
+
+    def _cancelled(self, client: int) -> None:
+        with self._lock:
+            counts = self._client(client)
+            counts.live -= 1
+            counts.cancelled += 1
+
+    def _count_call(self, cookie: str, granted: int) -> None:
+        try:
+            client = self.manager.get(cookie).resource
+        except Exception:  # that lease is gone, so the call cannot be attributed; it renewed nothing of it
+            return
+        with self._lock:
+            counts = self._client(client)
+            counts.calls += 1
+            counts.renewals += granted
+
+    @Pyro5.api.expose
+    def rent(self, client: int, count: int, duration: float) -> list[LandlordLease]:
+        """Lease ``count`` resources (all named ``client``) for ``duration`` seconds each."""
+        if not 0 < count <= MAX_BATCH:
+            raise ValueError(f"rent 1 to {MAX_BATCH} leases at a time, got {count}")
+        leases = [self.new_lease(client, duration) for _ in range(count)]
+        with self._lock:
+            self._client(client).live += count
+        return leases
+
+    @Pyro5.api.expose
+    def renew(self, cookie: str, duration: float) -> float:
+        # overriding drops Pyro5's exposure: hence the decorator again
+        granted = super().renew(cookie, duration)
+        self._count_call(cookie, 1)
+        return granted
+
+    @Pyro5.api.expose
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
+        results = super().renew_all(cookies, durations)
+        if cookies:
+            self._count_call(cookies[0], len(results.granted) - len(results.denied))
+        return results
+
+    @Pyro5.api.expose
+    def stats(self) -> dict[str, Any]:
+        """This process's CPU seconds, RSS bytes and threads, the leases held, and the counts per client."""
+        with self._lock:
+            clients = {str(client): asdict(counts) for client, counts in self._counts.items()}
+        return {"cpu": time.process_time(), "wall": time.monotonic(), "rss": rss_bytes(),
+                "threads": threading.active_count(), "leases": len(self), "clients": clients}
+
+
+def rss_bytes() -> int:
+    """This process's resident set size now (Linux), else its peak."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+
+
+def serve() -> int:
+    """The landlord process: serve a SoakLandlord on loopback until SIGTERM or Ctrl-C."""
+    Pyro5.config.THREADPOOL_SIZE = SERVER_THREADPOOL  # read when the daemon makes its pool
+    return serve_forever(SoakLandlord())
+
+
+# -- a client process ------------------------------------------------------------------------
+
+
+def run_client(uri: str, index: int, leases: int, term: float) -> int:
+    """A client process: rent, keep alive until told to stop, check, cancel, report.
+
+    It talks to the conductor on its standard streams: it prints ``READY
+    <json>`` once its leases are in its manager, waits for a ``go`` line (the
+    soak window opens), then for a ``stop`` line (or the end of its input),
+    and prints ``RESULT <json>``.
+    """
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    landlord.set_call_timeout(CALL_TIMEOUT)
+    lost: list[LeaseRenewalEvent] = []
+    lost_lock = threading.Lock()
+
+    def on_lost(event: LeaseRenewalEvent) -> None:
+        with lost_lock:
+            lost.append(event)
+
+    started = time.monotonic()
+    held: list[LandlordLease] = []
+    with Pyro5.api.Proxy(uri) as proxy:
+        proxy._pyroTimeout = CALL_TIMEOUT
+        while len(held) < leases:
+            held.extend(proxy.rent(index, min(RENT_CHUNK, leases - len(held)), term))
+    rent_seconds = time.monotonic() - started
+
+    manager = LeaseRenewalManager(name=f"soak-client-{index}")
+    try:
+        for lease in held:
+            manager.renew_for(lease, FOREVER, on_lost, renew_duration=term)
+        print("READY " + json.dumps({"rent_seconds": rent_seconds, "setup_seconds": time.monotonic() - started}),
+              flush=True)
+        if sys.stdin.readline().strip() != "go":
+            return 1  # the conductor went away before the soak began
+        cpu, wall = time.process_time(), time.monotonic()
+        sys.stdin.readline()  # "stop", or the end of input if the conductor died
+        window_cpu, window_seconds = time.process_time() - cpu, time.monotonic() - wall
+        with lost_lock:
+            lost_in_window = len(lost)
+            examples = [f"{event.lease!r}: {event.exception!r}" for event in lost[:3]]
+        managed = len(manager)
+    finally:
+        manager.close()
+
+    # Every lease must still be live: one more renewal of all of them says so
+    # (the manager is closed, and a lease has at least a term minus a round left).
+    check = LeaseMap({lease: term for lease in held})
+    failed_check = 0
+    try:
+        check.renew_all()
+    except LeaseMapError as exc:
+        failed_check = len(exc.failures)
+        examples += [f"{lease!r}: {error!r}" for lease, error in list(exc.failures.items())[:3]]
+    cleanup = LeaseMap({lease: term for lease in check})
+    try:
+        cleanup.cancel_all()
+    except LeaseMapError:
+        pass  # those are already counted as failed above
+    print("RESULT " + json.dumps({
+        "index": index, "leases": len(held), "managed_at_end": managed, "lost": lost_in_window,
+        "failed_final_renewal": failed_check, "cpu_seconds": window_cpu, "window_seconds": window_seconds,
+        "rent_seconds": rent_seconds, "examples": examples[:5]}), flush=True)
+    return 0
+
+
+class ClientProcess:
+    """One client process; its ``READY`` and ``RESULT`` lines, read as they come."""
+
+    def __init__(self, uri: str, index: int, leases: int, term: float) -> None:
+        self.index = index
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # stderr is inherited, so a failing client shows its traceback here
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--client", uri, "--index", str(index),
+             "--leases", str(leases), "--term", repr(term)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, name=f"client-{index}-stdout", daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def expect(self, word: str, timeout: float) -> dict[str, Any]:
+        """The JSON after the next line starting with ``word``.
+
+        Raises:
+            RuntimeError: the client exited, or printed no such line in ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise RuntimeError(f"client {self.index} printed no {word} within {timeout:g} s") from None
+            if line is None:
+                raise RuntimeError(f"client {self.index} exited with status {self.process.wait()} "
+                                   f"before {word}")
+            if line.startswith(word + " "):
+                return json.loads(line[len(word) + 1:])  # type: ignore[no-any-return]
+
+    def tell(self, word: str) -> None:
+        """Send one line to the client."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(word + "\n")
+        self.process.stdin.flush()
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+
+# -- the conductor ---------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """Everything one soak found."""
+
+    config: dict[str, Any]
+    clients: list[dict[str, Any]]
+    server: dict[str, Any]
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    lost: int = 0
+    ok: bool = False
+
+
+def conduct(args: argparse.Namespace) -> Report:
+    """Start the landlord and the clients, soak, collect, stop everything."""
+    progress = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    server = ServerProcess(__file__, "--serve", "landlord", new_session=True)
+    clients: list[ClientProcess] = []
+    try:
+        uri = server.uri()
+        with Pyro5.api.Proxy(uri) as proxy:
+            proxy._pyroTimeout = CALL_TIMEOUT
+            progress(f"{args.clients} clients renting {args.leases:,} leases of {args.term:g} s each...")
+            clients = [ClientProcess(uri, i, args.leases, args.term) for i in range(args.clients)]
+            ready = [client.expect("READY", CLIENT_READY_TIMEOUT + SERVER_START_TIMEOUT) for client in clients]
+            start = proxy.stats()
+            for client in clients:
+                client.tell("go")
+            progress(f"soaking for {args.minutes:g} min...")
+            samples = [sample(start, start)]
+            end_at = time.monotonic() + 60.0 * args.minutes
+            while (left := end_at - time.monotonic()) > 0:
+                time.sleep(min(args.every, left))
+                samples.append(sample(start, proxy.stats()))
+                progress(describe(samples[-1]))
+            end = proxy.stats()
+            for client in clients:
+                client.tell("stop")
+            results = [client.expect("RESULT", CLIENT_RESULT_TIMEOUT) for client in clients]
+            after = proxy.stats()
+    finally:
+        for client in clients:
+            client.stop()
+        if server.stop() is None:
+            print("warning: the landlord ignored SIGTERM and had to be killed", file=sys.stderr)
+    return summarise(args, ready, results, start, end, after, samples)
+
+
+def sample(start: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """One progress point: seconds into the window, the landlord's CPU share since the start, RSS, leases."""
+    seconds = now["wall"] - start["wall"]
+    renewals = sum(c["renewals"] for c in now["clients"].values()) - sum(
+        c["renewals"] for c in start["clients"].values())
+    return {"seconds": seconds, "server_cpu_percent": 100 * (now["cpu"] - start["cpu"]) / seconds if seconds else 0.0,
+            "rss": now["rss"], "threads": now["threads"], "leases": now["leases"], "renewals": renewals,
+            "expired": sum(c["expired"] for c in now["clients"].values())}
+
+
+def describe(point: dict[str, Any]) -> str:
+    return (f"  {point['seconds']:6.0f} s: {point['leases']:,} leases, {point['renewals']:,} renewals, "
+            f"{point['expired']} expired; landlord {point['server_cpu_percent']:.1f}% of a core, "
+            f"RSS {point['rss'] / 2**20:.1f} MiB, {point['threads']} threads")
+
+
+def summarise(args: argparse.Namespace, ready: list[dict[str, Any]], results: list[dict[str, Any]],
+              start: dict[str, Any], end: dict[str, Any], after: dict[str, Any],
+              samples: list[dict[str, Any]]) -> Report:
+    rows = []
+    for setup, result in zip(ready, results):
+        key = str(result["index"])
+        first, last, final = (stats["clients"].get(key, asdict(ClientCounts())) for stats in (start, end, after))
+        renewals = last["renewals"] - first["renewals"]
+        rows.append({
+            "client": result["index"], "leases": result["leases"], "live_at_end": last["live"],
+            "renewals": renewals, "renewals_per_lease": renewals / result["leases"] if result["leases"] else 0.0,
+            "renew_calls": last["calls"] - first["calls"], "lost": result["lost"],
+            "failed_final_renewal": result["failed_final_renewal"], "expired_at_landlord": final["expired"],
+            "left_at_landlord": final["live"], "cpu_seconds": result["cpu_seconds"],
+            "cpu_percent": 100 * result["cpu_seconds"] / result["window_seconds"],
+            "setup_seconds": setup["setup_seconds"], "examples": result["examples"]})
+    seconds = end["wall"] - start["wall"]
+    server = {"seconds": seconds, "cpu_seconds": end["cpu"] - start["cpu"],
+              "cpu_percent": 100 * (end["cpu"] - start["cpu"]) / seconds,
+              "rss_start": start["rss"], "rss_end": end["rss"], "rss_growth": end["rss"] - start["rss"],
+              "threads_start": start["threads"], "threads_end": end["threads"],
+              "leases_start": start["leases"], "leases_end": end["leases"], "leases_after_cancel": after["leases"]}
+    # The three counts see the same lost lease from three sides (the holder's
+    # listener, its final check, the landlord's expiry): the largest is a floor.
+    lost = sum(max(row["lost"], row["failed_final_renewal"], row["expired_at_landlord"]) for row in rows)
+    held_all = end["leases"] == args.clients * args.leases
+    config = {"clients": args.clients, "leases": args.leases, "minutes": args.minutes, "term": args.term,
+              "renewal_manager": "defaults", "server_threadpool": SERVER_THREADPOOL}
+    return Report(config, rows, server, samples, lost, ok=lost == 0 and held_all and len(rows) == args.clients)
+
+
+def format_report(report: Report, info: dict[str, Any], wall: float) -> str:
+    c, s = report.config, report.server
+    lines = [
+        f"soak: {c['clients']} client processes x {c['leases']:,} leases of {c['term']:g} s, kept alive by a "
+        f"LeaseRenewalManager each (defaults) for {c['minutes']:g} min ({s['seconds']:.0f} s measured), "
+        f"one landlord process",
+        "",
+        f"{'client':>6} {'leases':>8} {'live':>8} {'renewals':>10} {'/lease':>7} {'calls':>6} "
+        f"{'lost':>5} {'final':>6} {'expired':>8} {'CPU s':>7} {'CPU %':>6}",
+    ]
+    for row in report.clients:
+        lines.append(
+            f"{row['client']:>6} {row['leases']:>8,} {row['live_at_end']:>8,} {row['renewals']:>10,} "
+            f"{row['renewals_per_lease']:>7.1f} {row['renew_calls']:>6,} {row['lost']:>5} "
+            f"{row['failed_final_renewal']:>6} {row['expired_at_landlord']:>8} {row['cpu_seconds']:>7.2f} "
+            f"{row['cpu_percent']:>6.2f}")
+    lines += [
+        "(live: held at the landlord at the end of the window; lost: the listener's calls; final: leases that "
+        "failed the last renew_all; expired: leases the landlord saw run out, all spurious)",
+        "",
+        f"landlord: {s['cpu_percent']:.2f}% of one core ({s['cpu_seconds']:.1f} CPU s in {s['seconds']:.0f} s); "
+        f"RSS {s['rss_start'] / 2**20:.1f} -> {s['rss_end'] / 2**20:.1f} MiB "
+        f"({s['rss_growth'] / 2**20:+.1f} MiB); threads {s['threads_start']} -> {s['threads_end']}; "
+        f"leases {s['leases_start']:,} -> {s['leases_end']:,}, {s['leases_after_cancel']:,} after the clients "
+        f"cancelled",
+        f"leases lost: {report.lost}" + ("" if report.ok else "  <-- SHOULD BE 0 (and every lease held)"),
+    ]
+    for row in report.clients:
+        for example in row["examples"]:
+            lines.append(f"  client {row['client']}: {example}")
+    lines += [
+        "",
+        f"machine: {info['platform']} ({info['processor']}), {info['cpu_count']} CPUs",
+        f"python:  {info['python']}; landlord {info['landlord']}, Pyro5 {info['Pyro5']}",
+        f"wall time: {wall:.1f} s",
+    ]
+    return "\n".join(lines)
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def positive_minutes(text: str) -> float:
+    """An argparse type: a positive, finite number of minutes (fractions allowed)."""
+    return positive_seconds(text)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Soak: several client processes each keep many leases on one landlord process alive "
+                    "with a LeaseRenewalManager for minutes; reports renewals, losses (goal: 0), CPU and the "
+                    "landlord's RSS. Exits 1 if any lease was lost.")
+    parser.add_argument("--clients", type=positive_int, default=DEFAULT_CLIENTS,
+                        help=f"client processes, at most {MAX_CLIENTS} (default: %(default)s)")
+    parser.add_argument("--leases", type=positive_int, default=DEFAULT_LEASES,
+                        help="leases each client keeps alive (default: %(default)s)")
+    parser.add_argument("--minutes", type=positive_minutes, default=DEFAULT_MINUTES,
+                        help="length of the soak, in minutes; fractions allowed (default: %(default)s)")
+    parser.add_argument("--term", type=positive_seconds, default=DEFAULT_TERM,
+                        help="seconds each lease is granted and renewed for (default: %(default)s)")
+    parser.add_argument("--every", type=positive_seconds, default=DEFAULT_EVERY,
+                        help="seconds between progress lines (default: %(default)s)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the landlord process
+    parser.add_argument("--client", metavar="URI", help=argparse.SUPPRESS)       # a client process
+    parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.clients > MAX_CLIENTS:
+        parser.error(f"--clients is at most {MAX_CLIENTS}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve:
+        return serve()
+    if args.client:
+        try:
+            return run_client(args.client, args.index, args.leases, args.term)
+        except KeyboardInterrupt:
+            return 130
+    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that conduct() stops its children on SIGTERM too
+    started = time.monotonic()
+    try:
+        report = conduct(args)
+    except KeyboardInterrupt:
+        print("interrupted; the landlord and the clients were stopped", file=sys.stderr)
+        return 130
+    wall = time.monotonic() - started
+    info = machine_info(landlord, Pyro5)
+    print(format_report(report, info, wall))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(dict(asdict(report), name="soak", machine=info, wall_seconds=wall), out, indent=2)
+            out.write("\n")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
