@@ -34,6 +34,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("bench_expiry.py", []),
     ("scale.py", ["--no-memory"]),
     ("renewal.py", []),
+    ("bench_store.py", []),
 ]
 
 
