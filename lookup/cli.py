@@ -3,8 +3,14 @@
 ::
 
     python -m lookup serve [--host 127.0.0.1] [--port 4160] [--max-lease S] [--default-lease S]
-                           [--reaper sleeper|polling|lazy] [--verbose]
+                           [--reaper sleeper|polling|lazy] [--verbose] [--cert PATH --key PATH --ca PATH]
     python -m lookup list [--host 127.0.0.1] [--port 4160] [--timeout S] [--limit N]
+                          [--cert PATH --key PATH --ca PATH]
+
+``--cert``, ``--key`` and ``--ca`` (all three or none) put two-way TLS in
+force for the process (see :mod:`landlord.tls`): ``serve`` accepts only
+clients with a certificate signed by the CA, ``list`` presents its
+certificate and accepts only a server whose certificate the CA signed.
 
 Exit codes: 0 done, 1 the lookup service cannot be reached (or the address
 cannot be served), 2 a usage error.
@@ -13,12 +19,16 @@ cannot be served), 2 a usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
+import pathlib
 import sys
 from typing import Any, Sequence, TextIO
 
 import Pyro5.errors
+
+from landlord.tls import TLSConfig, tls_settings
 
 from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
 from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE
@@ -65,6 +75,34 @@ def _count(text: str) -> int:
     return count
 
 
+_TLS_OPTIONS = ("cert", "key", "ca")  # the options' dests, all given or none
+
+
+def _add_tls_options(parser: argparse.ArgumentParser, *, side: str) -> None:
+    group = parser.add_argument_group(
+        "two-way TLS", f"all three or none; the certificate is the one this {side} presents")
+    group.add_argument("--cert", type=pathlib.Path, metavar="PATH",
+                       help="this process's certificate (PEM, with its chain)")
+    group.add_argument("--key", type=pathlib.Path, metavar="PATH", help="its private key (PEM)")
+    group.add_argument("--ca", type=pathlib.Path, metavar="PATH",
+                       help="the CA certificate the peer's certificate must be signed by (PEM)")
+
+
+def _tls_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> TLSConfig | None:
+    """The TLS options as a TLSConfig, ``None`` if none is given; a usage error if some are missing or bad."""
+    given = [name for name in _TLS_OPTIONS if getattr(args, name) is not None]
+    if not given:
+        return None
+    if len(given) < len(_TLS_OPTIONS):
+        missing = ", ".join(f"--{name}" for name in _TLS_OPTIONS if name not in given)
+        parser.error(f"--cert, --key and --ca go together: {missing} missing")
+    try:
+        return TLSConfig(args.cert, args.key, args.ca)
+    except (OSError, ValueError) as exc:  # not found, not readable, not a certificate or key
+        parser.error(f"TLS: {exc}")
+    return None  # pragma: no cover (parser.error exits)
+
+
 def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     """The command line's parser, with the ``serve`` and ``list`` subcommands."""
     parser = argparse.ArgumentParser(
@@ -88,6 +126,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                        help="how expired registrations are freed (default %(default)s)")
     serve.add_argument("-v", "--verbose", action="store_true",
                        help="log at DEBUG, renewals included")
+    _add_tls_options(serve, side="server")
 
     show = commands.add_parser(
         "list", help="print the registrations of a lookup service",
@@ -99,6 +138,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                       help="seconds to wait for it (default %(default)g)")
     show.add_argument("--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
                       help="show at most N registrations (default %(default)s)")
+    _add_tls_options(show, side="client")
     return parser
 
 
@@ -114,6 +154,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
     """
     parser = build_parser(prog)
     args = parser.parse_args(argv)
+    args.tls = _tls_config(args, parser)
     if args.command == "serve":
         if args.default_lease is None:
             args.default_lease = min(DEFAULT_LEASE, args.max_lease)
@@ -134,7 +175,7 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger(name).setLevel(level)
     try:
         serve(args.host, args.port, max_lease=args.max_lease, default_lease=args.default_lease,
-              reaper=args.reaper)
+              reaper=args.reaper, tls=args.tls)
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -143,7 +184,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        rows, total = _fetch(args.host, args.port, timeout=args.timeout, limit=args.limit)
+        # restored after: main() may run inside a longer-lived process
+        with tls_settings(args.tls) if args.tls is not None else contextlib.nullcontext():
+            rows, total = _fetch(args.host, args.port, timeout=args.timeout, limit=args.limit)
     except LookupServiceNotFoundError as exc:
         print(f"lookup: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
