@@ -1,0 +1,54 @@
+"""A landlord served by ``landlord.serve_landlord`` in its own process, optionally over two-way TLS.
+
+Usage: served_landlord.py [--port P] [--landlord-id ID] [--server-type T]
+                          [--cert C --key K --ca A [--handshake-timeout S]]
+
+Prints ``URI: <uri>`` once serving, ``freed <room>`` when a lease ends and
+``stopped`` once serve_landlord has returned (on SIGTERM). Logs to stderr
+(merged with stdout by the tests' ChildProcess).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import Pyro5.api
+
+import landlord
+
+
+class RoomLandlord(landlord.Landlord):
+    @Pyro5.api.expose
+    def rent(self, room: str, duration: float) -> landlord.LandlordLease:
+        return self.new_lease(room, duration)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--landlord-id", default=None)
+    parser.add_argument("--server-type", default="multiplex")
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
+    parser.add_argument("--ca")
+    parser.add_argument("--handshake-timeout", type=float, default=landlord.tls.HANDSHAKE_TIMEOUT)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("landlord").setLevel(logging.INFO)
+
+    tls = None
+    if args.cert:
+        tls = landlord.TLSConfig(args.cert, args.key, args.ca, handshake_timeout=args.handshake_timeout)
+    rooms = RoomLandlord(policy=landlord.LeaseDurationPolicy(maximum=600), landlord_id=args.landlord_id,
+                         on_expire=lambda room: print("freed", room, flush=True))
+    landlord.serve_landlord(rooms, port=args.port, tls=tls, server_type=args.server_type,
+                            ready=lambda uri: print("URI:", uri, flush=True))
+    rooms.close()
+    print("stopped", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""Serving a landlord (``landlord.serving``): ``serve_landlord`` in a thread and in a child process,
+its stable default object id, and a renewal answered promptly while 1,000 idle clients stay connected —
+which Pyro5's default threaded daemon cannot do (it turns away the 81st connection).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import threading
+import time
+from typing import Any, Iterator
+
+import Pyro5.api
+import Pyro5.errors
+import pytest
+from Pyro5 import config as pyro_config
+
+import landlord
+from conftest import free_port
+from landlord import Landlord, LeaseDurationPolicy, UnknownLeaseError, serve_landlord
+from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, landlord_object_id, pyro_settings,
+                              serve_object)
+
+try:
+    import resource
+except ImportError:  # pragma: no cover
+    resource = None  # type: ignore[assignment]
+
+CLIENTS = 1000
+FILES_NEEDED = 2200   # this process's sockets (1,000 clients and some) with room to spare
+PROMPT = 2.0          # seconds a further client's renewal may take while the 1,000 are connected
+WATCHED = ("SERVERTYPE", "MAX_MESSAGE_SIZE", "COMMTIMEOUT", "THREADPOOL_SIZE", "SSL")
+
+
+class Rooms(Landlord):
+    @Pyro5.api.expose
+    def rent(self, room: str, duration: float) -> landlord.LandlordLease:
+        return self.new_lease(room, duration)
+
+
+@pytest.fixture(autouse=True)
+def pyro_config_restored() -> Iterator[None]:
+    """Pyro5's config is global to this process: each test must leave it as it found it."""
+    before = {name: getattr(pyro_config, name) for name in WATCHED}
+    yield
+    after = {name: getattr(pyro_config, name) for name in WATCHED}
+    for name, value in before.items():
+        setattr(pyro_config, name, value)
+    assert after == before
+
+
+def _rent(uri: str, room: str, duration: float = 60) -> landlord.LandlordLease:
+    with Pyro5.api.Proxy(uri) as rooms:
+        rooms._pyroTimeout = 10
+        return rooms.rent(room, duration)  # type: ignore[no-any-return]
+
+
+# -- in-process -----------------------------------------------------------------------------------
+
+def test_serve_landlord_in_a_thread_until_stopped(close_later: list) -> None:
+    rooms = Rooms(policy=LeaseDurationPolicy(maximum=50), landlord_id="rooms-in-thread")
+    close_later.append(rooms)
+    stop, ready = threading.Event(), threading.Event()
+    uris: list[str] = []
+    during: dict[str, Any] = {}
+
+    def on_ready(uri: str) -> None:
+        during.update({name: getattr(pyro_config, name) for name in WATCHED})
+        uris.append(uri)
+        ready.set()
+
+    thread = threading.Thread(target=serve_landlord, args=(rooms,), daemon=True,
+                              kwargs={"stop": stop, "ready": on_ready})
+    thread.start()
+    assert ready.wait(10)
+    assert uris[0].startswith("PYRO:landlord.rooms-in-thread@127.0.0.1:")
+    assert rooms.uri == uris[0]
+    assert during["MAX_MESSAGE_SIZE"] == MAX_MESSAGE_SIZE and during["COMMTIMEOUT"] == COMM_TIMEOUT
+    lease = _rent(uris[0], "101")
+    assert str(lease.landlord) == uris[0]  # the lease carries the URI it was served under
+    assert 29 < lease.renew(30) <= 30
+    lease.cancel()
+    landlord.proxies.discard(uris[0])
+    stop.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert rooms.uri is None  # unregistered: it may be served again
+
+
+def test_landlord_object_id_is_landlord_dot_its_id(close_later: list) -> None:
+    rooms = Landlord(landlord_id="abc")
+    close_later.append(rooms)
+    assert landlord_object_id(rooms) == "landlord.abc"
+    with pytest.raises(TypeError):
+        landlord_object_id(object())  # type: ignore[arg-type]
+
+
+def test_serve_refuses_bad_options_before_binding(close_later: list) -> None:
+    rooms = Landlord(landlord_id="with space")
+    close_later.append(rooms)
+    with pytest.raises(ValueError, match="object_id"):
+        serve_landlord(rooms)  # its default object id would have a space
+    with pytest.raises(ValueError, match="object_id"):
+        serve_landlord(rooms, object_id="a@b")
+    with pytest.raises(ValueError, match="server_type"):
+        serve_landlord(rooms, object_id="ok", server_type="forked")
+    with pytest.raises(ValueError, match="threadpool_size"):
+        serve_landlord(rooms, object_id="ok", threadpool_size=0)
+    with pytest.raises(TypeError, match="tls"):
+        serve_landlord(rooms, object_id="ok", tls="cert.pem")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Landlord"):
+        serve_landlord(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="object_id"):
+        serve_object(rooms, object_id="")
+
+
+def test_pyro_settings_restores_and_refuses_unknown_items() -> None:
+    before = pyro_config.COMMTIMEOUT
+    with pyro_settings(COMMTIMEOUT=1.5):
+        assert pyro_config.COMMTIMEOUT == 1.5
+    assert pyro_config.COMMTIMEOUT == before
+    with pytest.raises(AttributeError, match="NO_SUCH_ITEM"):
+        with pyro_settings(COMMTIMEOUT=2.5, NO_SUCH_ITEM=1):
+            pass
+    assert pyro_config.COMMTIMEOUT == before
+
+
+# -- in a child process -------------------------------------------------------------------------
+
+def test_a_landlord_with_a_stable_id_gets_the_same_uri_after_a_restart(spawn: Any) -> None:
+    port = free_port()
+    first = spawn("served_landlord.py", "--port", str(port), "--landlord-id", "rooms-7")
+    uri = first.expect("URI:")
+    assert uri == f"PYRO:landlord.rooms-7@127.0.0.1:{port}"
+    lease = _rent(uri, "101")
+    assert 59 < lease.renew(60) <= 60
+    assert first.stop() == 0
+    first.wait_for(r"landlord stopped \(1 connection\(s\) closed")  # the lease's connection
+    first.wait_for("^stopped$")
+
+    second = spawn("served_landlord.py", "--port", str(port), "--landlord-id", "rooms-7")
+    assert second.expect("URI:") == uri
+    # the lease reaches the restarted landlord at its old URI; this one keeps no leases across restarts
+    with pytest.raises(Pyro5.errors.CommunicationError):
+        lease.renew(60)  # the old connection is gone; the lease drops it...
+    with pytest.raises(UnknownLeaseError):
+        lease.renew(60)  # ...and the next call connects to the new landlord, which answers
+    assert 59 < _rent(uri, "102").renew(60) <= 60
+    landlord.proxies.discard(uri)
+    assert second.stop() == 0
+
+    third = spawn("served_landlord.py", "--port", str(port))  # no id given: a new one, a new URI
+    assert third.expect("URI:") != uri
+    assert third.stop() == 0
+
+
+# -- many clients -------------------------------------------------------------------------------
+
+@pytest.fixture
+def open_files_for_many_clients() -> Iterator[None]:
+    """Room in this process for 1,000+ sockets: the soft limit raised, or the test skipped."""
+    if resource is None:
+        pytest.skip("no resource module: cannot check the open-files limit")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < FILES_NEEDED:
+        pytest.skip(f"the open-files hard limit is {hard}; {CLIENTS} clients need about {FILES_NEEDED}")
+    if soft != resource.RLIM_INFINITY and soft < FILES_NEEDED:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (FILES_NEEDED, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _sockets_of(pid: int) -> int | None:
+    """How many sockets process ``pid`` has open (Linux), else ``None``."""
+    fds = pathlib.Path(f"/proc/{pid}/fd")
+    if not fds.is_dir():
+        return None
+    count = 0
+    for fd in fds.iterdir():
+        try:
+            count += os.readlink(fd).startswith("socket:")
+        except OSError:  # closed meanwhile
+            pass
+    return count
+
+
+def _connect(uri: str, count: int) -> tuple[list[Pyro5.api.Proxy], Exception | None]:
+    """Up to ``count`` connected proxies of ``uri`` (each past Pyro5's handshake), and the error that
+    stopped the connecting early, if one did."""
+    proxies: list[Pyro5.api.Proxy] = []
+    for _ in range(count):
+        proxy = Pyro5.api.Proxy(uri)
+        proxy._pyroTimeout = 10
+        try:
+            proxy._pyroBind()
+        except Pyro5.errors.CommunicationError as exc:
+            proxy._pyroRelease()
+            return proxies, exc
+        proxies.append(proxy)
+    return proxies, None
+
+
+def test_a_renewal_is_answered_promptly_while_1000_idle_clients_are_connected(
+        spawn: Any, open_files_for_many_clients: None) -> None:
+    started = time.monotonic()
+    server = spawn("served_landlord.py")
+    uri = server.expect("URI:")
+    lease = _rent(uri, "101")
+    idle, error = _connect(uri, CLIENTS)
+    try:
+        assert error is None and len(idle) == CLIENTS
+        connected_in = time.monotonic() - started
+        sockets = _sockets_of(server.process.pid)
+        if sockets is not None:  # the server holds them all: its listening socket and 1,000 connections
+            assert sockets >= CLIENTS + 1
+
+        asked = time.monotonic()  # a further client (this thread's lease proxy: a new connection)
+        assert 59 < lease.renew(60) <= 60
+        renewed_in = time.monotonic() - asked
+        assert renewed_in < PROMPT
+        assert idle[0].renew(lease.cookie, 30) == 30  # and the idle ones are still served
+        assert idle[-1].renew(lease.cookie, 30) == 30
+    finally:
+        for proxy in idle:
+            proxy._pyroRelease()
+    lease.cancel()
+    assert server.expect("freed") == "101"
+    landlord.proxies.discard(uri)
+    assert server.stop() == 0
+    elapsed = time.monotonic() - started
+    print(f"{CLIENTS} clients connected in {connected_in:.2f} s; a further renewal answered in "
+          f"{renewed_in * 1000:.1f} ms; whole test {elapsed:.2f} s")
+
+
+def test_pyro5s_default_daemon_refuses_the_81st_idle_client(
+        open_files_for_many_clients: None, close_later: list) -> None:
+    """The contrast: the same setup on a plain ``Pyro5.api.Daemon()`` fails (one worker per connection)."""
+    assert pyro_config.SERVERTYPE == "thread"  # Pyro5's default
+    workers = pyro_config.THREADPOOL_SIZE
+    rooms = Rooms()
+    close_later.append(rooms)
+    daemon = Pyro5.api.Daemon(host="127.0.0.1")
+    uri = str(daemon.register(rooms))
+    loop = threading.Thread(target=daemon.requestLoop, daemon=True)
+    loop.start()
+    idle, error = _connect(uri, CLIENTS)
+    try:
+        assert len(idle) == workers  # then the next one was turned away
+        assert "no free workers" in str(error)
+        with pytest.raises(Pyro5.errors.CommunicationError, match="no free workers"):
+            _rent(uri, "101")  # and so is a renewal, a grant, anything from anyone new
+    finally:
+        for proxy in idle:  # release first: the workers end with their connections
+            proxy._pyroRelease()
+        daemon.shutdown()
+        loop.join(10)
