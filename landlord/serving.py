@@ -202,6 +202,8 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
         ValueError: an unknown server type, a bad pool size or object id.
         OSError: the address is in use or cannot be bound.
     """
+    if not isinstance(landlord, Landlord):
+        raise TypeError(f"expected a Landlord, got {type(landlord).__name__}")
     object_id = landlord_object_id(landlord) if object_id is None else object_id
     serve_object(landlord, host, port, object_id=object_id, tls=tls, server_type=server_type,
                  threadpool_size=threadpool_size, stop=stop, ready=ready, name="landlord")

@@ -111,6 +111,8 @@ def test_serve_refuses_bad_options_before_binding(close_later: list) -> None:
         serve_landlord(rooms, object_id="ok", tls="cert.pem")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="Landlord"):
         serve_landlord(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Landlord"):
+        serve_landlord(object(), object_id="ok")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="object_id"):
         serve_object(rooms, object_id="")
 

@@ -2,7 +2,7 @@
 (a landlord served by ``serve_landlord``, the lookup service by ``python -m lookup``) in child
 processes that serve clients of their CA and refuse every other client, then keep serving.
 
-Certificates are made for each test session by ``trustme``: a CA, a server certificate for
+Certificates are made once for this module by ``trustme``: a CA, a server certificate for
 127.0.0.1, a client certificate, and a client certificate from another CA.
 """
 
