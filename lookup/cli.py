@@ -3,7 +3,8 @@
 ::
 
     python -m lookup serve [--host 127.0.0.1] [--port 4160] [--max-lease S] [--default-lease S]
-                           [--reaper sleeper|polling|lazy] [--verbose] [--cert PATH --key PATH --ca PATH]
+                           [--reaper sleeper|polling|lazy] [--store PATH] [--verbose]
+                           [--cert PATH --key PATH --ca PATH]
     python -m lookup list [--host 127.0.0.1] [--port 4160] [--timeout S] [--limit N]
                           [--cert PATH --key PATH --ca PATH]
 
@@ -12,8 +13,13 @@ force for the process (see :mod:`landlord.tls`): ``serve`` accepts only
 clients with a certificate signed by the CA, ``list`` presents its
 certificate and accepts only a server whose certificate the CA signed.
 
+``--store PATH`` keeps the registrations in an SQLite file: a service
+restarted on it (even after ``kill -9``) has them back, each with its
+remaining time less the downtime, and its clients carry on as if nothing had
+happened (see :class:`landlord.LeaseStore`).
+
 Exit codes: 0 done, 1 the lookup service cannot be reached (or the address
-cannot be served), 2 a usage error.
+cannot be served, or the store opened), 2 a usage error.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import contextlib
 import logging
 import math
 import pathlib
+import sqlite3
 import sys
 from typing import Any, Sequence, TextIO
 
@@ -107,7 +114,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     """The command line's parser, with the ``serve`` and ``list`` subcommands."""
     parser = argparse.ArgumentParser(
         prog=prog, description="A Jini-style lookup service whose registrations are leases.",
-        epilog="Exit codes: 0 ok, 1 cannot reach (or serve at) the address, 2 usage error.")
+        epilog="Exit codes: 0 ok, 1 cannot reach (or serve at) the address, or open the store, 2 usage error.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     serve = commands.add_parser(
@@ -124,6 +131,9 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                             f"(default {DEFAULT_LEASE:g}, or --max-lease if shorter)")
     serve.add_argument("--reaper", choices=("sleeper", "polling", "lazy"), default="sleeper",
                        help="how expired registrations are freed (default %(default)s)")
+    serve.add_argument("--store", type=pathlib.Path, metavar="PATH",
+                       help="keep registrations in this SQLite file, and take back those it holds "
+                            "(default: in memory only)")
     serve.add_argument("-v", "--verbose", action="store_true",
                        help="log at DEBUG, renewals included")
     _add_tls_options(serve, side="server")
@@ -175,9 +185,12 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger(name).setLevel(level)
     try:
         serve(args.host, args.port, max_lease=args.max_lease, default_lease=args.default_lease,
-              reaper=args.reaper, tls=args.tls)
+              reaper=args.reaper, tls=args.tls, store=args.store)
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except (sqlite3.Error, ValueError) as exc:  # not a database, or another landlord's
+        print(f"lookup: cannot use the store {args.store}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     return EXIT_OK
 

@@ -25,12 +25,13 @@ it delivers events to must be served over TLS with the same CA too (see
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any, Callable, Sequence
 
 import Pyro5.server
 
-from landlord import LeaseDurationPolicy, RenewResults, UnknownLeaseError
+from landlord import LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
 # the serving constants and helpers lived here before landlord.serving: still importable from here
 from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, SERVER_TYPE, SERVER_TYPES, THREADPOOL_SIZE,
                               WANTED_OPEN_FILES, pyro_settings, raise_open_files_limit, serve_object)
@@ -43,13 +44,14 @@ from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, LookupService
 __all__ = [
     "serve", "ServedLookupService", "raise_open_files_limit", "entry_text",
     "SERVER_TYPE", "MAX_MESSAGE_SIZE", "COMM_TIMEOUT", "THREADPOOL_SIZE", "MAX_TABLE_ROWS", "REAPERS",
-    "WANTED_OPEN_FILES", "pyro_settings",
+    "WANTED_OPEN_FILES", "pyro_settings", "STORE_NAME",
 ]
 
 log = logging.getLogger(__name__)
 
 MAX_TABLE_ROWS = 10_000    # rows of one registrations_table answer
 REAPERS = ("sleeper", "polling", "lazy")
+STORE_NAME = "lookup"      # the lookup service's name within a store file (see landlord.LeaseStore)
 
 
 def entry_text(entry: Entry) -> str:
@@ -137,7 +139,8 @@ def _describe_record(record: Any) -> str:
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, max_lease: float = DEFAULT_MAX_LEASE,
           default_lease: float = DEFAULT_LEASE, reaper: str = "sleeper", server_type: str = SERVER_TYPE,
           threadpool_size: int = THREADPOOL_SIZE, tls: TLSConfig | None = None,
-          stop: threading.Event | None = None, ready: Callable[[str], None] | None = None) -> None:
+          store: str | os.PathLike[str] | None = None, stop: threading.Event | None = None,
+          ready: Callable[[str], None] | None = None) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Returns once the daemon is closed, the service's reaper and event
@@ -154,6 +157,10 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, max_lease: floa
         threadpool_size: the most connections the ``"thread"`` server takes.
         tls: serve over two-way TLS (in force for the whole process while
             serving; see :mod:`landlord.tls`); ``None`` leaves the process's SSL settings as they are.
+        store: an SQLite file keeping the registrations, event registrations
+            and their leases (see :class:`~landlord.LeaseStore`): restarted on
+            it, the service has them back, at the same URI, with the same
+            landlord id and cookies. ``None``: in memory only.
         stop: set it to stop serving (from another thread); signals set it too
             when called from the main thread.
         ready: called with the service's URI once it answers.
@@ -162,6 +169,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, max_lease: floa
         ValueError: bad lease terms, an unknown reaper or server type.
         TypeError: ``tls`` is not a TLSConfig.
         OSError: the address is in use or cannot be bound.
+        sqlite3.Error: ``store`` cannot be opened as a database.
     """
     if server_type not in SERVER_TYPES:
         raise ValueError(f"server_type must be 'multiplex' or 'thread', got {server_type!r}")
@@ -170,10 +178,12 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, max_lease: floa
     if tls is not None and not isinstance(tls, TLSConfig):
         raise TypeError(f"tls must be a TLSConfig or None, got {type(tls).__name__}")
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
-    service = ServedLookupService(policy=policy, reaper=reaper)
+    service = ServedLookupService(policy=policy, reaper=reaper,
+                                  store=LeaseStore(store, name=STORE_NAME) if store is not None else None)
+    kept = f"kept in {os.fspath(store)} ({len(service)} lease(s) taken back)" if store is not None else "in memory"
     try:
         serve_object(service, host, port, object_id=LOOKUP_OBJECT_ID, tls=tls, server_type=server_type,
                      threadpool_size=threadpool_size, stop=stop, ready=ready, name="lookup service",
-                     details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper")
+                     details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
         service.close()  # its reaper and event delivery

@@ -29,11 +29,11 @@ class LookupProcess(ChildProcess):
 
 @pytest.fixture
 def serve_lookup() -> Iterator[Callable[..., tuple[LookupProcess, int]]]:
-    """Start ``python -m lookup serve --port <free> ARGS``; returns (process, port) once it answers."""
+    """Start ``python -m lookup serve --port <free, or the port given> ARGS``; returns (process, port) once it answers."""
     started: list[LookupProcess] = []
 
-    def start(*args: str) -> tuple[LookupProcess, int]:
-        port = free_port()
+    def start(*args: str, port: int | None = None) -> tuple[LookupProcess, int]:
+        port = port if port is not None else free_port()
         server = LookupProcess("serve", "--port", str(port), *args)
         started.append(server)
         server.wait_for(re.escape(READY))

@@ -76,6 +76,30 @@ def test_serve_on_a_port_in_use_exits_1_with_a_clear_message() -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_serve_with_a_store_it_cannot_use_exits_1_with_a_clear_message(tmp_path: pathlib.Path) -> None:
+    not_a_database = tmp_path / "notes.txt"
+    not_a_database.write_text("these are not leases\n" * 100)
+    for store in (not_a_database, tmp_path / "no such folder" / "lookup.sqlite"):
+        done = run_lookup("serve", "--port", str(free_port()), "--store", str(store))
+        assert done.returncode == 1, done.stderr
+        assert f"cannot use the store {store}" in done.stderr
+        assert "Traceback" not in done.stderr
+    assert not_a_database.read_text() == "these are not leases\n" * 100  # left as it was
+
+
+def test_list_shows_what_a_restarted_service_took_back_from_its_store(serve_lookup: Serve,
+                                                                       tmp_path: pathlib.Path) -> None:
+    store = str(tmp_path / "lookup.sqlite")
+    server, port = serve_lookup("--store", store)
+    with locate("127.0.0.1", port) as lookup:
+        service_id = lookup.register(ServiceItem(None, "PYRO:kept@127.0.0.1:1", ["test.Kept"]), 120).service_id
+    server.kill()
+    server, port = serve_lookup("--store", store, port=port)
+    assert re.search(r"kept in .* \(1 lease\(s\) taken back\)", "\n".join(server.output))
+    done = run_lookup("list", "--port", str(port))
+    assert done.returncode == 0 and service_id in done.stdout and "test.Kept" in done.stdout
+
+
 def test_list_prints_the_registrations_as_a_table(serve_lookup: Serve) -> None:
     server, port = serve_lookup()
     done = run_lookup("list", "--port", str(port))
@@ -115,7 +139,7 @@ def test_list_shows_at_most_limit_rows(serve_lookup: Serve) -> None:
 
 def test_serve_logs_grants_renewals_expiries_and_cancellations(serve_lookup: Serve) -> None:
     server, port = serve_lookup("--verbose", "--max-lease", "30", "--reaper", "polling")
-    assert "(multiplex server, leases up to 30 s, 30 s for ANY, polling reaper)" in server.output[-1]
+    assert "(multiplex server, leases up to 30 s, 30 s for ANY, polling reaper, in memory)" in server.output[-1]
     with locate(port=port) as lookup:
         kept = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Kept"]), 20)
         server.wait_for(rf"INFO .*lookup\.service: registered {kept.service_id} \['x.Kept'\] for 20\.0 s")

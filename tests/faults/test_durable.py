@@ -7,16 +7,20 @@ loss; a join manager does not register again.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import Pyro5.api
 import pytest
 
 from conftest import Child, free_port
 from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, set_call_timeout
+from lookup import TRANSITION_NOMATCH_MATCH, JoinManager, Name, ServiceEvent, ServiceItem, ServiceTemplate
+from lookup.locate import LOOKUP_OBJECT_ID
+from lookup_processes import READY, LookupProcess
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +44,7 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
 
 
 @pytest.fixture
-def short_call_timeout() -> Any:
+def short_call_timeout() -> Iterator[None]:
     set_call_timeout(2.0)
     yield
     set_call_timeout(30.0)
@@ -70,3 +74,78 @@ def test_a_landlord_killed_and_restarted_on_its_store_loses_no_lease(
         assert losses.events == [] and len(manager) == 200
     assert not [line for line in restarted.output + server.output if line.startswith("freed")]
     assert back_at - killed_at < 4.0  # the restart was quicker than the leases' term (else they would be gone)
+
+
+class Quoter:
+    @Pyro5.api.expose
+    def quote(self) -> float:
+        return 42.0
+
+
+class Listener:
+    """A remote event listener that keeps what it hears."""
+
+    def __init__(self) -> None:
+        self.events: list[ServiceEvent] = []
+        self.arrived = threading.Condition()
+
+    @Pyro5.api.expose
+    def notify(self, event: ServiceEvent) -> None:
+        with self.arrived:
+            self.events.append(event)
+            self.arrived.notify_all()
+
+    def wait_for(self, count: int, timeout: float = 15) -> list[ServiceEvent]:
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: len(self.events) >= count, timeout), self.events
+            return list(self.events)
+
+
+@pytest.fixture
+def durable_lookup(tmp_path: Path) -> Iterator[tuple[Callable[[], LookupProcess], str]]:
+    """Starts ``python -m lookup serve --store`` on one port and store, again and again; returns its URI too."""
+    port, store = free_port(), str(tmp_path / "lookup.sqlite")
+    servers: list[LookupProcess] = []
+
+    def start() -> LookupProcess:
+        servers.append(LookupProcess("serve", "--port", str(port), "--store", store, "--max-lease", "4"))
+        servers[-1].wait_for(re.escape(READY))
+        return servers[-1]
+
+    yield start, f"PYRO:{LOOKUP_OBJECT_ID}@127.0.0.1:{port}"
+    for server in servers:
+        server.kill()
+
+
+def test_a_lookup_service_killed_and_restarted_on_its_store_keeps_its_registrations(
+        daemon: Any, durable_lookup: tuple[Callable[[], LookupProcess], str], short_call_timeout: None) -> None:
+    start, uri = durable_lookup
+    first = start()
+    quoter, listener = Quoter(), Listener()
+    daemon.register(quoter)
+    losses = Losses()
+    with JoinManager(quoter, attributes=[Name("survivor")], locators=[uri], lease_duration=4.0) as join, \
+            LeaseRenewalManager(round_trip_allowance=1.0, retry_initial=0.1) as renewals:
+        assert join.wait_times_registered(1, timeout=10)
+        with Pyro5.api.Proxy(uri) as lookup:
+            watch = lookup.notify(ServiceTemplate(types=["test.Other"]), TRANSITION_NOMATCH_MATCH,
+                                  daemon.register(listener), "watching", 4.0)
+            lookup.register(ServiceItem(None, "PYRO:other@127.0.0.1:1", ["test.Other"]), 60)
+        renewals.renew_for(watch.lease, FOREVER, losses, renew_duration=4.0)
+        assert [e.sequence_number for e in listener.wait_for(1)] == [1]
+
+        first.kill()  # SIGKILL
+        killed_at = time.time()
+        second = start()
+        [registration] = join.registrations().values()
+        wait_until(lambda: registration.lease.expiration > killed_at + 4.0 and watch.lease.expiration > killed_at + 4.0,
+                   15, "the join manager's and the event registration's leases renewed by the restarted service")
+        with Pyro5.api.Proxy(uri) as lookup:
+            found = lookup.lookup_all(ServiceTemplate(attributes=[Name("survivor")]), 10)
+            assert [item.service_id for item in found.items] == [join.service_id]
+            lookup.register(ServiceItem(None, "PYRO:other@127.0.0.1:2", ["test.Other"]), 60)
+        events = listener.wait_for(2)
+        assert (events[1].event_id, events[1].sequence_number, events[1].handback) == (watch.event_id, 2, "watching")
+        assert join.times_registered == 1  # renewed, never registered again
+        assert losses.events == []
+    assert second.stop() == 0
