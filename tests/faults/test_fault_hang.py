@@ -21,7 +21,8 @@ HUNG_TERM = 6.0  # first renewed 3.4 s in (a 2 s round-trip allowance): time to 
 TIMEOUT_SLACK = 1.0
 
 
-def rent(landlord: LandlordProcess, prefix: str, count: int, term: float, journal: Journal) -> list[LandlordLease]:
+def rent(landlord: LandlordProcess, prefix: str, count: int, term: float,
+         journal: Journal) -> list[LandlordLease]:
     with Pyro5.api.Proxy(landlord.direct) as control:
         return [RecordingLease(lease, journal) for lease in control.rent_many(prefix, count, term)]
 
