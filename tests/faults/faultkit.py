@@ -105,7 +105,7 @@ class Call:
 
 
 class Journal:
-    """Every batch renewal sent through :class:`RecordingLease`\\ s, for tests to wait on."""
+    """Every batch renewal sent through RecordingLease objects, for tests to wait on."""
 
     def __init__(self) -> None:
         self._calls: list[Call] = []
