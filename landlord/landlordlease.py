@@ -11,7 +11,7 @@ import Pyro5.errors
 from . import proxies
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import LeaseError
-from .lease import AbstractLease, Lease, check_granted
+from .lease import AbstractLease, Lease, check_granted, sent_now
 
 __all__ = ["LandlordLease"]
 
@@ -129,7 +129,7 @@ class LandlordLease(AbstractLease):
                                                   durations[start:start + MAX_BATCH]))
             return failures
         cookies = [lease.cookie for lease in leases]  # type: ignore[attr-defined]
-        sent = self._clock.time()
+        sent = sent_now(self._clock)
         results = self._call("renew_all", cookies, list(durations))
         granted, denied = getattr(results, "granted", None), getattr(results, "denied", None)
         if not isinstance(granted, list) or len(granted) != len(leases) or not isinstance(denied, list):

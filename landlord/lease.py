@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import math
+import time
 from typing import TYPE_CHECKING, Hashable, Sequence
 
 from .clock import SYSTEM_CLOCK, Clock
@@ -13,14 +14,18 @@ from .errors import LeaseError
 if TYPE_CHECKING:
     from .leasemap import LeaseMap
 
-__all__ = ["Lease", "AbstractLease"]
+__all__ = ["Lease", "AbstractLease", "sent_now", "check_granted"]
 
 
 class Lease(abc.ABC):
     """A time-bounded hold on a resource granted by a landlord.
 
     ``expiration`` is on the holder's wall clock (``time.time()`` seconds,
-    ``math.inf`` for FOREVER).
+    ``math.inf`` for FOREVER), for people and logs. ``deadline`` is the same
+    moment on the holder's monotonic clock, and it is what ``remaining``,
+    ``expired`` and the :class:`~landlord.LeaseRenewalManager` go by: a step of
+    the wall clock (NTP, a suspended VM, an operator) changes neither when a
+    lease is renewed nor what it sends as its remaining time.
     """
 
     __slots__ = ()  # leases are many: no per-instance __dict__ in the classes below
@@ -37,6 +42,15 @@ class Lease(abc.ABC):
     @abc.abstractmethod
     def remaining(self) -> float:
         """Seconds left, never negative."""
+
+    @property
+    def deadline(self) -> float:
+        """When the lease ends on this process's monotonic clock (``math.inf`` for FOREVER).
+
+        This default derives it from :attr:`remaining` on the system clock;
+        :class:`AbstractLease` keeps it, on its own clock.
+        """
+        return math.inf if math.isinf(self.expiration) else time.monotonic() + self.remaining
 
     @property
     def expired(self) -> bool:
@@ -102,18 +116,22 @@ class AbstractLease(Lease):
     Subclasses implement ``_do_renew(duration) -> granted seconds`` and ``cancel``.
     The new expiration is *time the request was sent + granted*, so a slow
     round trip can only make the holder's view more cautious, never too late.
+    It is kept on both clocks (see :class:`Lease`).
 
     Args:
-        expiration: absolute wall-clock time the lease ends.
-        clock: where ``time()`` is read (the holder's wall clock).
+        expiration: absolute wall-clock time the lease ends (its deadline is
+            taken as the same distance from now on the monotonic clock).
+        clock: the holder's clocks.
     """
 
-    __slots__ = ("_expiration", "_clock")
+    __slots__ = ("_expiration", "_deadline", "_clock")
 
     def __init__(self, expiration: float, *, clock: Clock = SYSTEM_CLOCK) -> None:
         if isinstance(expiration, bool) or not isinstance(expiration, (int, float)) or math.isnan(expiration):
             raise ValueError(f"expiration must be a number of seconds, got {expiration!r:.50}")
         self._expiration = float(expiration)
+        self._deadline = self._expiration if math.isinf(expiration) else (
+            clock.monotonic() + (self._expiration - clock.time()))
         self._clock = clock
 
     @property
@@ -121,23 +139,33 @@ class AbstractLease(Lease):
         return self._expiration
 
     @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    @property
     def remaining(self) -> float:
-        return max(0.0, self._expiration - self._clock.time())
+        return max(0.0, self._deadline - self._clock.monotonic())
 
     def renew(self, duration: float = ANY) -> float:
         duration = check_duration(duration)
-        sent = self._clock.time()
+        sent = sent_now(self._clock)
         granted = check_granted(self._do_renew(duration))
-        self._expiration = sent + granted
+        self._set_granted(sent, granted)
         return granted
 
-    def _set_granted(self, sent: float, granted: float) -> None:
-        """Record a grant obtained elsewhere (a batch renewal)."""
-        self._expiration = sent + granted
+    def _set_granted(self, sent: tuple[float, float], granted: float) -> None:
+        """Record a grant of a request sent at ``sent`` (see :func:`sent_now`), here or in a batch."""
+        self._expiration = sent[0] + granted
+        self._deadline = sent[1] + granted
 
     @abc.abstractmethod
     def _do_renew(self, duration: float) -> float:
         """Renew at the landlord; return the granted seconds."""
+
+
+def sent_now(clock: Clock) -> tuple[float, float]:
+    """The moment a request is sent, on the wall clock and on the monotonic clock."""
+    return clock.time(), clock.monotonic()
 
 
 def check_granted(granted: object) -> float:

@@ -14,9 +14,10 @@ When to renew is :func:`renewal_time`. What happens on failure:
   only then dropped and reported with the last error;
 * any other exception is treated as definite (nothing suggests retrying helps).
 
-Every time here is on the holder's wall clock (``clock.time()``), the clock
-``lease.expiration`` is on; the thread converts to ``clock.monotonic()`` only
-to sleep.
+Every time here is on the holder's monotonic clock (``clock.monotonic()``),
+the clock ``lease.deadline`` is on: a step of the wall clock neither delays
+nor hurries a renewal. Desired expirations are given and reported on the wall
+clock, as ``lease.expiration`` is, and converted when they are given.
 
 One thread decides what is due; the remote calls go out on a few worker
 threads, one :mod:`lane <landlord.lanes>` per landlord, so a landlord that
@@ -77,12 +78,12 @@ def renewal_time(now: float, expiration: float, allowance: float) -> float:
     2 s, a 60 s lease after 52 s, a one-hour lease after 53 min 58 s.
 
     Args:
-        now: the current wall-clock time.
-        expiration: when the lease ends (wall clock); ``math.inf`` for FOREVER.
+        now: the current time (the manager uses its monotonic clock).
+        expiration: when the lease ends, on the same clock (``math.inf`` for FOREVER).
         allowance: seconds a renewal round trip may take (non-negative).
 
     Returns:
-        A wall-clock time no earlier than ``now``; ``math.inf`` for a lease
+        A time on that clock no earlier than ``now``; ``math.inf`` for a lease
         that never ends (it needs no renewal); ``now`` for a lease already expired.
     """
     if math.isinf(expiration):
@@ -115,14 +116,14 @@ Callback = Callable[[LeaseRenewalEvent], object]
 class _Entry:
     """One managed lease and its renewal state (guarded by the manager's lock)."""
 
-    __slots__ = ("lease", "key", "desired", "renew_duration", "listener", "on_desired",
+    __slots__ = ("lease", "key", "desired", "desired_wall", "renew_duration", "listener", "on_desired",
                  "token", "busy", "last_error", "failures")
 
-    def __init__(self, lease: Lease, key: Hashable | None, desired: float, renew_duration: float,
+    def __init__(self, lease: Lease, key: Hashable | None, desired: tuple[float, float], renew_duration: float,
                  listener: Callback | None, on_desired: Callback | None) -> None:
         self.lease = lease
         self.key = key
-        self.desired = desired
+        self.desired_wall, self.desired = desired  # as given (wall clock), and as kept (monotonic)
         self.renew_duration = renew_duration
         self.listener = listener
         self.on_desired = on_desired
@@ -146,7 +147,8 @@ class LeaseRenewalManager:
     call); leases without a key are renewed one by one.
 
     Args:
-        clock: the holder's clock (leases' expirations are on its ``time()``).
+        clock: the holder's clocks: renewals are timed on its ``monotonic()``
+            (the clock of ``lease.deadline``), desired expirations given on its ``time()``.
         round_trip_allowance: seconds a renewal may take; see :func:`renewal_time`.
         batch_window: a lease due within this many seconds joins a batch going
             to its landlord now, rather than waiting for a call of its own.
@@ -185,8 +187,8 @@ class LeaseRenewalManager:
         self._in_flight = 0  # groups handed to the lanes and not yet recorded
         # What the thread is doing, so that changes wake it only when needed.
         self._sleeping = False
-        self._sleep_until = -math.inf  # wall-clock due it sleeps towards; -inf while awake
-        self._sleep_deadline = -math.inf  # the same on the monotonic clock
+        self._sleep_until = -math.inf  # the due it sleeps towards; -inf while awake
+        self._sleep_deadline = -math.inf  # the last due it slept towards (for _wait_idle)
         self._wake = False  # notified while asleep, not yet awake
         self._thread = threading.Thread(target=self._run_logged, name=name, daemon=True)
         self._thread.start()
@@ -216,7 +218,8 @@ class LeaseRenewalManager:
             RuntimeError: the manager is closed.
         """
         duration = check_duration(duration, allow_any=False)
-        self._add(lease, self._clock.time() + duration, listener, renew_duration, on_desired_expiration)
+        self._add(lease, (self._clock.time() + duration, self._clock.monotonic() + duration), listener,
+                  renew_duration, on_desired_expiration)
 
     def renew_until(self, lease: Lease, expiration: float, listener: Callback | None = None, *,
                     renew_duration: float = FOREVER, on_desired_expiration: Callback | None = None) -> None:
@@ -231,7 +234,8 @@ class LeaseRenewalManager:
                 ``renew_duration`` is not positive (nor ``ANY``).
             RuntimeError: the manager is closed.
         """
-        self._add(lease, _check_expiration(expiration), listener, renew_duration, on_desired_expiration)
+        self._add(lease, self._desired(_check_expiration(expiration)), listener, renew_duration,
+                  on_desired_expiration)
 
     def remove(self, lease: Lease) -> None:
         """Stop managing ``lease`` without cancelling it. No callback runs.
@@ -273,7 +277,7 @@ class LeaseRenewalManager:
         """
         _check_lease(lease)
         with self._cond:
-            return self._entry(lease).desired
+            return self._entry(lease).desired_wall
 
     def set_expiration(self, lease: Lease, expiration: float) -> None:
         """Change the desired expiration of a managed lease, keeping its other settings.
@@ -284,12 +288,12 @@ class LeaseRenewalManager:
             UnknownLeaseError: the lease is not managed here.
         """
         _check_lease(lease)
-        expiration = _check_expiration(expiration)
+        desired = self._desired(_check_expiration(expiration))
         with self._cond:
             entry = self._entry(lease)
-            entry.desired = expiration
+            entry.desired_wall, entry.desired = desired
             if not entry.busy:  # else the renewal in flight reschedules it
-                self._schedule(entry, self._clock.time())
+                self._schedule(entry, self._clock.monotonic())
 
     def close(self) -> None:
         """Stop the thread and forget every lease (cancelling none; no callback runs).
@@ -323,7 +327,13 @@ class LeaseRenewalManager:
 
     # -- bookkeeping (all under self._cond) ---------------------------------------
 
-    def _add(self, lease: Lease, desired: float, listener: Callback | None, renew_duration: float,
+    def _desired(self, expiration: float) -> tuple[float, float]:
+        """A desired wall-clock expiration, and the same moment on the monotonic clock."""
+        if math.isinf(expiration):
+            return expiration, expiration
+        return expiration, self._clock.monotonic() + (expiration - self._clock.time())
+
+    def _add(self, lease: Lease, desired: tuple[float, float], listener: Callback | None, renew_duration: float,
              on_desired: Callback | None) -> None:
         _check_lease(lease)
         for name, callback in (("listener", listener), ("on_desired_expiration", on_desired)):
@@ -340,7 +350,7 @@ class LeaseRenewalManager:
             if old is not None:
                 old.token = None  # replaced: a renewal in flight for it is ignored
             self._entries[lease] = entry
-            self._schedule(entry, self._clock.time())
+            self._schedule(entry, self._clock.monotonic())
 
     def _entry(self, lease: Lease) -> _Entry:
         entry = self._entries.get(lease)
@@ -356,10 +366,10 @@ class LeaseRenewalManager:
 
     def _schedule(self, entry: _Entry, now: float, *, floor: float | None = None) -> None:
         """Queue ``entry`` for its next action: renewal, or dropping at its desired expiration."""
-        if entry.lease.expiration >= entry.desired - _COVER_SLACK:
+        if entry.lease.deadline >= entry.desired - _COVER_SLACK:
             due = entry.desired  # no renewal needed; drop it then
         else:
-            due = renewal_time(now, entry.lease.expiration, self._allowance)
+            due = renewal_time(now, entry.lease.deadline, self._allowance)
             if floor is not None:
                 due = max(due, floor)
         self._push(entry, due)
@@ -402,10 +412,10 @@ class LeaseRenewalManager:
         for entry in due:
             if now >= entry.desired:
                 self._drop(entry)
-                events.append((entry.on_desired, LeaseRenewalEvent(entry.lease, entry.desired, None)))
-            elif entry.last_error is not None and now >= entry.lease.expiration:
+                events.append((entry.on_desired, LeaseRenewalEvent(entry.lease, entry.desired_wall, None)))
+            elif entry.last_error is not None and now >= entry.lease.deadline:
                 self._drop(entry)  # retried until it actually expired
-                events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, entry.last_error)))
+                events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired_wall, entry.last_error)))
             elif entry.key is None:
                 singles.append([entry])
             else:
@@ -418,7 +428,7 @@ class LeaseRenewalManager:
                 entry = item[2]
                 if entry.token != item[1]:
                     continue
-                if entry.key in batches and entry.lease.expiration < entry.desired - _COVER_SLACK:
+                if entry.key in batches and entry.lease.deadline < entry.desired - _COVER_SLACK:
                     batches[entry.key].append(entry)
                 else:
                     held.append(item)
@@ -447,20 +457,17 @@ class LeaseRenewalManager:
             with self._cond:
                 if self._closed:
                     return
-                now = clock.time()
+                now = clock.monotonic()
                 due = self._next_due()
                 if due > now:
-                    deadline = clock.monotonic() + (due - now)
-                    if deadline > clock.monotonic():
-                        self._sleeping, self._sleep_until, self._sleep_deadline = True, due, deadline
-                        self._wake = False
-                        self._cond.notify_all()  # for _wait_idle
-                        try:
-                            clock.wait(self._cond, deadline)
-                        finally:
-                            self._sleeping, self._sleep_until = False, -math.inf
-                        continue
-                    now = due  # the clocks disagree by a rounding error: it is due
+                    self._sleeping, self._sleep_until, self._sleep_deadline = True, due, due
+                    self._wake = False
+                    self._cond.notify_all()  # for _wait_idle
+                    try:
+                        clock.wait(self._cond, due)
+                    finally:
+                        self._sleeping, self._sleep_until = False, -math.inf
+                    continue
                 groups, events = self._take_due(now)
                 self._in_flight += len(groups)
             self._fire(events)
@@ -485,7 +492,7 @@ class LeaseRenewalManager:
         log.debug("renewed %d lease(s), %d failed", len(leases), len(failures))
         events: list[tuple[Callback | None, LeaseRenewalEvent]] = []
         with self._cond:
-            t = self._clock.time()
+            t = self._clock.monotonic()
             for entry in group:
                 entry.busy = False
                 if self._entries.get(entry.lease) is not entry:
@@ -497,14 +504,14 @@ class LeaseRenewalManager:
                 elif isinstance(error, Pyro5.errors.CommunicationError):
                     entry.last_error = error
                     entry.failures += 1
-                    if t >= entry.lease.expiration:
+                    if t >= entry.lease.deadline:
                         self._drop(entry)
-                        events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, error)))
+                        events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired_wall, error)))
                     else:
                         self._push(entry, self._retry_time(entry, t))
                 else:  # a definite answer
                     self._drop(entry)
-                    events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired, error)))
+                    events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired_wall, error)))
         self._fire(events)
         with self._cond:  # done only once the callbacks have run: _wait_idle counts on it
             self._in_flight -= 1
@@ -520,7 +527,7 @@ class LeaseRenewalManager:
     def _retry_time(self, entry: _Entry, now: float) -> float:
         """When to try again after ``entry.failures`` communication failures in a row."""
         delay = min(self._retry_max, self._retry_initial * 2.0 ** min(entry.failures - 1, 64))
-        expiration = entry.lease.expiration
+        expiration = entry.lease.deadline
         # Near the end, halve the time left rather than overshoot it: every
         # chance to reach the landlord before the lease is lost is taken.
         delay = min(delay, max((expiration - now) / 2, _MIN_GAP))

@@ -45,6 +45,20 @@ def test_renewal_counts_from_when_the_request_was_sent(clock: FakeClock) -> None
     assert lease.remaining == 28
 
 
+@pytest.mark.parametrize("step", [-3600.0, 3600.0])
+def test_a_step_of_the_wall_clock_moves_the_expiration_not_the_deadline(clock: FakeClock, step: float) -> None:
+    lease = ScriptedLease(clock, [30.0])
+    deadline, expiration = lease.deadline, lease.expiration
+    assert deadline == clock.monotonic() + 10
+    clock.jump_wall_clock(step)
+    clock.advance(4)
+    assert lease.remaining == 6 and not lease.expired  # on the monotonic clock: the step changes nothing
+    assert (lease.deadline, lease.expiration) == (deadline, expiration)  # as last known: stepped clocks lie
+    sent = clock.time(), clock.monotonic()
+    lease.renew(30)
+    assert (lease.expiration, lease.deadline) == (sent[0] + 30, sent[1] + 30)  # both from the request's sending
+
+
 def test_failed_renewal_keeps_the_old_expiration(clock: FakeClock) -> None:
     lease = ScriptedLease(clock, [UnknownLeaseError("gone")])
     before = lease.expiration

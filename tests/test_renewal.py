@@ -14,6 +14,7 @@ import pytest
 
 from landlord import (ANY, FOREVER, AbstractLease, FakeClock, Landlord, Lease, LeaseDeniedError,
                       LeaseDurationPolicy, LeasedResource, UnknownLeaseError)
+from landlord.lease import sent_now
 from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
 
 ALLOWANCE = 1.0  # the managers here: a 10 s lease is renewed 2 s before its end
@@ -70,7 +71,7 @@ class FakeLandlord:
     def renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
         self.batch_calls.append(list(durations))
         self._reach()
-        sent, failures = self.clock.time(), {}
+        sent, failures = sent_now(self.clock), {}
         for lease, duration in zip(leases, durations):
             try:
                 lease._set_granted(sent, self._grant(lease, duration))  # type: ignore[attr-defined]
