@@ -23,6 +23,9 @@ def check_duration(duration: object, *, name: str = "duration", allow_any: bool 
         name: what to call the value in the error message.
         allow_any: whether ``ANY`` (-1.0) is acceptable.
 
+    An integer too big for a float counts as ``FOREVER`` (positive) or as
+    negative, as its float literal would.
+
     Raises:
         ValueError: for a non-number (including ``bool``), NaN, ``-inf``, or a
             negative number other than ``ANY``.
@@ -31,7 +34,10 @@ def check_duration(duration: object, *, name: str = "duration", allow_any: bool 
     if kind is not float and kind is not int:  # the common cases first: this is on every renewal
         if kind is bool or not isinstance(duration, numbers.Real):
             raise ValueError(f"{name} must be a number of seconds, got {kind.__name__} {duration!r:.50}")
-    value = float(duration)  # type: ignore[arg-type]
+    try:
+        value = float(duration)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond a float's range: as 1e400 reads, an infinity
+        value = math.inf if duration > 0 else -math.inf  # type: ignore[operator]
     if math.isnan(value):
         raise ValueError(f"{name} must be a number of seconds, got NaN")
     if value == ANY and allow_any:

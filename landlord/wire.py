@@ -96,7 +96,10 @@ def register_exception(cls: type[BaseException]) -> None:
     def from_dict(classname: str, data: dict[str, Any]) -> BaseException:
         if not isinstance(data.get("args", ()), (list, tuple)):
             raise TypeError(f"malformed {classname}: args is not a list")
-        data = dict(data, args=list(data.get("args", ())), attributes=data.get("attributes") or {})
+        attributes = data.get("attributes") or {}
+        if not isinstance(attributes, dict) or not all(isinstance(name, str) for name in attributes):
+            raise TypeError(f"malformed {classname}: attributes is not a dict of names")
+        data = dict(data, args=list(data.get("args", ())), attributes=attributes)
         return SerializerBase.make_exception(cls, data)
 
     SerializerBase.register_dict_to_class(_exception_name(cls), from_dict)
