@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import queue
 import re
@@ -18,7 +19,14 @@ import pytest
 
 import landlord
 
+try:  # not on Windows
+    import resource
+except ImportError:  # pragma: no cover
+    resource = None  # type: ignore[assignment]
+
 PROCESSES = pathlib.Path(__file__).parent / "processes"
+MANY_CLIENTS = 1000
+FILES_FOR_MANY_CLIENTS = 2200  # this process's sockets (1,000 clients and some) with room to spare
 
 
 @pytest.fixture
@@ -139,3 +147,31 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def open_files_for_many_clients() -> Iterator[None]:
+    """Room in this process for 1,000+ sockets: the soft limit raised, or the test skipped."""
+    if resource is None:
+        pytest.skip("no resource module: cannot check the open-files limit")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < FILES_FOR_MANY_CLIENTS:
+        pytest.skip(f"the open-files hard limit is {hard}; {MANY_CLIENTS} clients need about {FILES_FOR_MANY_CLIENTS}")
+    if soft != resource.RLIM_INFINITY and soft < FILES_FOR_MANY_CLIENTS:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (FILES_FOR_MANY_CLIENTS, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def sockets_of(pid: int) -> int | None:
+    """How many sockets process ``pid`` has open (Linux), else ``None``."""
+    fds = pathlib.Path(f"/proc/{pid}/fd")
+    if not fds.is_dir():
+        return None
+    count = 0
+    for fd in fds.iterdir():
+        try:
+            count += os.readlink(fd).startswith("socket:")
+        except OSError:  # closed meanwhile
+            pass
+    return count

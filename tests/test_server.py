@@ -9,8 +9,6 @@ instead of 1,013, and stops at once instead of after ~100 s.
 from __future__ import annotations
 
 import logging
-import os
-import pathlib
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -21,7 +19,8 @@ import Pyro5.server
 import pytest
 from Pyro5 import config as pyro_config
 
-from conftest import free_port
+from conftest import MANY_CLIENTS as CLIENTS
+from conftest import free_port, sockets_of
 from landlord import FakeClock, Landlord, LeaseDurationPolicy, UnknownLeaseError
 from lookup import Comment, Name, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate, lookup_uri
@@ -36,9 +35,7 @@ except ImportError:  # pragma: no cover
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
 Serve = Callable[..., "tuple[LookupProcess, int]"]
 
-CLIENTS = 1000
 HOLDER_THREADS = 10       # a Pyro5 proxy belongs to the thread that made it: each holds CLIENTS / 10
-FILES_NEEDED = 2200       # this process's sockets (1,000 clients and some) with room to spare
 PROMPT = 2.0              # seconds a further client may take while the 1,000 are connected
 
 
@@ -220,34 +217,6 @@ def test_raise_open_files_limit_never_lowers_it() -> None:
 
 # -- many clients ------------------------------------------------------------------------------
 
-@pytest.fixture
-def open_files_for_many_clients() -> Iterator[None]:
-    """Room in this process for 1,000+ sockets: the soft limit raised, or the test skipped."""
-    if resource is None:
-        pytest.skip("no resource module: cannot check the open-files limit")
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < FILES_NEEDED:
-        pytest.skip(f"the open-files hard limit is {hard}; {CLIENTS} clients need about {FILES_NEEDED}")
-    if soft != resource.RLIM_INFINITY and soft < FILES_NEEDED:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (FILES_NEEDED, hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-def _sockets_of(pid: int) -> int | None:
-    """How many sockets process ``pid`` has open (Linux), else ``None``."""
-    fds = pathlib.Path(f"/proc/{pid}/fd")
-    if not fds.is_dir():
-        return None
-    count = 0
-    for fd in fds.iterdir():
-        try:
-            count += os.readlink(fd).startswith("socket:")
-        except OSError:  # closed meanwhile
-            pass
-    return count
-
-
 class Holders:
     """``threads`` threads, each connecting ``per_thread`` clients, each client doing a lookup;
     then holding them all until released, with one more lookup each before closing."""
@@ -317,7 +286,7 @@ def test_a_further_client_is_answered_promptly_while_1000_clients_are_connected(
         connected_in = time.monotonic() - started
         assert holders.errors == []
         assert holders.answers == CLIENTS
-        sockets = _sockets_of(server.process.pid)
+        sockets = sockets_of(server.process.pid)
         if sockets is not None:  # the server holds them all: its listening socket and 1,000 connections
             assert sockets >= CLIENTS + 1
 

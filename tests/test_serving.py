@@ -5,8 +5,6 @@ which Pyro5's default threaded daemon cannot do (it turns away the 81st connecti
 
 from __future__ import annotations
 
-import os
-import pathlib
 import threading
 import time
 from typing import Any, Iterator
@@ -17,18 +15,12 @@ import pytest
 from Pyro5 import config as pyro_config
 
 import landlord
-from conftest import free_port
+from conftest import MANY_CLIENTS as CLIENTS
+from conftest import free_port, sockets_of
 from landlord import Landlord, LeaseDurationPolicy, UnknownLeaseError, serve_landlord
 from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, landlord_object_id, pyro_settings,
                               serve_object)
 
-try:
-    import resource
-except ImportError:  # pragma: no cover
-    resource = None  # type: ignore[assignment]
-
-CLIENTS = 1000
-FILES_NEEDED = 2200   # this process's sockets (1,000 clients and some) with room to spare
 PROMPT = 2.0          # seconds a further client's renewal may take while the 1,000 are connected
 WATCHED = ("SERVERTYPE", "MAX_MESSAGE_SIZE", "COMMTIMEOUT", "THREADPOOL_SIZE", "SSL")
 
@@ -159,34 +151,6 @@ def test_a_landlord_with_a_stable_id_gets_the_same_uri_after_a_restart(spawn: An
 
 # -- many clients -------------------------------------------------------------------------------
 
-@pytest.fixture
-def open_files_for_many_clients() -> Iterator[None]:
-    """Room in this process for 1,000+ sockets: the soft limit raised, or the test skipped."""
-    if resource is None:
-        pytest.skip("no resource module: cannot check the open-files limit")
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < FILES_NEEDED:
-        pytest.skip(f"the open-files hard limit is {hard}; {CLIENTS} clients need about {FILES_NEEDED}")
-    if soft != resource.RLIM_INFINITY and soft < FILES_NEEDED:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (FILES_NEEDED, hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-def _sockets_of(pid: int) -> int | None:
-    """How many sockets process ``pid`` has open (Linux), else ``None``."""
-    fds = pathlib.Path(f"/proc/{pid}/fd")
-    if not fds.is_dir():
-        return None
-    count = 0
-    for fd in fds.iterdir():
-        try:
-            count += os.readlink(fd).startswith("socket:")
-        except OSError:  # closed meanwhile
-            pass
-    return count
-
-
 def _connect(uri: str, count: int) -> tuple[list[Pyro5.api.Proxy], Exception | None]:
     """Up to ``count`` connected proxies of ``uri`` (each past Pyro5's handshake), and the error that
     stopped the connecting early, if one did."""
@@ -213,7 +177,7 @@ def test_a_renewal_is_answered_promptly_while_1000_idle_clients_are_connected(
     try:
         assert error is None and len(idle) == CLIENTS
         connected_in = time.monotonic() - started
-        sockets = _sockets_of(server.process.pid)
+        sockets = sockets_of(server.process.pid)
         if sockets is not None:  # the server holds them all: its listening socket and 1,000 connections
             assert sockets >= CLIENTS + 1
 
