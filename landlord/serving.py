@@ -33,11 +33,14 @@ timeout). Four client processes hammering lookups: 4,750 vs 3,640 calls/s
 (one thread, no GIL hand-offs).
 
 The price of one thread: a request is handled from start to end before the
-next, so a client that stalls in the middle of a message — or connects and
-never sends its handshake (Pyro5's, or TLS's) — stalls everyone, for at most
-:data:`COMM_TIMEOUT` (measured: 4.9 s behind a silent raw connection; the
-thread server: none). Idle connections are never timed out (the selector only
-reads a socket that has data), and :data:`MAX_MESSAGE_SIZE` bounds what one
+next, so a client that stalls in the middle of a message (or of its
+handshake) stalls everyone, for at most :data:`COMM_TIMEOUT`. A client that
+connects and sends nothing at all costs nothing: Pyro5 would read its
+handshake at once and wait for it (4.9 s measured behind one silent raw
+connection, so 1,000 of them would starve renewals for over an hour), but
+:mod:`landlord.multiplex` makes the server greet a connection only once it has
+sent data. Idle connections are never timed out (the selector only reads a
+socket that has data), and :data:`MAX_MESSAGE_SIZE` bounds what one
 message may make the server read or allocate. This is robustness against a
 stuck client, not a defence against a hostile one: against strangers, use
 TLS (only holders of a certificate from your CA get as far as a message).
@@ -63,6 +66,7 @@ import Pyro5.api
 from Pyro5 import config as pyro_config
 
 from .grantor import Landlord
+from .multiplex import greet_when_spoken
 from .tls import TLSConfig, tls_settings
 
 try:  # not on Windows
@@ -266,6 +270,8 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                                           THREADPOOL_SIZE=threadpool_size))
         with pyro_settings(SERVERTYPE=server_type):  # read once, by the daemon's constructor
             daemon = Pyro5.api.Daemon(host=host, port=port)
+        if server_type == "multiplex":
+            greet_when_spoken(daemon.transportServer)  # a silent connection must not stall the one thread
         stack.callback(daemon.close)
         uri = str(daemon.register(obj, objectId=object_id))
         stack.callback(daemon.unregister, obj)  # so that it can be served again, elsewhere

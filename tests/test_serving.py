@@ -5,6 +5,8 @@ which Pyro5's default threaded daemon cannot do (it turns away the 81st connecti
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 from typing import Any, Iterator
@@ -18,6 +20,7 @@ import landlord
 from conftest import MANY_CLIENTS as CLIENTS
 from conftest import free_port, sockets_of
 from landlord import Landlord, LeaseDurationPolicy, UnknownLeaseError, serve_landlord
+from landlord.multiplex import greet_when_spoken
 from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, landlord_object_id, pyro_settings,
                               serve_object)
 
@@ -197,6 +200,33 @@ def test_a_renewal_is_answered_promptly_while_1000_idle_clients_are_connected(
     elapsed = time.monotonic() - started
     print(f"{CLIENTS} clients connected in {connected_in:.2f} s; a further renewal answered in "
           f"{renewed_in * 1000:.1f} ms; whole test {elapsed:.2f} s")
+
+
+def test_1000_connections_that_never_say_a_word_hold_up_no_renewal(
+        spawn: Any, open_files_for_many_clients: None) -> None:
+    """Raw connections that never send Pyro5's handshake: Pyro5's multiplex server would
+    wait for each one's handshake in turn, the full COMM_TIMEOUT each (over an hour for
+    1,000); served here, they are greeted only when they speak (landlord.multiplex)."""
+    server = spawn("served_landlord.py")
+    uri = server.expect("URI:")
+    port = int(uri.rsplit(":", 1)[1])
+    lease = _rent(uri, "101")
+    with contextlib.ExitStack() as sockets:
+        for _ in range(CLIENTS):
+            sockets.enter_context(socket.create_connection(("127.0.0.1", port)))
+        asked = time.monotonic()
+        assert 59 < _rent(uri, "102").renew(60) <= 60  # a further client: a new connection, greeted
+        waited = time.monotonic() - asked
+    assert waited < PROMPT, f"a new client waited {waited:.2f} s"
+    assert 59 < lease.renew(60) <= 60
+    landlord.proxies.discard(uri)
+    assert server.stop() == 0
+    print(f"a new client was served in {waited:.2f} s beside {CLIENTS} silent connections")
+
+
+def test_greet_when_spoken_takes_only_a_multiplex_server() -> None:
+    with pytest.raises(TypeError, match="multiplex"):
+        greet_when_spoken(object())  # type: ignore[arg-type]
 
 
 def test_pyro5s_default_daemon_refuses_the_81st_idle_client(

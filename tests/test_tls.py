@@ -8,6 +8,7 @@ Certificates are made once for this module by ``trustme``: a CA, a server certif
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -219,20 +220,24 @@ def test_a_tls_landlord_serves_clients_of_its_ca_and_refuses_every_other_client(
     print(f"{server_type}: {time.monotonic() - started:.2f} s")
 
 
-def test_a_silent_connection_holds_up_a_tls_landlord_only_for_the_handshake_timeout(
+def test_silent_connections_hold_up_no_one_and_a_stalled_handshake_only_for_its_timeout(
         spawn: Any, certs: Certs) -> None:
     server = spawn("served_landlord.py", "--handshake-timeout", "0.5", *certs.args(certs.server))
     uri = server.expect("URI:")
     port = int(uri.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port)):  # connects, never says a word
+    with contextlib.ExitStack() as sockets:
+        for _ in range(50):  # connect, never say a word: never greeted, so never waited for
+            sockets.enter_context(socket.create_connection(("127.0.0.1", port)))
+        stalled = sockets.enter_context(socket.create_connection(("127.0.0.1", port)))
+        stalled.sendall(b"\x16\x03\x01")  # the start of a TLS record, then nothing
         with tls_settings(certs.client):
             asked = time.monotonic()
             lease = _rent(uri, "101")  # Pyro5's own TLS would leave this waiting for good
             waited = time.monotonic() - asked
             lease.cancel()
             landlord.proxies.discard(uri)
-        server.wait_for(REFUSED + ": timed out")
-    assert waited < 3, f"a client waited {waited:.2f} s behind a silent connection"
+        server.wait_for(REFUSED + ": timed out")  # the stalled one, after its 0.5 s
+    assert waited < 3, f"a client waited {waited:.2f} s behind silent and stalled connections"
     assert server.stop() == 0
 
 
