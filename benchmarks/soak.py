@@ -59,8 +59,8 @@ from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, Leas
 from landlord import LeaseRenewalEvent, LeaseRenewalManager, RenewResults
 from landlord.grantor import MAX_BATCH
 
-from common import (SERVER_START_TIMEOUT, ServerProcess, machine_info, positive_int, positive_seconds,  # the benchmarks' shared pieces
-                    serve_forever, stop_on_sigterm, stop_process)
+from common import (SERVER_START_TIMEOUT, ServerProcess, machine_info,  # the benchmarks' shared pieces
+                    positive_int, positive_seconds, serve_forever, stop_on_sigterm, stop_process)
 
 DEFAULT_CLIENTS = 4
 DEFAULT_LEASES = 10_000
@@ -166,8 +166,11 @@ class SoakLandlord(Landlord):
         """This process's CPU seconds, RSS bytes and threads, the leases held, and the counts per client."""
         with self._lock:
             clients = {str(client): asdict(counts) for client, counts in self._counts.items()}
+        # allocated blocks count live Python objects and buffers: unlike RSS, they
+        # do not keep the high-water mark of the allocator's arenas
         return {"cpu": time.process_time(), "wall": time.monotonic(), "rss": rss_bytes(),
-                "threads": threading.active_count(), "leases": len(self), "clients": clients}
+                "blocks": sys.getallocatedblocks(), "threads": threading.active_count(), "leases": len(self),
+                "clients": clients}
 
 
 def rss_bytes() -> int:
@@ -357,14 +360,15 @@ def sample(start: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     renewals = sum(c["renewals"] for c in now["clients"].values()) - sum(
         c["renewals"] for c in start["clients"].values())
     return {"seconds": seconds, "server_cpu_percent": 100 * (now["cpu"] - start["cpu"]) / seconds if seconds else 0.0,
-            "rss": now["rss"], "threads": now["threads"], "leases": now["leases"], "renewals": renewals,
+            "rss": now["rss"], "blocks": now["blocks"], "threads": now["threads"], "leases": now["leases"],
+            "renewals": renewals,
             "expired": sum(c["expired"] for c in now["clients"].values())}
 
 
 def describe(point: dict[str, Any]) -> str:
     return (f"  {point['seconds']:6.0f} s: {point['leases']:,} leases, {point['renewals']:,} renewals, "
             f"{point['expired']} expired; landlord {point['server_cpu_percent']:.1f}% of a core, "
-            f"RSS {point['rss'] / 2**20:.1f} MiB, {point['threads']} threads")
+            f"RSS {point['rss'] / 2**20:.1f} MiB, {point['blocks']:,} blocks, {point['threads']} threads")
 
 
 def summarise(args: argparse.Namespace, ready: list[dict[str, Any]], results: list[dict[str, Any]],
@@ -384,9 +388,15 @@ def summarise(args: argparse.Namespace, ready: list[dict[str, Any]], results: li
             "cpu_percent": 100 * result["cpu_seconds"] / result["window_seconds"],
             "setup_seconds": setup["setup_seconds"], "examples": result["examples"]})
     seconds = end["wall"] - start["wall"]
+    # RSS grows in the first rounds (connections' threads, buffers, allocator
+    # arenas): growth after the first progress point is what a leak would show.
+    warm = samples[1] if len(samples) > 2 else samples[0]
     server = {"seconds": seconds, "cpu_seconds": end["cpu"] - start["cpu"],
               "cpu_percent": 100 * (end["cpu"] - start["cpu"]) / seconds,
-              "rss_start": start["rss"], "rss_end": end["rss"], "rss_growth": end["rss"] - start["rss"],
+              "rss_start": start["rss"], "rss_warm": warm["rss"], "warm_at_seconds": warm["seconds"],
+              "rss_end": end["rss"], "rss_growth": end["rss"] - start["rss"],
+              "rss_growth_after_warm": end["rss"] - warm["rss"],
+              "blocks_start": start["blocks"], "blocks_warm": warm["blocks"], "blocks_end": end["blocks"],
               "threads_start": start["threads"], "threads_end": end["threads"],
               "leases_start": start["leases"], "leases_end": end["leases"], "leases_after_cancel": after["leases"]}
     # The three counts see the same lost lease from three sides (the holder's
@@ -419,8 +429,10 @@ def format_report(report: Report, info: dict[str, Any], wall: float) -> str:
         "failed the last renew_all; expired: leases the landlord saw run out, all spurious)",
         "",
         f"landlord: {s['cpu_percent']:.2f}% of one core ({s['cpu_seconds']:.1f} CPU s in {s['seconds']:.0f} s); "
-        f"RSS {s['rss_start'] / 2**20:.1f} -> {s['rss_end'] / 2**20:.1f} MiB "
-        f"({s['rss_growth'] / 2**20:+.1f} MiB); threads {s['threads_start']} -> {s['threads_end']}; "
+        f"RSS {s['rss_start'] / 2**20:.1f} -> {s['rss_warm'] / 2**20:.1f} (at {s['warm_at_seconds']:.0f} s) -> "
+        f"{s['rss_end'] / 2**20:.1f} MiB ({s['rss_growth_after_warm'] / 2**20:+.1f} MiB since "
+        f"{s['warm_at_seconds']:.0f} s); allocated blocks {s['blocks_start']:,} -> {s['blocks_warm']:,} -> "
+        f"{s['blocks_end']:,}; threads {s['threads_start']} -> {s['threads_end']}; "
         f"leases {s['leases_start']:,} -> {s['leases_end']:,}, {s['leases_after_cancel']:,} after the clients "
         f"cancelled",
         f"leases lost: {report.lost}" + ("" if report.ok else "  <-- SHOULD BE 0 (and every lease held)"),
