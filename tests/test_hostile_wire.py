@@ -60,9 +60,9 @@ SERPENT = Pyro5.serializers.SerpentSerializer.serializer_id
 
 # -- what to send -------------------------------------------------------------------
 
-# ints that fit a float: bigger ones are test_a_huge_integer_duration_..., a known bug
-durations = (st.integers(-2**256, 2**256) | st.floats() | st.sampled_from(
-    [0, -0.0, -1, -1.0, -2, 1e-300, 5e-324, 1e308, math.inf, -math.inf, math.nan, 2**63, -2**63]))
+durations = (st.integers() | st.floats() | st.sampled_from(
+    [0, -0.0, -1, -1.0, -2, 1e-300, 5e-324, 1e308, math.inf, -math.inf, math.nan, 2**63, -2**63, 10**400,
+     -10**400]))
 anything = st.recursive(
     st.none() | st.booleans() | durations | st.text(max_size=300) | st.binary(max_size=50),
     lambda inner: (st.lists(inner, max_size=4) | st.tuples(inner, inner)
@@ -77,8 +77,7 @@ forged_lease = st.fixed_dictionaries(
 forged_error = st.fixed_dictionaries(
     {"__class__": st.sampled_from(LANDLORD_ERRORS), "__exception__": st.booleans()},
     optional={"args": anything | st.lists(anything, max_size=3),
-              # a dict: attributes of another type are test_a_forged_error_..., a known bug
-              "attributes": st.dictionaries(st.text(max_size=10), anything, max_size=3),
+              "attributes": anything | st.dictionaries(st.text(max_size=10), anything, max_size=3),
               "message": anything | st.text(max_size=20),
               "failures": anything | st.lists(st.lists(forged_lease | anything, max_size=2), max_size=3)})
 forged_results = st.fixed_dictionaries(
