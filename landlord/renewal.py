@@ -43,7 +43,7 @@ import Pyro5.errors
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration
 from .errors import UnknownLeaseError
-from .grantor import MAX_BATCH
+from .landlordlease import CALL_BATCH
 from .lanes import Lanes
 from .lease import Lease
 
@@ -155,7 +155,7 @@ class LeaseRenewalManager:
         retry_initial: the first delay, in seconds, before retrying after a
             communication failure; it doubles with each further failure...
         retry_max: ...up to this many seconds.
-        max_batch: the most leases renewed in one call.
+        max_batch: the most leases renewed in one call (default ``CALL_BATCH``, 10,000).
         workers: the most remote calls in flight at once (to different landlords).
         name: the background thread's name.
 
@@ -167,7 +167,7 @@ class LeaseRenewalManager:
 
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK, round_trip_allowance: float = 2.0,
                  batch_window: float = 1.0, retry_initial: float = 1.0, retry_max: float = 60.0,
-                 max_batch: int = MAX_BATCH, workers: int = 4, name: str = "LeaseRenewalManager") -> None:
+                 max_batch: int = CALL_BATCH, workers: int = 4, name: str = "LeaseRenewalManager") -> None:
         self._allowance = _check_finite(round_trip_allowance, "round_trip_allowance")
         self._batch_window = _check_finite(batch_window, "batch_window")
         self._retry_initial = _check_finite(retry_initial, "retry_initial")

@@ -230,9 +230,10 @@ def test_lease_map_checks_keys_and_durations(clock: FakeClock) -> None:
     assert isinstance(lease, Lease) and len(lease_map) == 0
 
 
-def test_lease_map_splits_batches_at_the_landlords_limit(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lease_map_splits_batches_into_calls_the_landlord_takes(clock: FakeClock,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from landlord import grantor, landlordlease
-    monkeypatch.setattr(landlordlease, "MAX_BATCH", 3)
+    monkeypatch.setattr(landlordlease, "CALL_BATCH", 3)
     monkeypatch.setattr(grantor, "MAX_BATCH", 3)  # the landlord refuses more, as it would 100,001
     landlord = CountingLandlord(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=100))
     lease_map = LeaseMap({landlord.new_lease(i, 10): 50 for i in range(7)})
