@@ -6,8 +6,8 @@ for minutes with no spurious expiry."
 What runs
 ---------
 * One **landlord process** (this script started again with a hidden
-  ``--serve``): a Pyro5 daemon (thread server) serving a :class:`SoakLandlord`,
-  a :class:`landlord.Landlord` that grants whatever term is asked and counts,
+  ``--serve``): :func:`landlord.serve_landlord` (the multiplex server)
+  serving a :class:`SoakLandlord`, a :class:`landlord.Landlord` that grants whatever term is asked and counts,
   per client, the leases it holds, the renewals it granted, the ``renew_all``
   calls, and the leases that *expired* (a holder never lets one expire here,
   so every expiry is spurious) or were cancelled.
@@ -56,11 +56,11 @@ import Pyro5.api
 
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseMapError
-from landlord import LeaseRenewalEvent, LeaseRenewalManager, RenewResults
+from landlord import LeaseRenewalEvent, LeaseRenewalManager, RenewResults, serve_landlord
 from landlord.grantor import MAX_BATCH
 
 from common import (SERVER_START_TIMEOUT, ServerProcess, machine_info,  # the benchmarks' shared pieces
-                    positive_int, positive_seconds, serve_forever, stop_on_sigterm, stop_process)
+                    positive_int, positive_seconds, stop_on_sigterm, stop_process)
 
 DEFAULT_CLIENTS = 4
 DEFAULT_LEASES = 10_000
@@ -70,11 +70,6 @@ DEFAULT_EVERY = 30.0
 
 RENT_CHUNK = 10_000   # leases rented per call: an answer of ~2 MB
 CALL_TIMEOUT = 60.0   # renting 10,000 leases, or renewing them in one call, on a busy machine
-# Each client process reaches the landlord on up to five connections (its main
-# thread's and one per renewal-manager worker thread), and Pyro5's thread
-# server holds one pool thread per connection; its default pool of 80 would
-# turn the sixteenth client away.
-SERVER_THREADPOOL = 256
 MAX_CLIENTS = 48
 CLIENT_READY_TIMEOUT = 120.0  # start, rent and hand over 10,000 leases on a loaded machine
 CLIENT_RESULT_TIMEOUT = 120.0  # close the manager, renew and cancel every lease
@@ -184,9 +179,14 @@ def rss_bytes() -> int:
 
 
 def serve() -> int:
-    """The landlord process: serve a SoakLandlord on loopback until SIGTERM or Ctrl-C."""
-    Pyro5.config.THREADPOOL_SIZE = SERVER_THREADPOOL  # read when the daemon makes its pool
-    return serve_forever(SoakLandlord())
+    """The landlord process: a SoakLandlord served by serve_landlord (multiplex, as in production)
+    on loopback until SIGTERM or Ctrl-C."""
+    soak = SoakLandlord()
+    try:
+        serve_landlord(soak, "127.0.0.1", 0, ready=lambda uri: print(f"URI: {uri}", flush=True))
+    finally:
+        soak.close()
+    return 0
 
 
 # -- a client process ------------------------------------------------------------------------
@@ -404,7 +404,7 @@ def summarise(args: argparse.Namespace, ready: list[dict[str, Any]], results: li
     lost = sum(max(row["lost"], row["failed_final_renewal"], row["expired_at_landlord"]) for row in rows)
     held_all = end["leases"] == args.clients * args.leases
     config = {"clients": args.clients, "leases": args.leases, "minutes": args.minutes, "term": args.term,
-              "renewal_manager": "defaults", "server_threadpool": SERVER_THREADPOOL}
+              "renewal_manager": "defaults", "server": "serve_landlord (multiplex)"}
     return Report(config, rows, server, samples, lost, ok=lost == 0 and held_all and len(rows) == args.clients)
 
 
