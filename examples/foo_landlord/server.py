@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from types import FrameType
 from typing import Sequence
 
 import Pyro5.api
@@ -100,11 +98,6 @@ class FooLandlord(Landlord):
         return granted
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # Pyro5's request loop stops cleanly on KeyboardInterrupt, so SIGTERM acts like Ctrl-C.
-    raise KeyboardInterrupt
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1",
@@ -121,21 +114,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     foo_landlord = FooLandlord(args.max_lease)
-    try:
-        with Pyro5.api.Daemon(host=args.host, port=args.port) as daemon:
-            uri = daemon.register(foo_landlord, objectId=OBJECT_ID)
-            say(f"Foo landlord (landlord {landlord.__version__}) serving, "
-                f"leases of at most {args.max_lease:g} s")
-            print(f"URI: {uri}", flush=True)  # unstamped: a parent process reads this line
-            try:
-                daemon.requestLoop()
-            except KeyboardInterrupt:  # a signal that arrived outside Pyro5's own handler
-                pass
-            say(f"shutting down; {foo_landlord.foos_in_use()} foo(s) still leased")
-    except KeyboardInterrupt:  # stopped before the request loop started
-        pass
+
+    def ready(uri: str) -> None:
+        say(f"Foo landlord (landlord {landlord.__version__}) serving, "
+            f"leases of at most {args.max_lease:g} s")
+        print(f"URI: {uri}", flush=True)  # unstamped: a parent process reads this line
+
+    try:  # serve_landlord: the multiplex server, until SIGTERM or Ctrl-C
+        landlord.serve_landlord(foo_landlord, args.host, args.port, object_id=OBJECT_ID, ready=ready)
+        say(f"shutting down; {foo_landlord.foos_in_use()} foo(s) still leased")
     finally:
         foo_landlord.close()
     return 0

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import argparse
 import collections
-import signal
 import sys
 import threading
 import time
-from types import FrameType
 from typing import Sequence
 
 import Pyro5.api
@@ -177,11 +175,6 @@ class RoomLandlord(Landlord):
         super().close()
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # Pyro5's request loop stops cleanly on KeyboardInterrupt, so SIGTERM acts like Ctrl-C.
-    raise KeyboardInterrupt
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
@@ -202,22 +195,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     rooms = RoomLandlord(args.max_lease, args.revoke, args.after)
-    try:
-        with Pyro5.api.Daemon(host=args.host, port=args.port) as daemon:
-            uri = daemon.register(rooms, objectId=OBJECT_ID)
-            revoking = f"; will revoke {args.revoke} {args.after:g} s after renting it" if args.revoke else ""
-            say(f"room landlord (landlord {landlord.__version__}) serving {len(ROOMS)} rooms, "
-                f"leases of at most {args.max_lease:g} s{revoking}")
-            print(f"URI: {uri}", flush=True)  # unstamped: a parent process reads this line
-            try:
-                daemon.requestLoop()
-            except KeyboardInterrupt:  # a signal that arrived outside Pyro5's own handler
-                pass
-            say(f"shutting down; {rooms.rented()} room(s) still rented")
-    except KeyboardInterrupt:  # stopped before the request loop started
-        pass
+    revoking = f"; will revoke {args.revoke} {args.after:g} s after renting it" if args.revoke else ""
+
+    def ready(uri: str) -> None:
+        say(f"room landlord (landlord {landlord.__version__}) serving {len(ROOMS)} rooms, "
+            f"leases of at most {args.max_lease:g} s{revoking}")
+        print(f"URI: {uri}", flush=True)  # unstamped: a parent process reads this line
+
+    try:  # serve_landlord: the multiplex server, until SIGTERM or Ctrl-C
+        landlord.serve_landlord(rooms, args.host, args.port, object_id=OBJECT_ID, ready=ready)
+        say(f"shutting down; {rooms.rented()} room(s) still rented")
     finally:
         rooms.close()
     return 0
