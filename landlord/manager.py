@@ -182,7 +182,7 @@ class LeaseManager:
                     outcomes.append(granted)
                 if self.store is not None:
                     self._stored_ends(found_dead)
-                    self._stored_renewals(renewed, now)
+                    self._stored_renewals(renewed)
             self._free(found_dead)
             if earliest < math.inf:
                 self._reaper.expiration_added(earliest)
@@ -304,9 +304,9 @@ class LeaseManager:
             wall, now = self.clock.time(), self.clock.monotonic()
             self.store.put(resource.cookie, _wall_time(resource.expiration, now, wall), data, wall)
 
-    def _stored_renewals(self, resources: list[LeasedResource], now: float) -> None:
+    def _stored_renewals(self, resources: list[LeasedResource]) -> None:
         if self.store is not None and resources:
-            wall = self.clock.time()
+            wall, now = self.clock.time(), self.clock.monotonic()
             self.store.renew([(r.cookie, _wall_time(r.expiration, now, wall)) for r in resources], wall)
 
     def _stored_ends(self, resources: list[LeasedResource]) -> None:
