@@ -7,10 +7,11 @@ What runs
 ---------
 * One **landlord process** (this script started again with a hidden
   ``--serve``): :func:`landlord.serve_landlord` (the multiplex server)
-  serving a :class:`SoakLandlord`, a :class:`landlord.Landlord` that grants whatever term is asked and counts,
-  per client, the leases it holds, the renewals it granted, the ``renew_all``
-  calls, and the leases that *expired* (a holder never lets one expire here,
-  so every expiry is spurious) or were cancelled.
+  serving a :class:`SoakLandlord`, a :class:`landlord.Landlord` that
+  grants whatever term is asked and counts, per client, the leases it
+  holds, the renewals it granted, the ``renew_all`` calls, and the leases
+  that *expired* (a holder never lets one expire here, so every expiry is
+  spurious) or were cancelled.
 * ``--clients`` **client processes** (the script again with a hidden
   ``--client``). Each rents ``--leases`` leases of ``--term`` seconds and hands
   every one to its own :class:`landlord.LeaseRenewalManager` (default
@@ -249,6 +250,8 @@ def run_client(uri: str, index: int, leases: int, term: float) -> int:
         cleanup.cancel_all()
     except LeaseMapError:
         pass  # those are already counted as failed above
+    # the work is done: the conductor's SIGTERM, racing this process's exit, just ends it quietly
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     print("RESULT " + json.dumps({
         "index": index, "leases": len(held), "managed_at_end": managed, "lost": lost_in_window,
         "failed_final_renewal": failed_check, "cpu_seconds": window_cpu, "window_seconds": window_seconds,
