@@ -21,7 +21,7 @@ from .manager import LeasedResource, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .proxies import get_call_timeout, set_call_timeout
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
-from .store import LeaseStore
+from .store import LeaseStore, StoreInUseError
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
 from .serving import serve_landlord
 from .tls import TLSConfig, apply_tls, tls_settings
@@ -35,7 +35,7 @@ __all__ = [
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError",
     "Landlord", "RenewResults", "LeasedResource", "LeaseManager",
     "LeasePolicy", "LeaseDurationPolicy",
-    "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore",
+    "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK",
     "get_call_timeout", "set_call_timeout", "register_exception",

@@ -32,18 +32,34 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import sqlite3
 import threading
 from typing import Any, Iterable, NamedTuple
 
 from Pyro5.serializers import SerpentSerializer
 
-__all__ = ["LeaseStore", "StoredLease", "SYNCHRONOUS_MODES"]
+try:  # not on Windows: there, keeping one landlord per store is up to the operator
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LeaseStore", "StoredLease", "StoreInUseError", "SYNCHRONOUS_MODES"]
 
 log = logging.getLogger(__name__)
 
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 BUSY_TIMEOUT = 10.0  # seconds to wait for another process's write to the same file
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a store name is part of its lock file's name
+
+
+class StoreInUseError(RuntimeError):
+    """Another LeaseStore, in this process or another, has the same file and name open.
+
+    Two landlords writing the same leases would each undo the other's
+    changes, so a store admits one at a time. The hold ends when that store
+    is closed or its process ends, even by ``kill -9``.
+    """
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS landlords (
@@ -79,7 +95,9 @@ class LeaseStore:
     """The leases of one landlord, in an SQLite file that may be shared with others.
 
     Several landlords (of one process or several) can keep their leases in
-    one file, each under its own ``name``.
+    one file, each under its own ``name``; one name is open in one store at a
+    time (an advisory lock on ``<path>.<name>.lock``, released when the
+    store is closed or its process dies).
 
     Args:
         path: the database file (created if missing).
@@ -89,8 +107,10 @@ class LeaseStore:
 
     Raises:
         TypeError: ``path`` or ``name`` of the wrong type.
-        ValueError: an empty ``name``, or an unknown ``synchronous`` mode.
+        ValueError: a ``name`` other than 1 to 64 letters, digits, ``_``, ``.``
+            or ``-``, or an unknown ``synchronous`` mode.
         sqlite3.Error: the file cannot be opened as a database.
+        StoreInUseError: another store has this file and name open.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, name: str = "landlord",
@@ -99,8 +119,8 @@ class LeaseStore:
             raise TypeError(f"path must be a str or path, got {type(path).__name__}")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
-        if not name:
-            raise ValueError("name must not be empty")
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"name must be 1 to 64 letters, digits, '_', '.' or '-', got {name!r:.80}")
         if synchronous not in SYNCHRONOUS_MODES:
             raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, got {synchronous!r}")
         self.path = os.fspath(path)
@@ -108,13 +128,16 @@ class LeaseStore:
         self._serializer = SerpentSerializer()
         self._lock = threading.Lock()  # one connection, used from the request and reaper threads
         self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, check_same_thread=False)
+        self._hold: int | None = None
         try:
+            self._hold = _hold_alone(f"{self.path}.{name}.lock", self)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
             with self._db:
                 self._db.executescript(_SCHEMA)
         except BaseException:
             self._db.close()
+            _let_go(self._hold)
             raise
 
     def __repr__(self) -> str:
@@ -219,6 +242,34 @@ class LeaseStore:
                              "ON CONFLICT (name, key) DO UPDATE SET value = excluded.value", (self.name, key, data))
 
     def close(self) -> None:
-        """Close the file (idempotent); what was written stays."""
+        """Close the file and let another store open it (idempotent); what was written stays."""
         with self._lock:
             self._db.close()
+            _let_go(self._hold)
+            self._hold = None
+
+
+def _hold_alone(lock_path: str, store: LeaseStore) -> int | None:
+    """Hold ``lock_path`` exclusively; the file descriptor holding it (``None`` where there is no flock).
+
+    Raises:
+        StoreInUseError: someone else holds it.
+        OSError: the lock file cannot be made.
+    """
+    if fcntl is None:  # pragma: no cover
+        return None
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StoreInUseError(f"{store!r} is open in another store (this process's or another's)") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _let_go(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)  # closing the descriptor releases the flock

@@ -35,6 +35,7 @@ from typing import Any, Sequence, TextIO
 
 import Pyro5.errors
 
+from landlord.store import StoreInUseError
 from landlord.tls import TLSConfig, tls_settings
 
 from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
@@ -189,7 +190,7 @@ def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
-    except (sqlite3.Error, ValueError) as exc:  # not a database, or another landlord's
+    except (sqlite3.Error, ValueError, StoreInUseError) as exc:  # not a database, another's, or in use
         print(f"lookup: cannot use the store {args.store}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     return EXIT_OK

@@ -87,6 +87,14 @@ def test_serve_with_a_store_it_cannot_use_exits_1_with_a_clear_message(tmp_path:
     assert not_a_database.read_text() == "these are not leases\n" * 100  # left as it was
 
 
+def test_a_second_service_on_the_same_store_is_refused(serve_lookup: Serve, tmp_path: pathlib.Path) -> None:
+    store = str(tmp_path / "lookup.sqlite")
+    serve_lookup("--store", store)
+    done = run_lookup("serve", "--port", str(free_port()), "--store", store)
+    assert done.returncode == 1
+    assert f"cannot use the store {store}" in done.stderr and "open in another store" in done.stderr
+
+
 def test_list_shows_what_a_restarted_service_took_back_from_its_store(serve_lookup: Serve,
                                                                        tmp_path: pathlib.Path) -> None:
     store = str(tmp_path / "lookup.sqlite")

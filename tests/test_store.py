@@ -21,7 +21,7 @@ from Pyro5.serializers import SerpentSerializer
 
 from landlord import (FOREVER, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, LeaseStore,
                       UnknownLeaseError)
-from landlord.store import StoredLease
+from landlord.store import StoredLease, StoreInUseError
 
 
 @pytest.fixture
@@ -44,18 +44,22 @@ class Freed:
 
 @pytest.fixture
 def landlords() -> Iterator[Callable[..., Landlord]]:
-    """Makes landlords on a store; closes them all after the test."""
+    """Makes landlords on a store, each one the restart of the one before: the one
+    before is closed first, as a crashed process's store is (every change it made
+    is already written; closing writes nothing more, it only lets the file go)."""
     made: list[Landlord] = []
 
     def make(path: pathlib.Path, clock: FakeClock, **kwargs: Any) -> Landlord:
+        if made:
+            made[-1].close()
         kwargs.setdefault("policy", LeaseDurationPolicy(maximum=FOREVER))
         landlord = Landlord(store=LeaseStore(path), clock=clock, reaper="lazy", **kwargs)
         made.append(landlord)
         return landlord
 
     yield make
-    for landlord in made:
-        landlord.close()
+    if made:
+        made[-1].close()
 
 
 def test_a_restarted_landlord_has_its_id_cookies_and_resources_back(path: pathlib.Path, landlords: Any) -> None:
@@ -163,11 +167,27 @@ def test_a_resource_dumped_as_none_stays_in_memory_only(path: pathlib.Path, land
 
 
 def test_a_store_belongs_to_one_landlord_id(path: pathlib.Path, landlords: Any) -> None:
-    first = landlords(path, FakeClock(), landlord_id="one")
-    assert landlords(path, FakeClock(), landlord_id="one").landlord_id == "one"
-    with pytest.raises(ValueError, match="belongs to landlord one"):
-        Landlord(store=LeaseStore(path), landlord_id="two")
-    assert first.landlord_id == "one"
+    landlords(path, FakeClock(), landlord_id="one")
+    again = landlords(path, FakeClock(), landlord_id="one")
+    again.close()
+    store = LeaseStore(path)
+    try:
+        with pytest.raises(ValueError, match="belongs to landlord one"):
+            Landlord(store=store, landlord_id="two")
+        assert store.landlord_id() == "one"
+    finally:
+        store.close()
+
+
+def test_one_store_at_a_time_has_a_file_and_name_open(path: pathlib.Path) -> None:
+    first = LeaseStore(path, name="rooms")
+    try:
+        with pytest.raises(StoreInUseError):
+            LeaseStore(path, name="rooms")  # two landlords writing the same leases would undo each other
+        LeaseStore(path, name="cars").close()  # another name in the same file is another landlord's
+    finally:
+        first.close()
+    LeaseStore(path, name="rooms").close()  # let go when closed (and when its process dies: test_durable)
 
 
 def test_landlords_share_a_file_under_different_names(path: pathlib.Path) -> None:
@@ -207,8 +227,9 @@ def test_a_damaged_row_is_dropped_and_the_others_come_back(path: pathlib.Path, l
 def test_bad_store_arguments_are_refused(path: pathlib.Path) -> None:
     with pytest.raises(ValueError, match="synchronous"):
         LeaseStore(path, synchronous="OFF")
-    with pytest.raises(ValueError, match="name"):
-        LeaseStore(path, name="")
+    for bad_name in ("", "a/b", "x" * 65, "rooms lock"):
+        with pytest.raises(ValueError, match="name"):
+            LeaseStore(path, name=bad_name)
     with pytest.raises(TypeError, match="path"):
         LeaseStore(42)  # type: ignore[arg-type]
     with pytest.raises(sqlite3.Error):
