@@ -73,6 +73,7 @@ import serpent
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseRenewalEvent
 from landlord.grantor import MAX_BATCH
+from landlord.landlordlease import CALL_BATCH
 
 from common import ServerProcess, machine_info, positive_int, positive_seconds, serve_forever, stop_on_sigterm  # the benchmarks' shared pieces
 
@@ -427,7 +428,7 @@ def measure(landlord_proxy: Any, args: argparse.Namespace) -> Results:
     baseline = replay_raw(landlord_proxy, [lease.cookie for lease in leases], sizes)
 
     config = {"leases": args.leases, "seconds": args.seconds, "term": args.term, "chunk": args.chunk,
-              "round_trip_allowance": ROUND_TRIP_ALLOWANCE, "batch_window": 1.0, "max_batch": MAX_BATCH}
+              "round_trip_allowance": ROUND_TRIP_ALLOWANCE, "batch_window": 1.0, "max_batch": CALL_BATCH}
     rounds_by_renewals = window.renewals / args.leases
     return Results(
         config=config, setup=setup, manager=window, baseline=baseline,
