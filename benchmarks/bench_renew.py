@@ -416,7 +416,9 @@ def measure_batches(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> 
     rows: list[Row] = []
     notes: list[str] = []
     clock = WatchedClock()
-    manager = landlord.LeaseRenewalManager(clock=clock, round_trip_allowance=ALLOWANCE)
+    # max_batch: one group per round, so that the round ends with one reschedule (the lease still
+    # sends it in calls of CALL_BATCH; the default max_batch would make ten groups of 10,000)
+    manager = landlord.LeaseRenewalManager(clock=clock, round_trip_allowance=ALLOWANCE, max_batch=MAX_BATCH)
     try:
         for size in args.sizes:
             progress(f"batched keep-alive: renting {size:,} leases...")
