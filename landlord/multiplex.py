@@ -32,7 +32,7 @@ from Pyro5 import errors as pyro_errors
 from Pyro5 import socketutil
 from Pyro5.svr_multiplex import SocketServer_Multiplex
 
-from .tls import HANDSHAKE_TIMEOUT, _peer
+from .tls import _peer, server_handshake
 
 __all__ = ["greet_when_spoken", "SpokenFirstMultiplexServer"]
 
@@ -77,13 +77,14 @@ class SpokenFirstMultiplexServer(SocketServer_Multiplex):
         """The client has sent its first bytes: its handshake, read now (bounded by the timeouts)."""
         address = self._unspoken.pop(raw)
         self.selector.unregister(raw)
-        sock: socket.socket = raw
-        stage = "TLS"
+        if isinstance(self.sock, ssl.SSLSocket):
+            try:
+                sock: socket.socket = server_handshake(self.sock.context, raw, address)
+            except ConnectionAbortedError:  # logged, and the connection closed
+                return
+        else:
+            sock = raw
         try:
-            if isinstance(self.sock, ssl.SSLSocket):
-                raw.settimeout(getattr(self.sock.context, "handshake_timeout", HANDSHAKE_TIMEOUT))
-                sock = self.sock.context.wrap_socket(raw, server_side=True)
-            stage = "Pyro5"
             sock.settimeout(pyro_config.COMMTIMEOUT or None)
             connection = socketutil.SocketConnection(sock)
             if self.daemon._handshake(connection):
@@ -92,7 +93,7 @@ class SpokenFirstMultiplexServer(SocketServer_Multiplex):
             connection.close()
         except Exception as exc:  # whatever it sent, the server goes on
             reason = "timed out" if isinstance(exc, socket.timeout) else str(exc)
-            log.warning("refused a connection from %s: %s handshake failed: %s", _peer(address), stage, reason)
+            log.warning("refused a connection from %s: Pyro5 handshake failed: %s", _peer(address), reason)
             with contextlib.suppress(OSError):
                 sock.close()
 

@@ -73,7 +73,7 @@ from typing import Any, Iterator
 import Pyro5.socketutil
 from Pyro5 import config as pyro_config
 
-__all__ = ["TLSConfig", "apply_tls", "tls_settings", "HANDSHAKE_TIMEOUT", "PYRO_SSL_SETTINGS"]
+__all__ = ["TLSConfig", "apply_tls", "tls_settings", "server_handshake", "HANDSHAKE_TIMEOUT", "PYRO_SSL_SETTINGS"]
 
 log = logging.getLogger(__name__)
 
@@ -102,20 +102,33 @@ class _BoundedHandshakeSocket(ssl.SSLSocket):
 
     def accept(self) -> tuple[socket.socket, Any]:
         raw, address = socket.socket.accept(self)
-        timeout = getattr(self.context, "handshake_timeout", HANDSHAKE_TIMEOUT)
-        raw.settimeout(timeout)
-        try:
-            connection = self.context.wrap_socket(raw, server_side=True, do_handshake_on_connect=True,
-                                                  suppress_ragged_eofs=self.suppress_ragged_eofs)
-        except (OSError, ValueError) as exc:  # wrap_socket has closed the connection
-            reason = "timed out" if isinstance(exc, socket.timeout) else str(exc)
-            log.warning("refused a connection from %s: TLS handshake failed: %s", _peer(address), reason)
-            # an OSError with an errno: what both Pyro5 servers log and survive (a timeout would not do:
-            # its errno is None, which the multiplex server's log line cannot format)
-            raise ConnectionAbortedError(errno.ECONNABORTED,
-                                         f"TLS handshake with {_peer(address)} failed: {reason}") from exc
+        connection = server_handshake(self.context, raw, address, suppress_ragged_eofs=self.suppress_ragged_eofs)
         connection.settimeout(socket.getdefaulttimeout())  # as a plain accept() leaves it; Pyro5 sets its own next
         return connection, address
+
+
+def server_handshake(context: ssl.SSLContext, raw: socket.socket, address: Any, *,
+                     suppress_ragged_eofs: bool = True) -> ssl.SSLSocket:
+    """The server's side of a TLS handshake on an accepted connection, bounded in time.
+
+    The limit is the context's ``handshake_timeout`` (set by :func:`apply_tls`),
+    else :data:`HANDSHAKE_TIMEOUT`. A failed handshake is logged and the
+    connection closed.
+
+    Raises:
+        ConnectionAbortedError: the handshake failed or timed out.
+    """
+    raw.settimeout(getattr(context, "handshake_timeout", HANDSHAKE_TIMEOUT))
+    try:
+        return context.wrap_socket(raw, server_side=True, do_handshake_on_connect=True,
+                                   suppress_ragged_eofs=suppress_ragged_eofs)
+    except (OSError, ValueError) as exc:  # wrap_socket has closed the connection
+        reason = "timed out" if isinstance(exc, socket.timeout) else str(exc)
+        log.warning("refused a connection from %s: TLS handshake failed: %s", _peer(address), reason)
+        # an OSError with an errno: what both Pyro5 servers log and survive (a timeout would not do:
+        # its errno is None, which the multiplex server's log line cannot format)
+        raise ConnectionAbortedError(errno.ECONNABORTED,
+                                     f"TLS handshake with {_peer(address)} failed: {reason}") from exc
 
 
 def _peer(address: Any) -> str:
