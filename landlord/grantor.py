@@ -187,7 +187,7 @@ class Landlord:
 
     def _make_lease(self, resource: LeasedResource, granted: float) -> LandlordLease:
         return LandlordLease(resource.cookie, self, self.landlord_id, self.clock.time() + granted,
-                             clock=self.clock)
+                             clock=self.clock, term=granted)
 
     # -- remote -----------------------------------------------------------------
 

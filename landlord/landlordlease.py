@@ -40,17 +40,19 @@ class LandlordLease(AbstractLease):
             landlord ids and cookies are.
         expiration: absolute wall-clock time the lease ends.
         clock: the holder's clock.
+        term: the seconds last granted (:attr:`~landlord.Lease.term`);
+            ``None``: the time left now.
 
     Raises:
         TypeError: a cookie, landlord id or landlord of the wrong type.
-        ValueError: an empty or oversized cookie, a malformed URI, a bad expiration.
+        ValueError: an empty or oversized cookie, a malformed URI, a bad expiration or term.
     """
 
     __slots__ = ("_cookie", "_landlord", "_landlord_id")
 
     def __init__(self, cookie: str, landlord: Any, landlord_id: str, expiration: float, *,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
-        super().__init__(expiration, clock=clock)
+                 clock: Clock = SYSTEM_CLOCK, term: float | None = None) -> None:
+        super().__init__(expiration, clock=clock, term=term)
         self._cookie = check_cookie(cookie)
         if not isinstance(landlord_id, str) or not landlord_id:
             raise TypeError(f"landlord_id must be a non-empty str, got {landlord_id!r:.50}")

@@ -14,7 +14,7 @@ from .errors import LeaseError
 if TYPE_CHECKING:
     from .leasemap import LeaseMap
 
-__all__ = ["Lease", "AbstractLease", "sent_now", "check_granted"]
+__all__ = ["Lease", "AbstractLease", "sent_now", "check_granted", "check_term"]
 
 
 class Lease(abc.ABC):
@@ -51,6 +51,17 @@ class Lease(abc.ABC):
         :class:`AbstractLease` keeps it, on its own clock.
         """
         return math.inf if math.isinf(self.expiration) else time.monotonic() + self.remaining
+
+    @property
+    def term(self) -> float:
+        """Seconds granted by the last grant or renewal (``math.inf`` for FOREVER).
+
+        A renewal manager asks for this much again unless told otherwise, so a
+        short lease stays short (and a dead holder's resource is freed soon).
+        This default, for leases that do not record their grants, is what is
+        left now; :class:`AbstractLease` keeps the real figure.
+        """
+        return math.inf if math.isinf(self.expiration) else self.remaining
 
     @property
     def expired(self) -> bool:
@@ -122,16 +133,23 @@ class AbstractLease(Lease):
         expiration: absolute wall-clock time the lease ends (its deadline is
             taken as the same distance from now on the monotonic clock).
         clock: the holder's clocks.
+        term: the seconds granted (see :attr:`Lease.term`); ``None``: the
+            time left now (``math.inf`` for a FOREVER lease).
+
+    Raises:
+        ValueError: ``expiration`` is NaN or not a number; ``term`` is
+            negative, NaN or not a number.
     """
 
-    __slots__ = ("_expiration", "_deadline", "_clock")
+    __slots__ = ("_expiration", "_deadline", "_term", "_clock")
 
-    def __init__(self, expiration: float, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, expiration: float, *, clock: Clock = SYSTEM_CLOCK, term: float | None = None) -> None:
         if isinstance(expiration, bool) or not isinstance(expiration, (int, float)) or math.isnan(expiration):
             raise ValueError(f"expiration must be a number of seconds, got {expiration!r:.50}")
         self._expiration = float(expiration)
-        self._deadline = self._expiration if math.isinf(expiration) else (
-            clock.monotonic() + (self._expiration - clock.time()))
+        left = self._expiration - clock.time()
+        self._deadline = self._expiration if math.isinf(expiration) else clock.monotonic() + left
+        self._term = max(0.0, left) if term is None else check_term(term)
         self._clock = clock
 
     @property
@@ -146,6 +164,10 @@ class AbstractLease(Lease):
     def remaining(self) -> float:
         return max(0.0, self._deadline - self._clock.monotonic())
 
+    @property
+    def term(self) -> float:
+        return self._term
+
     def renew(self, duration: float = ANY) -> float:
         duration = check_duration(duration)
         sent = sent_now(self._clock)
@@ -157,6 +179,7 @@ class AbstractLease(Lease):
         """Record a grant of a request sent at ``sent`` (see :func:`sent_now`), here or in a batch."""
         self._expiration = sent[0] + granted
         self._deadline = sent[1] + granted
+        self._term = granted
 
     @abc.abstractmethod
     def _do_renew(self, duration: float) -> float:
@@ -166,6 +189,20 @@ class AbstractLease(Lease):
 def sent_now(clock: Clock) -> tuple[float, float]:
     """The moment a request is sent, on the wall clock and on the monotonic clock."""
     return clock.time(), clock.monotonic()
+
+
+def check_term(term: object) -> float:
+    """A lease's term as given: a non-negative number of seconds, ``math.inf`` for FOREVER.
+
+    Raises:
+        ValueError: negative, NaN, or not a number (a ``bool`` is not one).
+    """
+    if isinstance(term, bool) or not isinstance(term, (int, float)) or not term >= 0:
+        raise ValueError(f"a lease's term is a non-negative number of seconds, got {term!r:.50}")
+    try:
+        return float(term)
+    except OverflowError:  # an int beyond a float's range: as long as FOREVER
+        return math.inf
 
 
 def check_granted(granted: object) -> float:

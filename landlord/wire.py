@@ -4,10 +4,12 @@ Imported by ``landlord/__init__.py``, so importing landlord is enough. A
 :class:`~landlord.LandlordLease` travels as::
 
     {"__class__": "landlord.LandlordLease", "cookie": str, "landlord": str (URI),
-     "landlord_id": str, "remaining": float}
+     "landlord_id": str, "remaining": float, "term": float}
 
 ``remaining`` is the time left when it was sent; the receiver adds it to its
-own clock, so the clocks of two hosts never need to agree.
+own clock, so the clocks of two hosts never need to agree. ``term`` is the
+seconds last granted (what a renewal manager asks for again); a lease from a
+sender that did not send it takes ``remaining`` as its term.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def lease_to_dict(lease: LandlordLease) -> dict[str, Any]:
         "landlord": lease.landlord_uri,
         "landlord_id": lease.landlord_id,
         "remaining": lease.remaining if not math.isinf(lease.expiration) else math.inf,
+        "term": lease.term,
     }
 
 
@@ -63,7 +66,10 @@ def lease_from_dict(classname: str, data: dict[str, Any]) -> LandlordLease:
         data, classname, {"cookie": str, "landlord": str, "landlord_id": str, "remaining": (int, float)})
     if not remaining >= 0:
         raise ValueError(f"malformed {classname}: remaining is {remaining!r}")
-    return LandlordLease(cookie, landlord, landlord_id, SYSTEM_CLOCK.time() + remaining)
+    term = checked_fields(data, classname, {"term": (int, float)})[0] if "term" in data else remaining
+    if not term >= 0:
+        raise ValueError(f"malformed {classname}: term is {term!r}")
+    return LandlordLease(cookie, landlord, landlord_id, SYSTEM_CLOCK.time() + remaining, term=term)
 
 
 # -- RenewResults --------------------------------------------------------------

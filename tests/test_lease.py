@@ -64,7 +64,36 @@ def test_failed_renewal_keeps_the_old_expiration(clock: FakeClock) -> None:
     before = lease.expiration
     with pytest.raises(UnknownLeaseError):
         lease.renew(5)
-    assert lease.expiration == before
+    assert lease.expiration == before and lease.term == 10
+
+
+def test_the_term_is_what_was_last_granted_not_what_is_left(clock: FakeClock) -> None:
+    lease = ScriptedLease(clock, [3.0, 300.0])
+    assert lease.term == 10  # no term given: the time left when it was made
+    clock.advance(4)
+    assert lease.term == 10 and lease.remaining == 6
+    lease.renew(3)
+    assert lease.term == 3
+    clock.advance(2)
+    lease.renew(FOREVER)
+    assert lease.term == 300
+
+
+def test_a_granted_lease_knows_its_term(clock: FakeClock) -> None:
+    grantor = Landlord(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=60))
+    lease = grantor.new_lease("room", 3)
+    clock.advance(2)
+    assert lease.term == 3 and lease.remaining == 1
+    assert grantor.new_lease("room", FOREVER).term == 60
+    lease_map = LeaseMap({lease: 7})
+    lease_map.renew_all()
+    assert lease.term == 7
+
+
+@pytest.mark.parametrize("bad", [-1, math.nan, "3", True])
+def test_a_bad_term_is_refused(clock: FakeClock, bad: object) -> None:
+    with pytest.raises(ValueError, match="term"):
+        LandlordLease("c", "PYRO:x@127.0.0.1:1", "id", clock.time() + 5, clock=clock, term=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [-5, math.nan, "1", None])

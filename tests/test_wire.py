@@ -24,7 +24,7 @@ def test_a_lease_travels_as_remaining_seconds() -> None:
     lease = LandlordLease("cookie-1", URI, "landlord-1", time.time() + 30)
     data = SerpentSerializer.class_to_dict(lease)
     assert data["__class__"] == "landlord.LandlordLease"
-    assert set(data) == {"__class__", "cookie", "landlord", "landlord_id", "remaining"}
+    assert set(data) == {"__class__", "cookie", "landlord", "landlord_id", "remaining", "term"}
     assert data["landlord"] == URI and 29 < data["remaining"] <= 30
     copy = round_trip(lease)
     assert isinstance(copy, LandlordLease) and copy == lease and copy.landlord == URI
@@ -46,6 +46,26 @@ def test_forever_travels_as_inf_and_expired_as_zero() -> None:
     assert old.remaining == 0 and old.expired  # type: ignore[attr-defined]
 
 
+def test_a_lease_keeps_its_term_across_the_wire() -> None:
+    """A lease granted for 10 s and sent with 4 s left is still a 10 s lease where it arrives."""
+    clock = landlord.FakeClock()
+    lease = LandlordLease("c", URI, "id", clock.time() + 10, clock=clock, term=10)
+    clock.advance(6)
+    data = SerpentSerializer.class_to_dict(lease)
+    assert data["remaining"] == pytest.approx(4) and data["term"] == 10
+    copy = round_trip(lease)
+    assert copy.term == 10 and copy.remaining == pytest.approx(4, abs=0.5)  # type: ignore[attr-defined]
+    assert math.isinf(round_trip(LandlordLease("c", URI, "id", math.inf)).term)  # type: ignore[attr-defined]
+
+
+def test_a_lease_from_an_older_sender_takes_remaining_as_its_term() -> None:
+    old_form = {"__class__": "landlord.LandlordLease", "cookie": "c", "landlord": URI, "landlord_id": "id",
+                "remaining": 7.0}
+    lease = serializer.recreate_classes(old_form)
+    assert isinstance(lease, LandlordLease) and lease.term == 7.0
+    assert round_trip(old_form).term == 7.0  # type: ignore[attr-defined]
+
+
 def test_uri_objects_are_accepted_and_travel_as_strings() -> None:
     from Pyro5.core import URI as PyroURI
     lease = LandlordLease("c", PyroURI(URI), "id", time.time() + 5)
@@ -62,6 +82,11 @@ def test_uri_objects_are_accepted_and_travel_as_strings() -> None:
     {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": True},
     {"cookie": "", "landlord": URI, "landlord_id": "id", "remaining": 1.0},
     {"cookie": "c" * 10_000, "landlord": URI, "landlord_id": "id", "remaining": 1.0},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "term": -1.0},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "term": "long"},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "term": False},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "term": None},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "term": math.nan},
 ])
 def test_forged_leases_are_refused_clearly(forged: dict) -> None:
     with pytest.raises((ValueError, TypeError)):
