@@ -89,6 +89,7 @@ import Pyro5.api
 import serpent
 
 import landlord
+import landlord.renewal
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, SystemClock
 from landlord.grantor import MAX_BATCH
 
@@ -108,7 +109,6 @@ RENEW_GOAL = 0.9                # lease.renew / raw call
 BATCH_GOAL = 0.7                # batched keep-alive / raw call
 BATCH_RATE_GOAL = 50_000.0      # leases kept alive per second
 
-ALLOWANCE = 2.0                 # the renewal manager's default round-trip allowance
 FIRST_GUESS_PER_LEASE = 40e-6   # seconds to build and add one lease to a manager, before it is measured
 DUE_MARGIN = 0.3                # seconds between the last lease added and the round falling due
 SETUP_FACTOR = 2.0              # the leases fall due this many times the last setup's length after it starts
@@ -342,21 +342,9 @@ class WatchedClock(SystemClock):
 
 
 def remaining_for_due_in(wait: float) -> float:
-    """The lease term ``r`` for which the manager's schedule renews ``wait`` seconds from now.
-
-    Solves ``renewal_time(0, r, ALLOWANCE) == wait`` by bisection (the
-    schedule is increasing in ``r``).
-    """
-    low, high = 0.0, 1.0
-    while landlord.renewal_time(0.0, high, ALLOWANCE) < wait:
-        high *= 2
-    for _ in range(60):
-        middle = (low + high) / 2
-        if landlord.renewal_time(0.0, middle, ALLOWANCE) < wait:
-            low = middle
-        else:
-            high = middle
-    return high
+    """The term of a fresh lease that the manager's schedule renews ``wait`` seconds from now
+    (a share ``RENEW_AFTER`` into it)."""
+    return wait / landlord.renewal.RENEW_AFTER
 
 
 @dataclass
@@ -382,7 +370,7 @@ def manager_round(manager: landlord.LeaseRenewalManager, clock: WatchedClock, la
     for lease in leases:
         manager.renew_for(lease, FOREVER)
     added = time.time()
-    due = landlord.renewal_time(first_added, expiration, ALLOWANCE)
+    due = landlord.renewal_time(first_added, expiration, leases[0].term)
     if added >= due:
         raise RuntimeError(f"adding {count:,} leases took {added - first_added:.2f} s, past the moment they "
                            "fell due: the round cannot be timed")
@@ -418,7 +406,7 @@ def measure_batches(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> 
     clock = WatchedClock()
     # max_batch: one group per round, so that the round ends with one reschedule (the lease still
     # sends it in calls of CALL_BATCH; the default max_batch would make ten groups of 10,000)
-    manager = landlord.LeaseRenewalManager(clock=clock, round_trip_allowance=ALLOWANCE, max_batch=MAX_BATCH)
+    manager = landlord.LeaseRenewalManager(clock=clock, max_batch=MAX_BATCH)
     try:
         for size in args.sizes:
             progress(f"batched keep-alive: renting {size:,} leases...")

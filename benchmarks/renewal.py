@@ -71,6 +71,7 @@ import Pyro5.api
 import serpent
 
 import landlord
+import landlord.renewal
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseRenewalEvent
 from landlord.grantor import MAX_BATCH
 from landlord.landlordlease import CALL_BATCH
@@ -82,7 +83,7 @@ DEFAULT_SECONDS = 30.0
 DEFAULT_TERM = 5.0
 DEFAULT_CHUNK = 10_000
 PROJECTED_TERMS = (60.0, 300.0, 3600.0)
-ROUND_TRIP_ALLOWANCE = 2.0  # the manager's default, used to project and to group rounds
+RENEW_AFTER = landlord.renewal.RENEW_AFTER  # the manager's default share of the term, to project and group rounds
 
 # Setting up is slower than renewing (renting 100,000 leases takes seconds), so
 # the leases are rented on a long term, then all renewed in one batch to end
@@ -353,11 +354,11 @@ def replay_raw(landlord_proxy: Any, cookies: list[str], sizes: list[int]) -> Win
     return window
 
 
-def project(us_per_renewal: float, leases: int, allowance: float) -> list[dict[str, float]]:
+def project(us_per_renewal: float, leases: int, renew_after: float) -> list[dict[str, float]]:
     """The holder's CPU at longer terms, at the measured cost per renewal and the manager's schedule."""
     rows = []
     for term in PROJECTED_TERMS:
-        interval = landlord.renewal_time(0.0, term, allowance)  # a lease granted at 0 is renewed then
+        interval = landlord.renewal_time(0.0, term, term, renew_after=renew_after)  # granted at 0: renewed then
         rows.append({"term": term, "renewed_every": interval,
                      "holder_percent_of_core": 100.0 * leases * us_per_renewal * 1e-6 / interval})
     return rows
@@ -398,7 +399,7 @@ def measure(landlord_proxy: Any, args: argparse.Namespace) -> Results:
         with lost_lock:
             lost.append(event)
 
-    manager = landlord.LeaseRenewalManager(round_trip_allowance=ROUND_TRIP_ALLOWANCE)
+    manager = landlord.LeaseRenewalManager(renew_after=args.renew_after)
     try:
         calls_before = landlord_proxy.stats()["renew_all_calls"]
         started, cpu = time.monotonic(), time.process_time()
@@ -418,7 +419,7 @@ def measure(landlord_proxy: Any, args: argparse.Namespace) -> Results:
         manager.close()
     window = Window.between(start, end)
     calls = landlord_proxy.calls_since(start.renew_all_calls)[:window.calls]
-    interval = landlord.renewal_time(0.0, args.term, ROUND_TRIP_ALLOWANCE)
+    interval = landlord.renewal_time(0.0, args.term, args.term, renew_after=args.renew_after)
     rounds = count_rounds(calls, gap=interval / 4)
     if managed + len(lost) != args.leases:
         raise RuntimeError(f"the manager holds {managed} leases and lost {len(lost)}, of {args.leases}")
@@ -428,7 +429,7 @@ def measure(landlord_proxy: Any, args: argparse.Namespace) -> Results:
     baseline = replay_raw(landlord_proxy, [lease.cookie for lease in leases], sizes)
 
     config = {"leases": args.leases, "seconds": args.seconds, "term": args.term, "chunk": args.chunk,
-              "round_trip_allowance": ROUND_TRIP_ALLOWANCE, "batch_window": 1.0, "max_batch": CALL_BATCH}
+              "renew_after": args.renew_after, "batch_window": 1.0, "max_batch": CALL_BATCH}
     rounds_by_renewals = window.renewals / args.leases
     return Results(
         config=config, setup=setup, manager=window, baseline=baseline,
@@ -439,7 +440,7 @@ def measure(landlord_proxy: Any, args: argparse.Namespace) -> Results:
         tightest_margin=min((call[4] for call in calls), default=math.nan),
         leases_lost=len(lost),
         lost_examples=[f"{event.lease!r}: {event.exception!r}" for event in lost[:5]],
-        projections=project(window.us_per_renewal(window.holder_cpu), args.leases, ROUND_TRIP_ALLOWANCE),
+        projections=project(window.us_per_renewal(window.holder_cpu), args.leases, args.renew_after),
     )
 
 
@@ -462,7 +463,7 @@ def format_results(r: Results, info: dict[str, Any], wall: float) -> str:
     lines = [
         f"LeaseRenewalManager keeping {c['leases']:,} leases on one landlord (another process) alive; "
         f"term {c['term']:g} s, renew_for(lease, FOREVER), manager defaults "
-        f"(round-trip allowance {c['round_trip_allowance']:g} s, batch window {c['batch_window']:g} s, "
+        f"(renewed after {c['renew_after']:.3g} of the term, batch window {c['batch_window']:g} s, "
         f"max batch {c['max_batch']:,})",
         f"setup: rented {c['leases']:,} leases in {r.setup.rent_calls} calls in {r.setup.rent_seconds:.1f} s, "
         f"renewed them to end together in {r.setup.sync_term:.1f} s; "
@@ -551,6 +552,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "rounds fall in the window (default: %(default)s)")
     parser.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK,
                         help="leases rented per call while setting up (default: %(default)s)")
+    parser.add_argument("--renew-after", type=float, default=RENEW_AFTER, metavar="SHARE",
+                        help="renew once this share of the term has passed (default a third; 0.5: at half)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the landlord process
     args = parser.parse_args(argv)

@@ -4,18 +4,22 @@ Pyro5 proxies belong to the thread that made them, and a connection per lease
 would not scale, so each thread keeps its own small cache keyed by URI. Leases
 reach their landlords through it, and the lookup service its event listeners.
 Every proxy gets a call timeout: Pyro5's default is none, and a peer that
-hangs must not hang its callers forever.
+hangs must not hang its callers forever. A caller with a deadline of its own
+(a renewal that is useless once its lease has run out) bounds its calls
+further with :func:`timeout_within`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import Pyro5.api
 
-__all__ = ["proxy_for", "discard", "set_call_timeout", "get_call_timeout"]
+__all__ = ["proxy_for", "discard", "set_call_timeout", "get_call_timeout", "timeout_within"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,36 @@ def get_call_timeout() -> float | None:
     return _call_timeout
 
 
+@contextlib.contextmanager
+def timeout_within(seconds: float) -> Iterator[None]:
+    """Calls this thread makes through :func:`proxy_for` in the block time
+    out after at most ``seconds`` (or the call timeout, if that is shorter).
+
+    Connecting counts too, so a call into a partition gives up in time and
+    the caller can try again on a fresh connection. Blocks nest: the
+    tighter bound holds.
+
+    Raises:
+        ValueError: ``seconds`` is not a positive number.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ValueError(f"a timeout bound must be a positive number of seconds, got {seconds!r}")
+    outer = getattr(_local, "bound", math.inf)
+    _local.bound = min(outer, float(seconds))
+    try:
+        yield
+    finally:
+        _local.bound = outer
+
+
+def _timeout() -> float | None:
+    """The timeout for this thread's next call: the call timeout, within its bound if any."""
+    bound: float = getattr(_local, "bound", math.inf)
+    if math.isinf(bound):
+        return _call_timeout
+    return bound if _call_timeout is None else min(bound, _call_timeout)
+
+
 def _cache() -> dict[str, Any]:
     try:
         return _local.proxies  # type: ignore[no-any-return]
@@ -55,8 +89,9 @@ def proxy_for(uri: str) -> Any:
     proxy = cache.get(uri)
     if proxy is None:
         proxy = cache[uri] = Pyro5.api.Proxy(uri)
-    if proxy._pyroTimeout != _call_timeout:  # new, or the timeout was changed since
-        proxy._pyroTimeout = _call_timeout
+    timeout = _timeout()
+    if proxy._pyroTimeout != timeout:  # new, or the timeout or its bound changed since
+        proxy._pyroTimeout = timeout
     return proxy
 
 

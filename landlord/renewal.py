@@ -5,14 +5,27 @@ it wants each lease, possibly ``FOREVER``); the manager renews them in time,
 batches the renewals of leases that share a landlord, and tells the holder
 through callbacks when a lease is lost or its desired expiration is reached.
 
-When to renew is :func:`renewal_time`. What happens on failure:
+Each renewal asks for the lease's own term again (``lease.term``, what the
+landlord granted last) unless told otherwise, so a 3 s lease renewed for an
+hour is still a 3 s lease, and a holder that dies frees its resource within
+about 3 s. When to renew is :func:`renewal_time`: once a third of the term
+has passed, as etcd's and ZooKeeper's clients do, which leaves two thirds of
+the term to get through, so a partition of up to half the term loses nothing.
+
+What happens on failure:
 
 * a :class:`~landlord.LeaseError` (denied, unknown) is definite: the lease is
   dropped and its ``listener`` told at once;
-* a Pyro5 ``CommunicationError`` is indefinite: the renewal is retried with
-  backoff until the lease has actually expired by the holder's clock, and
-  only then dropped and reported with the last error;
+* a Pyro5 ``CommunicationError`` is indefinite: the renewal is retried until
+  the lease has actually expired by the holder's clock, and only then dropped
+  and reported with the last error. No attempt waits past half the time its
+  lease has left (:func:`attempt_timeout`): a call stuck on a dead connection
+  gives up, the connection is dropped, and the next attempt goes out on a
+  fresh one, at shrinking intervals as the end nears, so a lease is reported
+  lost when its term ends, not when the link comes back;
 * any other exception is treated as definite (nothing suggests retrying helps).
+
+Failed renewals are logged at WARNING on ``landlord.renewal``.
 
 Every time here is on the holder's monotonic clock (``clock.monotonic()``),
 the clock ``lease.deadline`` is on: a step of the wall clock neither delays
@@ -35,11 +48,13 @@ import logging
 import math
 import numbers
 import threading
+import warnings
 from types import TracebackType
 from typing import Callable, Hashable
 
 import Pyro5.errors
 
+from . import proxies
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration
 from .errors import UnknownLeaseError
@@ -47,7 +62,7 @@ from .landlordlease import CALL_BATCH
 from .lanes import Lanes
 from .lease import Lease
 
-__all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time"]
+__all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time", "attempt_timeout", "RENEW_AFTER"]
 
 log = logging.getLogger(__name__)
 
@@ -57,42 +72,54 @@ _COVER_SLACK = 1e-3
 # The soonest a lease is renewed again after an attempt, so a landlord that
 # grants (next to) nothing cannot make the thread spin.
 _MIN_GAP = 0.05
-# Long leases are renewed when this fraction of their term (plus the round-trip
-# allowance) is left.
-_LONG_LEASE_LEAD = 0.1
+# A renewal goes out once this share of the lease's term has passed (etcd's and
+# ZooKeeper's clients renew at a third too). Renewing at a half would cost a
+# third fewer calls, but a partition from the moment of renewal to half the
+# term would then leave nothing of the term to get through on.
+RENEW_AFTER = 1 / 3
+# An attempt may take this share of the time its lease has left; the rest is
+# for further attempts on fresh connections.
+_ATTEMPT_SHARE = 0.5
+# ...but never less than this many seconds (unless less is left): a connection,
+# Pyro5's handshake and one call need a few round trips.
+_MIN_ATTEMPT = 0.1
 
 
-def renewal_time(now: float, expiration: float, allowance: float) -> float:
-    """When to renew a lease that ends at ``expiration``, as seen at ``now``.
+def renewal_time(now: float, deadline: float, term: float, *, renew_after: float = RENEW_AFTER) -> float:
+    """When to renew a lease of ``term`` seconds that ends at ``deadline``, as seen at ``now``.
 
-    The renewal is sent ``lead`` seconds before the lease ends, where::
-
-        lead = min(remaining / 2, allowance + remaining / 10)
-        remaining = expiration - now
-
-    so a short lease (under 2.5 × ``allowance``) is renewed at half its
-    remaining term, and a long one when the round-trip allowance plus a tenth
-    of its term is left: early enough that a slow round trip, and a few
-    retries after a communication failure, still land in time; late enough not
-    to flood the landlord. With a 2 s allowance a 4 s lease is renewed after
-    2 s, a 60 s lease after 52 s, a one-hour lease after 53 min 58 s.
+    Once ``renew_after`` of the term has passed: at ``deadline - (1 - renew_after) * term``,
+    so with the default a 3 s lease is renewed after 1 s, a one-hour lease
+    after 20 min; never before ``now`` nor after ``deadline``. A lease with
+    less than ``(1 - renew_after) * term`` left (one that arrived late, or
+    missed renewals) is renewed at once.
 
     Args:
         now: the current time (the manager uses its monotonic clock).
-        expiration: when the lease ends, on the same clock (``math.inf`` for FOREVER).
-        allowance: seconds a renewal round trip may take (non-negative).
+        deadline: when the lease ends, on the same clock (``math.inf`` for FOREVER).
+        term: the seconds last granted to the lease (``lease.term``).
+        renew_after: the share of the term after which to renew, above 0 and below 1.
 
     Returns:
         A time on that clock no earlier than ``now``; ``math.inf`` for a lease
         that never ends (it needs no renewal); ``now`` for a lease already expired.
     """
-    if math.isinf(expiration):
+    if math.isinf(deadline):
         return math.inf  # inf - inf would be NaN below
-    remaining = expiration - now
-    if remaining <= 0:
+    if deadline <= now:
         return now
-    lead = min(remaining / 2, allowance + remaining * _LONG_LEASE_LEAD)
-    return expiration - lead
+    lead = (1 - renew_after) * (term if math.isfinite(term) else deadline - now)
+    return min(max(deadline - lead, now), deadline)
+
+
+def attempt_timeout(left: float) -> float:
+    """The longest one renewal attempt may wait when its lease has ``left`` seconds to run.
+
+    Half of what is left, but at least 0.1 s (or all of it, when less is left):
+    an attempt stuck on a dead connection gives up while there is still time
+    for another on a fresh one, and each further attempt gets half as long.
+    """
+    return min(max(left, 0.0), max(left * _ATTEMPT_SHARE, _MIN_ATTEMPT)) or _MIN_ATTEMPT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +148,7 @@ class _Entry:
 
     def __init__(self, lease: Lease, key: Hashable | None, desired: tuple[float, float], renew_duration: float,
                  listener: Callback | None, on_desired: Callback | None) -> None:
+        # renew_duration: what each renewal asks for at most (the lease's term when it was handed over, by default)
         self.lease = lease
         self.key = key
         self.desired_wall, self.desired = desired  # as given (wall clock), and as kept (monotonic)
@@ -149,7 +177,10 @@ class LeaseRenewalManager:
     Args:
         clock: the holder's clocks: renewals are timed on its ``monotonic()``
             (the clock of ``lease.deadline``), desired expirations given on its ``time()``.
-        round_trip_allowance: seconds a renewal may take; see :func:`renewal_time`.
+        renew_after: the share of a lease's term after which it is renewed
+            (default a third; see :func:`renewal_time`), above 0 and below 1.
+        round_trip_allowance: deprecated and ignored (it shaped the schedule
+            before renewals went out at a share of the term); giving it warns.
         batch_window: a lease due within this many seconds joins a batch going
             to its landlord now, rather than waiting for a call of its own.
         retry_initial: the first delay, in seconds, before retrying after a
@@ -161,14 +192,22 @@ class LeaseRenewalManager:
 
     Raises:
         ValueError: an option out of range (negative, NaN, infinite, or
+            ``renew_after`` not strictly between 0 and 1,
             ``retry_initial`` not positive, ``retry_max < retry_initial``,
             ``max_batch < 1``, ``workers < 1``).
     """
 
-    def __init__(self, *, clock: Clock = SYSTEM_CLOCK, round_trip_allowance: float = 2.0,
-                 batch_window: float = 1.0, retry_initial: float = 1.0, retry_max: float = 60.0,
-                 max_batch: int = CALL_BATCH, workers: int = 4, name: str = "LeaseRenewalManager") -> None:
-        self._allowance = _check_finite(round_trip_allowance, "round_trip_allowance")
+    def __init__(self, *, clock: Clock = SYSTEM_CLOCK, renew_after: float = RENEW_AFTER,
+                 round_trip_allowance: float | None = None, batch_window: float = 1.0,
+                 retry_initial: float = 1.0, retry_max: float = 60.0, max_batch: int = CALL_BATCH,
+                 workers: int = 4, name: str = "LeaseRenewalManager") -> None:
+        if round_trip_allowance is not None:
+            _check_finite(round_trip_allowance, "round_trip_allowance")
+            warnings.warn("round_trip_allowance is ignored: leases are renewed once renew_after "
+                          "of their term has passed", DeprecationWarning, stacklevel=2)
+        if isinstance(renew_after, bool) or not isinstance(renew_after, (int, float)) or not 0 < renew_after < 1:
+            raise ValueError(f"renew_after must be a share of the term above 0 and below 1, got {renew_after!r}")
+        self._renew_after = float(renew_after)
         self._batch_window = _check_finite(batch_window, "batch_window")
         self._retry_initial = _check_finite(retry_initial, "retry_initial")
         self._retry_max = _check_finite(retry_max, "retry_max")
@@ -196,7 +235,7 @@ class LeaseRenewalManager:
     # -- public ------------------------------------------------------------------
 
     def renew_for(self, lease: Lease, duration: float, listener: Callback | None = None, *,
-                  renew_duration: float = FOREVER, on_desired_expiration: Callback | None = None) -> None:
+                  renew_duration: float | None = None, on_desired_expiration: Callback | None = None) -> None:
         """Keep ``lease`` alive for ``duration`` more seconds (``FOREVER``: until removed).
 
         A lease already managed gets these settings instead of its old ones.
@@ -205,7 +244,10 @@ class LeaseRenewalManager:
             lease: the lease to keep.
             duration: seconds from now; ``FOREVER`` for no end.
             listener: called with a :class:`LeaseRenewalEvent` if the lease is lost.
-            renew_duration: the most to ask for in one renewal; ``ANY`` lets
+            renew_duration: the most to ask for in one renewal. ``None`` (the
+                default): the lease's own term (``lease.term`` as it is now),
+                so a short lease stays short however long it is kept; give
+                ``FOREVER`` or a longer figure to ask for more, ``ANY`` to let
                 the landlord choose. Each renewal asks for
                 ``min(renew_duration, desired expiration - now)``.
             on_desired_expiration: called with a :class:`LeaseRenewalEvent`
@@ -214,7 +256,7 @@ class LeaseRenewalManager:
         Raises:
             TypeError: ``lease`` is not a :class:`~landlord.Lease`, or a callback is not callable.
             ValueError: ``duration`` is negative, NaN, ``ANY`` or not a number;
-                ``renew_duration`` is not positive (nor ``ANY``).
+                ``renew_duration`` is not positive (nor ``ANY`` or ``None``).
             RuntimeError: the manager is closed.
         """
         duration = check_duration(duration, allow_any=False)
@@ -222,7 +264,7 @@ class LeaseRenewalManager:
                   renew_duration, on_desired_expiration)
 
     def renew_until(self, lease: Lease, expiration: float, listener: Callback | None = None, *,
-                    renew_duration: float = FOREVER, on_desired_expiration: Callback | None = None) -> None:
+                    renew_duration: float | None = None, on_desired_expiration: Callback | None = None) -> None:
         """Keep ``lease`` alive until the wall-clock time ``expiration`` (``FOREVER``: until removed).
 
         Otherwise as :meth:`renew_for`; an expiration already past drops the
@@ -231,7 +273,7 @@ class LeaseRenewalManager:
         Raises:
             TypeError: ``lease`` is not a :class:`~landlord.Lease`, or a callback is not callable.
             ValueError: ``expiration`` is NaN, ``-inf`` or not a number;
-                ``renew_duration`` is not positive (nor ``ANY``).
+                ``renew_duration`` is not positive (nor ``ANY`` or ``None``).
             RuntimeError: the manager is closed.
         """
         self._add(lease, self._desired(_check_expiration(expiration)), listener, renew_duration,
@@ -333,15 +375,19 @@ class LeaseRenewalManager:
             return expiration, expiration
         return expiration, self._clock.monotonic() + (expiration - self._clock.time())
 
-    def _add(self, lease: Lease, desired: tuple[float, float], listener: Callback | None, renew_duration: float,
-             on_desired: Callback | None) -> None:
+    def _add(self, lease: Lease, desired: tuple[float, float], listener: Callback | None,
+             renew_duration: float | None, on_desired: Callback | None) -> None:
         _check_lease(lease)
         for name, callback in (("listener", listener), ("on_desired_expiration", on_desired)):
             if callback is not None and not callable(callback):
                 raise TypeError(f"{name} must be callable or None, got {type(callback).__name__}")
-        renew_duration = check_duration(renew_duration, name="renew_duration")
-        if renew_duration != ANY and not renew_duration > 0:
-            raise ValueError(f"renew_duration must be positive, FOREVER or ANY, got {renew_duration!r}")
+        if renew_duration is None:
+            term = lease.term
+            renew_duration = term if term > 0 else ANY  # a lease with no term to speak of: the landlord's choice
+        else:
+            renew_duration = check_duration(renew_duration, name="renew_duration")
+            if renew_duration != ANY and not renew_duration > 0:
+                raise ValueError(f"renew_duration must be positive, FOREVER, ANY or None, got {renew_duration!r}")
         entry = _Entry(lease, lease._batch_key(), desired, renew_duration, listener, on_desired)
         with self._cond:
             if self._closed:
@@ -369,7 +415,7 @@ class LeaseRenewalManager:
         if entry.lease.deadline >= entry.desired - _COVER_SLACK:
             due = entry.desired  # no renewal needed; drop it then
         else:
-            due = renewal_time(now, entry.lease.deadline, self._allowance)
+            due = renewal_time(now, entry.lease.deadline, entry.lease.term, renew_after=self._renew_after)
             if floor is not None:
                 due = max(due, floor)
         self._push(entry, due)
@@ -480,16 +526,20 @@ class LeaseRenewalManager:
         """Renew one group (one call), then record the outcome and run the callbacks."""
         leases = [entry.lease for entry in group]
         durations = [ANY if e.renew_duration == ANY else min(e.renew_duration, e.desired - now) for e in group]
+        left = min(lease.deadline for lease in leases) - self._clock.monotonic()
         failures: dict[Lease, BaseException]
         try:
-            if group[0].key is None:
-                leases[0].renew(durations[0])
-                failures = {}
-            else:
-                failures = dict(leases[0]._renew_batch(leases, durations))
+            with proxies.timeout_within(attempt_timeout(left)):  # a stuck call must not outlive the lease
+                if group[0].key is None:
+                    leases[0].renew(durations[0])
+                    failures = {}
+                else:
+                    failures = dict(leases[0]._renew_batch(leases, durations))
         except Exception as exc:  # the whole call failed: every lease in it shares the outcome
             failures = dict.fromkeys(leases, exc)
         log.debug("renewed %d lease(s), %d failed", len(leases), len(failures))
+        if failures:
+            _log_failures(leases[0], len(leases), failures, left)
         events: list[tuple[Callback | None, LeaseRenewalEvent]] = []
         with self._cond:
             t = self._clock.monotonic()
@@ -558,6 +608,18 @@ class LeaseRenewalManager:
 
         with self._cond:
             return self._cond.wait_for(idle, timeout)
+
+
+def _log_failures(first: Lease, count: int, failures: dict[Lease, BaseException], left: float) -> None:
+    """One WARNING line for a renewal call that failed, in whole or in part."""
+    kinds = sorted({type(exc).__name__ for exc in failures.values()})
+    example = next(iter(failures.values()))
+    if any(isinstance(exc, Pyro5.errors.CommunicationError) for exc in failures.values()):
+        log.warning("renewing %d of %d lease(s) with %r failed (%s: %s); trying again until they expire "
+                    "(the first in %.1f s)", len(failures), count, first, ", ".join(kinds), example, max(left, 0.0))
+    else:
+        log.warning("renewing %d of %d lease(s) with %r was refused (%s: %s); they are lost",
+                    len(failures), count, first, ", ".join(kinds), example)
 
 
 def _check_lease(lease: object) -> None:

@@ -45,3 +45,39 @@ def test_bad_timeouts(bad: object) -> None:
     with pytest.raises(ValueError):
         set_call_timeout(bad)  # type: ignore[arg-type]
     assert get_call_timeout() == 30.0
+
+
+def test_timeout_within_bounds_this_threads_calls_and_nests() -> None:
+    original = get_call_timeout()
+    proxy = proxies.proxy_for(URI)
+    with proxies.timeout_within(4.0):
+        assert proxies.proxy_for(URI) is proxy and proxy._pyroTimeout == 4.0
+        with proxies.timeout_within(9.0):  # looser inside: the tighter bound holds
+            assert proxies.proxy_for(URI)._pyroTimeout == 4.0
+        with proxies.timeout_within(0.5):
+            assert proxies.proxy_for(URI)._pyroTimeout == 0.5
+        other: list = []
+        thread = threading.Thread(target=lambda: other.append(proxies.proxy_for(URI)._pyroTimeout))
+        thread.start()
+        thread.join()
+        assert other == [original]  # another thread's calls are not bounded
+        with proxies.timeout_within(60.0):
+            assert proxies.proxy_for(URI)._pyroTimeout == 4.0
+    assert proxies.proxy_for(URI)._pyroTimeout == original  # the bound ends with the block
+    try:
+        set_call_timeout(None)
+        with proxies.timeout_within(3.0):
+            assert proxies.proxy_for(URI)._pyroTimeout == 3.0
+        set_call_timeout(1.0)
+        with proxies.timeout_within(3.0):  # the call timeout is tighter
+            assert proxies.proxy_for(URI)._pyroTimeout == 1.0
+    finally:
+        set_call_timeout(original)
+
+
+@pytest.mark.parametrize("bad", [0, -1, "5", True, float("nan")])
+def test_bad_timeout_bounds(bad: object) -> None:
+    with pytest.raises(ValueError):
+        with proxies.timeout_within(bad):  # type: ignore[arg-type]
+            pass
+    assert proxies.proxy_for(URI)._pyroTimeout == get_call_timeout()

@@ -13,11 +13,11 @@ import Pyro5.errors
 import pytest
 
 from landlord import (ANY, FOREVER, AbstractLease, FakeClock, Landlord, Lease, LeaseDeniedError,
-                      LeaseDurationPolicy, LeasedResource, UnknownLeaseError)
+                      LeaseDurationPolicy, LeasedResource, UnknownLeaseError, get_call_timeout, proxies)
 from landlord.lease import sent_now
-from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
+from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, attempt_timeout, renewal_time
 
-ALLOWANCE = 1.0  # the managers here: a 10 s lease is renewed 2 s before its end
+THIRD = 10 / 3  # the managers here renew a 10 s lease every third of its term
 
 
 # -- fakes and helpers ---------------------------------------------------------------
@@ -150,7 +150,7 @@ def run(clock: FakeClock, manager: LeaseRenewalManager, seconds: float) -> None:
 
 @pytest.fixture
 def manager(clock: FakeClock) -> Iterator[LeaseRenewalManager]:
-    with LeaseRenewalManager(clock=clock, round_trip_allowance=ALLOWANCE, retry_initial=1.0) as m:
+    with LeaseRenewalManager(clock=clock, retry_initial=1.0) as m:
         settle(m)
         yield m
 
@@ -175,25 +175,33 @@ class CountingLandlord(Landlord):
 # -- the schedule --------------------------------------------------------------------
 
 
-def test_renewal_time_short_leases_at_half_long_ones_near_the_end() -> None:
-    assert renewal_time(100, 104, 2) == 102  # short: half its remaining term
-    assert renewal_time(100, 101, 2) == 100.5  # shorter than the allowance: still half
-    assert renewal_time(0, 60, 2) == 52  # lead = 2 + 6
-    assert renewal_time(0, 3600, 2) == 3600 - 362
-    assert renewal_time(0, 3600, 0) == pytest.approx(3240)
-    assert renewal_time(50, 40, 2) == 50  # already expired: at once
-    assert renewal_time(50, 50, 2) == 50
-    assert renewal_time(0, FOREVER, 2) == math.inf  # never, and no NaN
+def test_renewal_time_is_a_third_into_the_term() -> None:
+    assert renewal_time(100, 103, 3) == pytest.approx(101)  # a 3 s lease: after 1 s
+    assert renewal_time(0, 3600, 3600) == pytest.approx(1200)  # an hour: after 20 minutes
+    assert renewal_time(100, 102, 3) == 100  # less than two thirds left: at once
+    assert renewal_time(0, 60, 60, renew_after=0.5) == 30  # at half, if asked
+    assert renewal_time(50, 40, 10) == 50  # already expired: at once
+    assert renewal_time(50, 50, 10) == 50
+    assert renewal_time(0, FOREVER, FOREVER) == math.inf  # never, and no NaN
+    assert renewal_time(0, 30, FOREVER) == pytest.approx(10)  # a term it cannot know: a third of what is left
 
 
-@hypothesis.given(now=st.floats(0, 2e9), remaining=st.floats(1e-3, 1e7), allowance=st.floats(0, 100))
-def test_renewal_time_is_between_now_and_expiration_leaving_the_lead(now: float, remaining: float,
-                                                                      allowance: float) -> None:
-    expiration = now + remaining
-    at = renewal_time(now, expiration, allowance)
-    assert now <= at <= expiration
-    # at least half the term, or the allowance, is left for the round trip and retries
-    assert expiration - at >= min((expiration - now) / 2, allowance) - 1e-6  # wall-clock floats round
+@hypothesis.given(now=st.floats(0, 2e9), remaining=st.floats(1e-3, 1e7), term=st.floats(1e-3, 1e7),
+                  renew_after=st.floats(0.01, 0.99))
+def test_renewal_time_is_between_now_and_the_deadline_leaving_the_rest_of_the_term(
+        now: float, remaining: float, term: float, renew_after: float) -> None:
+    deadline = now + remaining
+    at = renewal_time(now, deadline, term, renew_after=renew_after)
+    assert now <= at <= deadline
+    # what is left after the renewal goes out: the rest of the term, or all there is
+    assert deadline - at == pytest.approx(min(remaining, (1 - renew_after) * term), rel=1e-6, abs=1e-3)
+
+
+def test_an_attempt_waits_at_most_half_of_what_is_left() -> None:
+    assert attempt_timeout(20) == 10 and attempt_timeout(1) == 0.5
+    assert attempt_timeout(0.15) == 0.1  # a floor for a few round trips...
+    assert attempt_timeout(0.05) == 0.05  # ...but never past the end
+    assert attempt_timeout(0) > 0 and attempt_timeout(-1) > 0  # always a usable timeout
 
 
 # -- keeping leases alive ------------------------------------------------------------
@@ -208,8 +216,8 @@ def test_renew_for_keeps_a_lease_alive_over_several_rounds(clock: FakeClock, man
     run(clock, manager, 99)
     assert not lost.events and not done.events
     assert landlord.get_resource(lease.cookie) == "room"  # never expired at the landlord
-    # renewed every 8 s (10 s lease, 2 s before its end), each in one call
-    assert landlord.renew_all_sizes == [1] * 12 and landlord.renew_calls == 0
+    # renewed every third of its 10 s term, each in one call; the one at 90 s reaches 100
+    assert landlord.renew_all_sizes == [1] * 27 and landlord.renew_calls == 0
     run(clock, manager, 2)
     assert [e.exception for e in done.events] == [None]
     assert done.events[0].expiration == done.times[0] == start + 100
@@ -220,13 +228,38 @@ def test_renew_duration_caps_every_request(clock: FakeClock, manager: LeaseRenew
     capping, generous = FakeLandlord(clock, maximum=100), FakeLandlord(clock, maximum=100)
     capped, uncapped = capping.lease(10), generous.lease(10)
     manager.renew_for(capped, 100, renew_duration=3)
-    manager.renew_for(uncapped, 30)
+    manager.renew_for(uncapped, 30, renew_duration=FOREVER)
     run(clock, manager, 40)
     assert len(capping.requests) > 5 and set(capping.requests) == {3}
-    assert generous.requests == [22]  # asked once, at 8 s, for the rest of its desired 30 s
+    # asked once, a third into its term, for the rest of its desired 30 s
+    assert generous.requests == pytest.approx([30 - THIRD])
     with pytest.raises(UnknownLeaseError):
         manager.get_expiration(uncapped)
     assert manager.get_expiration(capped) == pytest.approx(clock.time() + 60)
+
+
+def test_by_default_a_lease_keeps_its_own_term(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    """A 10 s lease kept for an hour is still a 10 s lease: a dead holder's resource goes within 10 s."""
+    generous = FakeLandlord(clock, maximum=300)
+    lease = generous.lease(10)
+    manager.renew_for(lease, 3600)
+    run(clock, manager, 600)
+    assert len(generous.requests) == 180 and set(generous.requests) == {10}
+    assert lease.term == 10 and lease.remaining <= 10
+    assert generous.expires[lease] - clock.time() <= 10  # what the landlord would free it by
+
+
+def test_the_term_kept_is_the_one_when_the_lease_was_handed_over(clock: FakeClock,
+                                                                  manager: LeaseRenewalManager) -> None:
+    """The last renewal before a desired expiration asks for less; a later extension gets the term back."""
+    landlord = FakeLandlord(clock, maximum=300)
+    lease = landlord.lease(10)
+    manager.renew_for(lease, 12)
+    run(clock, manager, 11)
+    assert landlord.requests == pytest.approx([12 - THIRD]) and lease.term < 10  # only to 12 s
+    manager.set_expiration(lease, clock.time() + 100)
+    run(clock, manager, 20)
+    assert landlord.requests[-1] == 10
 
 
 def test_each_request_is_min_of_renew_duration_and_time_left(clock: FakeClock, manager: LeaseRenewalManager) -> None:
@@ -235,8 +268,8 @@ def test_each_request_is_min_of_renew_duration_and_time_left(clock: FakeClock, m
     start = clock.time()
     manager.renew_for(lease, 20, renew_duration=6)
     run(clock, manager, 25)
-    # at 8 s: 6 (to 14); at 12.4 s: 6 (to 18.4); at 16.8 s: the 3.2 s left
-    assert landlord.requests == pytest.approx([6, 6, 3.2])
+    # at 3.3 s: 6 (to 9.3); then every 2 s (a third of 6): 6 each, to 19.3; at 15.3 s: the 4.7 s left
+    assert landlord.requests == pytest.approx([6] * 6 + [20 - THIRD - 6 * 2])
     assert lease.expiration == pytest.approx(start + 20)
 
 
@@ -248,7 +281,7 @@ def test_forever_renews_indefinitely_without_overflow(clock: FakeClock, manager:
     assert manager.get_expiration(lease) == math.inf
     run(clock, manager, 1000)
     assert not lost.events and not lease.expired
-    assert all(d == FOREVER for d in landlord.requests) and len(landlord.requests) == 125
+    assert all(d == FOREVER for d in landlord.requests) and len(landlord.requests) == 299
     manager.renew_until(lease, FOREVER, renew_duration=ANY)
     run(clock, manager, 100)
     assert landlord.requests[-1] == ANY and not lease.expired
@@ -326,9 +359,9 @@ def test_unreachable_for_less_than_the_term_loses_nothing(clock: FakeClock, mana
     lease = landlord.lease(10)
     lost = Recorder(clock)
     manager.renew_for(lease, 100, lost)
-    run(clock, manager, 5)
+    run(clock, manager, 5)  # renewed at 3.3 s: the lease ends at 13.3 s
     landlord.unreachable = True
-    run(clock, manager, 4.8)  # the renewal at 8 and its retries fail, the lease ends at 10
+    run(clock, manager, 4.8)  # the renewal at 6.7 s and its retries fail
     assert len(landlord.raised) >= 3
     landlord.unreachable = False
     run(clock, manager, 50)
@@ -354,6 +387,35 @@ def test_unreachable_until_after_expiry_is_reported_then_with_the_last_error(
     raised = len(landlord.raised)
     run(clock, manager, 30)
     assert len(landlord.raised) == raised and len(manager) == 0
+
+
+class BoundRecordingLandlord(FakeLandlord):
+    """Records the call timeout each renewal attempt would go out with, and when."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.bounds: list[tuple[float, float | None]] = []
+
+    def renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        self.bounds.append((self.clock.monotonic(), proxies._timeout()))
+        return super().renew_batch(leases, durations)
+
+
+def test_every_attempt_waits_at_most_half_of_what_its_lease_has_left(
+        clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = BoundRecordingLandlord(clock)
+    lease = landlord.lease(10)
+    lost = Recorder(clock)
+    manager.renew_for(lease, FOREVER, lost)
+    landlord.unreachable = True
+    run(clock, manager, 11)
+    assert len(lost.events) == 1 and len(landlord.bounds) >= 4
+    deadline = lease.deadline
+    for at, bound in landlord.bounds:
+        assert bound is not None and bound <= max((deadline - at) / 2, 0.1) + 1e-9
+    assert landlord.bounds[0][1] == pytest.approx((10 - THIRD) / 2)  # the first: half of two thirds
+    assert [b for _, b in landlord.bounds] == sorted((b for _, b in landlord.bounds), reverse=True)  # shrinking
+    assert proxies._timeout() == get_call_timeout()  # the manager's thread bounded only its own calls
 
 
 def test_a_whole_batch_failing_to_communicate_is_retried_for_every_lease(
@@ -452,8 +514,8 @@ def test_bad_values_are_value_errors_and_change_nothing(clock: FakeClock, manage
     with pytest.raises(ValueError):
         call(manager, lease)
     assert manager.get_expiration(lease) == before and len(manager) == 1
-    run(clock, manager, 20)
-    assert len(landlord.requests) == 2  # still renewed as before
+    run(clock, manager, 19)
+    assert len(landlord.requests) == 5  # still renewed as before: every third of the term
 
 
 @pytest.mark.parametrize("call", [
@@ -476,9 +538,15 @@ def test_wrong_types_are_type_errors(clock: FakeClock, manager: LeaseRenewalMana
 
 def test_bad_options() -> None:
     for options in ({"round_trip_allowance": -1}, {"round_trip_allowance": math.inf}, {"batch_window": math.nan},
-                    {"retry_initial": 0}, {"retry_initial": 5, "retry_max": 1}, {"max_batch": 0}):
+                    {"retry_initial": 0}, {"retry_initial": 5, "retry_max": 1}, {"max_batch": 0},
+                    {"renew_after": 0}, {"renew_after": 1}, {"renew_after": math.nan}, {"renew_after": True}):
         with pytest.raises(ValueError):
             LeaseRenewalManager(**options)
+
+
+def test_the_old_round_trip_allowance_warns_that_it_is_ignored() -> None:
+    with pytest.warns(DeprecationWarning, match="round_trip_allowance"):
+        LeaseRenewalManager(round_trip_allowance=2.0).close()
 
 
 # -- callbacks -------------------------------------------------------------------------
@@ -492,9 +560,9 @@ def test_a_callback_may_call_back_into_the_manager(clock: FakeClock, manager: Le
     def renew_once_more(event: LeaseRenewalEvent) -> None:
         manager.renew_for(event.lease, 20, on_desired_expiration=again)
 
-    manager.renew_for(lease, 5, on_desired_expiration=renew_once_more)  # the lease itself runs 10 s
-    run(clock, manager, 6)
-    assert manager.get_expiration(lease) == pytest.approx(clock.time() - 1 + 20)
+    manager.renew_for(lease, 2, on_desired_expiration=renew_once_more)  # the lease itself runs 10 s
+    run(clock, manager, 2.5)
+    assert manager.get_expiration(lease) == pytest.approx(clock.time() - 0.5 + 20)
     run(clock, manager, 30)
     assert len(again.events) == 1 and len(manager) == 0
     assert lease.expiration == again.events[0].expiration == again.times[0]  # kept alive to the end
@@ -539,7 +607,7 @@ def test_leases_of_one_landlord_go_in_one_call_per_round(clock: FakeClock, manag
         leases.append(landlord.lease())
         manager.renew_for(leases[-1], FOREVER)
         clock.advance(0.01)
-    run(clock, manager, 8 * 5 + 1)
+    run(clock, manager, THIRD * 5 + 0.5)
     assert [len(call) for call in landlord.batch_calls] == [50] * 5
     assert landlord.single_calls == []
     assert all(landlord.expires[lease] == lease.expiration > clock.time() for lease in leases)
@@ -551,7 +619,7 @@ def test_leases_without_a_batch_key_are_renewed_one_by_one(clock: FakeClock,
     leases = [landlord.lease() for _ in range(3)]
     for lease in leases:
         manager.renew_for(lease, FOREVER)
-    run(clock, manager, 17)
+    run(clock, manager, 7)
     assert landlord.batch_calls == [] and len(landlord.single_calls) == 6
 
 
@@ -562,7 +630,7 @@ def test_three_landlords_three_calls_per_round(clock: FakeClock, manager: LeaseR
     for landlord in landlords:
         for i in range(300):
             manager.renew_for(landlord.new_lease(i, 10), FOREVER, lost)
-    run(clock, manager, 8 * 4 + 1)
+    run(clock, manager, THIRD * 4 + 0.5)
     for landlord in landlords:
         assert landlord.renew_all_sizes == [300] * 4 and landlord.renew_calls == 0
         assert len(landlord) == 300
@@ -571,10 +639,10 @@ def test_three_landlords_three_calls_per_round(clock: FakeClock, manager: LeaseR
 
 def test_max_batch_splits_a_batch(clock: FakeClock) -> None:
     landlord = FakeLandlord(clock)
-    with LeaseRenewalManager(clock=clock, round_trip_allowance=ALLOWANCE, max_batch=4) as manager:
+    with LeaseRenewalManager(clock=clock, max_batch=4) as manager:
         for _ in range(10):
             manager.renew_for(landlord.lease(), FOREVER)
-        run(clock, manager, 9)
+        run(clock, manager, THIRD + 0.5)
     assert sorted(len(call) for call in landlord.batch_calls) == [2, 4, 4]
 
 
@@ -583,7 +651,7 @@ def test_a_lease_far_from_due_does_not_join_a_batch(clock: FakeClock, manager: L
     short, long = landlord.lease(10), landlord.lease(100)
     manager.renew_for(short, FOREVER, renew_duration=10)
     manager.renew_for(long, FOREVER, renew_duration=100)
-    run(clock, manager, 9)
+    run(clock, manager, THIRD + 0.5)
     assert landlord.batch_calls == [[10]]
 
 
@@ -610,7 +678,7 @@ def test_leases_added_and_removed_from_many_threads(clock: FakeClock, manager: L
     for thread in threads:
         thread.join(10)
     assert not errors and len(manager) == 200
-    run(clock, manager, 9)
+    run(clock, manager, THIRD + 0.5)
     assert [len(call) for call in landlord.batch_calls] == [200]
 
 
@@ -690,7 +758,7 @@ def test_a_hanging_landlord_does_not_stall_renewals_to_another(clock: FakeClock,
     manager.renew_for(stuck, 100)
     manager.renew_for(fine, 100)
     settle(manager)
-    advance_to(clock, clock.monotonic() + 8)  # both due: a 10 s lease is renewed 2 s before its end
+    advance_to(clock, clock.monotonic() + THIRD)  # both due: a third into their 10 s terms
     assert hung.entered.wait(10)  # one call is stuck in the hung landlord...
     healthy.wait_for_calls(1)  # ...and the other landlord was renewed all the same
     assert fine.remaining == pytest.approx(10)

@@ -84,7 +84,7 @@ def test_ten_thousand_leases_over_three_landlords_one_call_per_batch(daemon: Any
         with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
             leases.extend(proxy.rent_many(count, term))
     listener = Listener()
-    with LeaseRenewalManager(round_trip_allowance=term / 2) as manager:
+    with LeaseRenewalManager() as manager:
         for lease in leases:
             manager.renew_for(lease, FOREVER, listener)
         for landlord in landlords:
@@ -103,7 +103,7 @@ def test_a_killed_landlord_is_reported_after_the_lease_expires_not_before(
     with Pyro5.api.Proxy(server.expect("URI:")) as rooms:
         lease = rooms.rent("doomed", 2.0)
     listener = Listener()
-    with LeaseRenewalManager(round_trip_allowance=0.3, retry_initial=0.1) as manager:
+    with LeaseRenewalManager(retry_initial=0.1) as manager:
         manager.renew_for(lease, FOREVER, listener)
         server.kill()
         assert listener.arrived.wait(15)
@@ -147,7 +147,7 @@ def test_a_landlord_frozen_for_less_than_the_term_loses_nothing(
     listener = Listener()
     os.kill(server.process.pid, signal.SIGSTOP)  # alive but silent, as across a partition
     try:
-        with LeaseRenewalManager(round_trip_allowance=1.0, retry_initial=0.2) as manager:
+        with LeaseRenewalManager(retry_initial=0.2) as manager:
             manager.renew_for(lease, FOREVER, listener)
             ObservedLease.wait_for("failed")  # the renewal 4.4 s in timed out...
             assert not lease.expired
@@ -173,10 +173,67 @@ def test_a_denial_over_the_wire_is_reported_once_at_once(daemon: Any, close_late
     with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
         [lease] = proxy.rent_many(1, 3.0)
     listener = Listener()
-    with LeaseRenewalManager(round_trip_allowance=0.5) as manager:
+    with LeaseRenewalManager() as manager:
         manager.renew_for(lease, FOREVER, listener)
         assert listener.arrived.wait(10)
         assert len(manager) == 0
     [(told_at, event)] = listener.events
     assert isinstance(event.exception, LeaseDeniedError)
     assert told_at < lease.expiration  # definite: told at once, not at expiry
+
+
+class SilentServer:
+    """A TCP server that accepts every connection and never says a word: a landlord hung
+    behind a partition, as a holder sees it (its kernel takes the connection, nothing answers)."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted: list[float] = []
+        self.connections: list[Any] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.sock.accept()
+            except OSError:
+                return  # closed
+            self.accepted.append(time.monotonic())
+            self.connections.append(connection)
+
+    def close(self) -> None:
+        self.sock.close()
+        for connection in self.connections:
+            connection.close()
+
+
+def test_a_renewal_into_silence_gives_up_in_time_and_the_loss_is_told_when_the_term_ends(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The call timeout is 30 s, the lease 3 s. Each attempt waits at most half of what its
+    lease has left, then the connection is dropped and the next attempt made on a fresh one,
+    so the holder hears of the loss when the term ends, not 30 s later; each failure is a WARNING."""
+    silent = SilentServer()
+    try:
+        lease = LandlordLease("cookie-of-a-hung-landlord", f"PYRO:rooms@127.0.0.1:{silent.port}", "hung",
+                              time.time() + 3.0, term=3.0)
+        listener = Listener()
+        started = time.monotonic()
+        with caplog.at_level("WARNING", logger="landlord.renewal"), \
+                LeaseRenewalManager(retry_initial=0.1) as manager:
+            manager.renew_for(lease, FOREVER, listener)
+            assert listener.arrived.wait(10), "the loss was never told"
+        told_after = time.monotonic() - started
+        [(told_at, event)] = listener.events
+        assert isinstance(event.exception, Pyro5.errors.TimeoutError)
+        assert told_at >= lease.expiration  # not before the term ended...
+        assert told_after < 3.0 + 0.5, told_after  # ...and promptly then, not after the 30 s call timeout
+        # the first attempt a third into the term, then ever shorter ones, each on a fresh connection
+        assert len(silent.accepted) >= 3 and silent.accepted[0] - started == pytest.approx(1.0, abs=0.3)
+        assert sum("renewing 1 of 1 lease(s)" in r.getMessage() for r in caplog.records
+                   if r.levelname == "WARNING") >= 3
+    finally:
+        silent.close()

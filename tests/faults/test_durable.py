@@ -58,7 +58,7 @@ def test_a_landlord_killed_and_restarted_on_its_store_loses_no_lease(
     with Pyro5.api.Proxy(server.expect("URI:")) as rooms:
         leases = [rooms.rent(f"room {n}", 4.0) for n in range(200)]
     losses = Losses()
-    with LeaseRenewalManager(round_trip_allowance=1.0, retry_initial=0.1) as manager:
+    with LeaseRenewalManager(retry_initial=0.1) as manager:
         for lease in leases:
             manager.renew_for(lease, FOREVER, losses, renew_duration=4.0)
         server.kill()  # SIGKILL: no chance to write anything more
@@ -125,7 +125,7 @@ def test_a_lookup_service_killed_and_restarted_on_its_store_keeps_its_registrati
     daemon.register(quoter)
     losses = Losses()
     with JoinManager(quoter, attributes=[Name("survivor")], locators=[uri], lease_duration=4.0) as join, \
-            LeaseRenewalManager(round_trip_allowance=1.0, retry_initial=0.1) as renewals:
+            LeaseRenewalManager(retry_initial=0.1) as renewals:
         assert join.wait_times_registered(1, timeout=10)
         with Pyro5.api.Proxy(uri) as lookup:
             watch = lookup.notify(ServiceTemplate(types=["test.Other"]), TRANSITION_NOMATCH_MATCH,

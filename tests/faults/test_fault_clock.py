@@ -85,8 +85,8 @@ def test_a_step_of_the_grantors_wall_clock_changes_no_expiry(
         grantor_clock.wait_for_sleeper(ends_at)  # the reaper still sleeps until then, and only then
         assert freed.resources == []
         sent = on_the_wire(landlord.new_lease(f"granted at {step:+}", TERM))
-        assert sent["remaining"] == TERM and set(sent) == {
-            "__class__", "cookie", "landlord", "landlord_id", "remaining"}  # no absolute time anywhere
+        assert sent["remaining"] == sent["term"] == TERM and set(sent) == {
+            "__class__", "cookie", "landlord", "landlord_id", "remaining", "term"}  # no absolute time anywhere
 
     grantor_clock.advance(TERM / 2)
     grantor_clock.jump_wall_clock(-2 * HOUR)
@@ -158,7 +158,7 @@ def kept_lease(landlord: Landlord, grantor_clock: FakeClock,
     """A lease the holder's renewal manager keeps FOREVER, renewed for TERM at a time."""
     lease = holder_view(landlord.new_lease("lamp", TERM), landlord, holder_clock)
     listener = Listener()
-    with LeaseRenewalManager(clock=holder_clock, round_trip_allowance=1.0) as manager:
+    with LeaseRenewalManager(clock=holder_clock) as manager:
         manager.renew_for(lease, FOREVER, listener, renew_duration=TERM)
         run(manager, (holder_clock, grantor_clock), 2 * TERM)  # renewing normally first
         assert landlord.get_resource(lease.cookie) == "lamp"
@@ -221,7 +221,7 @@ def test_a_landlord_with_a_skewed_wall_clock_grants_true_terms(spawn: Spawn, ske
     assert lease.renew(20.0) == 20.0 and 19.0 < lease.remaining <= 20.0
 
     listener = Listener()
-    with LeaseRenewalManager(round_trip_allowance=0.5) as manager:
+    with LeaseRenewalManager() as manager:
         manager.renew_for(short, FOREVER, listener, renew_duration=1.0)
         for _ in range(3):  # three renewals of a 1 s lease: kept alive past its first term
             landlord.child.wait_for(r"^renewed kept ", timeout=10)

@@ -39,7 +39,7 @@ def test_a_hung_landlord_holds_up_only_its_own_leases(spawn: Spawn, call_timeout
     hung_leases = rent(hung, "b", 3, HUNG_TERM, journal)
     healthy_id, hung_id = healthy_leases[0].landlord_id, hung_leases[0].landlord_id
 
-    with LeaseRenewalManager(round_trip_allowance=2.0, retry_initial=0.2) as manager, \
+    with LeaseRenewalManager(retry_initial=0.2) as manager, \
             Frozen(hung.pid) as frozen:
         frozen_at = time.monotonic()
         for lease in healthy_leases:

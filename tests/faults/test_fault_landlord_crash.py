@@ -54,7 +54,7 @@ def kill_and_restart(spawn: Spawn, *options: str, expect_notices: int, leases: i
     with Pyro5.api.Proxy(landlord.direct) as control:
         rented = [RecordingLease(lease, journal) for lease in control.rent_many("room-", leases, TERM)]
     landlord_id = rented[0].landlord_id
-    with LeaseRenewalManager(round_trip_allowance=2.0, retry_initial=0.2) as manager:
+    with LeaseRenewalManager(retry_initial=0.2) as manager:
         for lease in rented:
             manager.renew_for(lease, FOREVER, listener, renew_duration=TERM)
 

@@ -22,9 +22,8 @@ from tcpproxy import Mode, TcpProxy
 
 __all__ = ["call_timeout"]  # a fixture, imported for pytest
 
-# Leases here are renewed at most 4 s after their grant (the round-trip allowance
-# puts the renewal well before the end), so the tests take seconds, not minutes.
-ALLOWANCE = 1.5
+# Leases here are short (renewed a third into their term), so the tests take
+# seconds, not minutes.
 RETRY = 0.2
 
 
@@ -56,7 +55,7 @@ def test_a_partition_shorter_than_the_lease_loses_nothing(
     term = 4.0
     journal, listener = Journal(), Listener()
     lease = RecordingLease(rent(landlord, "short", term), journal)
-    with LeaseRenewalManager(round_trip_allowance=ALLOWANCE, retry_initial=RETRY) as manager:
+    with LeaseRenewalManager(retry_initial=RETRY) as manager:
         proxy.mode = partition
         cut_at = time.monotonic()
         manager.renew_for(lease, FOREVER, listener, renew_duration=term)
@@ -87,7 +86,7 @@ def test_a_partition_longer_than_the_lease_is_told_once_after_it_expires(
     term = 2.0
     journal, listener = Journal(), Listener()
     lease = RecordingLease(rent(landlord, "long", term), journal)
-    with LeaseRenewalManager(round_trip_allowance=ALLOWANCE, retry_initial=RETRY) as manager:
+    with LeaseRenewalManager(retry_initial=RETRY) as manager:
         manager.renew_for(lease, FOREVER, listener, renew_duration=term)
         journal.wait_for_call(lease.landlord_id, ok=True, since=0)
         proxy.mode = Mode.DROP
