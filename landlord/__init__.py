@@ -10,6 +10,7 @@ results and lease errors cross the wire as themselves.
 from __future__ import annotations
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
+from .backoff import Backoff
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, UnknownLeaseError
@@ -37,7 +38,7 @@ __all__ = [
     "LeasePolicy", "LeaseDurationPolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
-    "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK",
+    "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff",
     "get_call_timeout", "set_call_timeout", "register_exception",
     "serve_landlord", "TLSConfig", "apply_tls", "tls_settings",
 ]
