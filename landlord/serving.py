@@ -45,6 +45,15 @@ message may make the server read or allocate. This is robustness against a
 stuck client, not a defence against a hostile one: against strangers, use
 TLS (only holders of a certificate from your CA get as far as a message).
 
+Addresses
+---------
+``host`` is where the daemon listens; ``advertise`` is the address put in
+every URI it hands out (the object's own, and so every lease a landlord
+grants). Listening on all interfaces (``0.0.0.0``, ``::``, ``""``) without
+``advertise`` advertises this host's own address (:func:`own_address`), never
+the wildcard, which no other host can connect to. :func:`advertised_host`
+makes that choice; Pyro5's daemon puts it in the URIs (its ``nathost``).
+
 Per process
 -----------
 Pyro5's settings (server type, message size, timeouts, SSL) are one per
@@ -56,11 +65,16 @@ the whole process while it serves (see :mod:`landlord.tls`).
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
+import re
 import signal
+import socket
+import struct
+import sys
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import Pyro5.api
 from Pyro5 import config as pyro_config
@@ -74,10 +88,15 @@ try:  # not on Windows
 except ImportError:  # pragma: no cover
     resource = None  # type: ignore[assignment]
 
+try:  # not on Windows: used to list the interfaces' addresses
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "serve_landlord", "serve_object", "landlord_object_id", "pyro_settings", "raise_open_files_limit",
     "SERVER_TYPE", "SERVER_TYPES", "MAX_MESSAGE_SIZE", "COMM_TIMEOUT", "THREADPOOL_SIZE", "WANTED_OPEN_FILES",
-    "DEFAULT_HOST",
+    "DEFAULT_HOST", "WILDCARD_HOSTS", "advertised_host", "check_advertise", "own_address",
 ]
 
 log = logging.getLogger(__name__)
@@ -103,6 +122,9 @@ MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 # when they have data. (The thread server would time idle connections out, so
 # it runs without one.)
 COMM_TIMEOUT = 5.0
+
+# Hosts that mean "listen on every interface": no URI may carry them
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 
 WANTED_OPEN_FILES = 65536  # soft limit asked for when the hard limit is unlimited
 _FEW_OPEN_FILES = 1100     # below this, warn: 1,000 clients cannot connect
@@ -160,6 +182,182 @@ def pyro_settings(**settings: Any) -> Iterator[None]:
             setattr(pyro_config, name, value)
 
 
+# -- addresses -----------------------------------------------------------------------------------
+
+# Documentation addresses (RFC 5737, RFC 3849): a UDP connect towards one only
+# looks up the route, so the socket's local address is this host's address on
+# its default route. No packet is sent.
+_ROUTE_PROBES = {socket.AF_INET: "192.0.2.1", socket.AF_INET6: "2001:db8::1"}
+_SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\Z")  # "_": Docker's names have it
+_MAX_HOST_NAME = 253
+
+
+def check_advertise(advertise: str) -> str:
+    """``advertise`` checked as an address to put in URIs: a host name or an IP address.
+
+    An IPv6 address may come in brackets (``[fd00::2]``); it is returned bare.
+    A name is not resolved here: it must resolve where the URI is used.
+
+    Args:
+        advertise: a host name (``h1.example.org``) or an IPv4 or IPv6 address.
+
+    Raises:
+        TypeError: ``advertise`` is not a str.
+        ValueError: it is empty, has spaces, a port, a scheme, ``@`` or ``/``,
+            is the wildcard address (``0.0.0.0``, ``::``), or is no valid host
+            name or address; the message says which.
+    """
+    if not isinstance(advertise, str):
+        raise TypeError(f"advertise must be a str (a host name or IP address), got {type(advertise).__name__}")
+    reason = _not_an_address(advertise)
+    if reason is not None:
+        raise ValueError(f"cannot advertise {advertise!r:.80}: {reason}")
+    bare = advertise[1:-1] if advertise.startswith("[") else advertise
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        return advertise
+
+
+def _not_an_address(text: str) -> str | None:
+    """Why ``text`` is not a host name or IP address, or ``None`` if it is one."""
+    if not text:
+        return "it is empty; give a host name or IP address"
+    if any(char.isspace() for char in text):
+        return "a host name or address has no spaces"
+    if "://" in text or text.upper().startswith("PYRO:") or "@" in text or "/" in text:
+        return "give just the host name or address, not a URI"
+    bracketed = text.startswith("[") and text.endswith("]")
+    try:
+        address = ipaddress.ip_address(text[1:-1] if bracketed else text)
+    except ValueError:
+        address = None
+    if address is not None:
+        if address.is_unspecified:
+            return "that is the wildcard address, which no other host can connect to; listen on it with " \
+                   "the host, and advertise an address others reach this host by"
+        return None
+    if re.fullmatch(r".*:\d+", text):
+        return "give the address without a port"
+    if bracketed:
+        return "brackets hold only an IPv6 address, and this is none"
+    if ":" in text:
+        return "':' belongs only in an IPv6 address, and this is none"
+    name = text[:-1] if text.endswith(".") else text  # a fully qualified name may end in a dot
+    labels = name.split(".")
+    if len(name) > _MAX_HOST_NAME or not all(_HOST_LABEL.match(label) for label in labels):
+        return "not a host name (letters, digits and '-', in dot-separated labels of at most 63) " \
+               "nor an IP address"
+    if text.isdigit():
+        return "a number is no host (a port? give the host name or address alone)"
+    if labels[-1].isdigit():
+        return "not a valid IPv4 address (and a host name does not end in a number)"
+    return None
+
+
+def own_address(*, ipv6: bool = False) -> str:
+    """An address of this host that other hosts can connect to: what a
+    server listening on all interfaces advertises.
+
+    Tried in turn, the first that is not loopback, link-local or the wildcard
+    and that this host can bind (so it is really one of its own): the local
+    address of a UDP socket connected towards a routable address (the default
+    route's interface; no packet is sent), the addresses this host's name
+    resolves to, the addresses of its interfaces (Linux). Loopback only if
+    there is nothing else, with a warning.
+
+    Args:
+        ipv6: for a server on ``::``: prefer an IPv6 address, then IPv4
+            (such a socket takes both, unless made IPv6-only); else IPv4 only.
+    """
+    families = (socket.AF_INET6, socket.AF_INET) if ipv6 else (socket.AF_INET,)
+    for family in families:
+        for candidate in _candidate_addresses(family):
+            if _is_own_reachable(candidate, family):
+                return candidate
+    loopback = "::1" if ipv6 else "127.0.0.1"
+    log.warning("this host has no address but loopback: advertising %s, which other hosts cannot reach "
+                "(give an address to advertise)", loopback)
+    return loopback
+
+
+def advertised_host(host: str, advertise: str | None = None) -> str:
+    """The host to put in the URIs of a server that listens on ``host``.
+
+    ``advertise`` if given (checked); else, for ``host`` on all interfaces
+    (:data:`WILDCARD_HOSTS`), this host's own address (:func:`own_address`),
+    never the wildcard; else ``host`` itself. IPv6 addresses come bare (no brackets).
+
+    Args:
+        host: the address the server listens on.
+        advertise: the address others should use, or ``None``.
+
+    Raises:
+        TypeError, ValueError: ``advertise`` is not a host name or IP address
+            (see :func:`check_advertise`).
+    """
+    if advertise is not None:
+        return check_advertise(advertise)
+    if host in WILDCARD_HOSTS:
+        return own_address(ipv6=host == "::")
+    return host
+
+
+def _candidate_addresses(family: socket.AddressFamily) -> Iterator[str]:
+    """This host's addresses of ``family``, likeliest first (see :func:`own_address`); may repeat or
+    include unusable ones (the caller checks)."""
+    with contextlib.suppress(OSError):
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect((_ROUTE_PROBES[family], 9))
+            yield str(probe.getsockname()[0])
+    with contextlib.suppress(OSError):  # socket.gaierror is one
+        for *_, sockaddr in socket.getaddrinfo(socket.gethostname(), None, family, socket.SOCK_DGRAM):
+            yield str(sockaddr[0])
+    yield from _interface_addresses(family)
+
+
+def _interface_addresses(family: socket.AddressFamily) -> Iterable[str]:
+    """The addresses of this host's interfaces, where Linux tells them (a network namespace without a
+    default route has no other way to find its own)."""
+    found: list[str] = []
+    if family == socket.AF_INET6:
+        with contextlib.suppress(OSError, ValueError):
+            with open("/proc/net/if_inet6", encoding="ascii") as table:
+                for line in table:  # address in hex, index, prefix length, scope, flags, name
+                    fields = line.split()
+                    if len(fields) >= 4 and fields[3] == "00":  # global scope
+                        found.append(str(ipaddress.IPv6Address(bytes.fromhex(fields[0]))))
+        return found
+    if fcntl is None or not hasattr(socket, "if_nameindex"):  # pragma: no cover
+        return found
+    with contextlib.suppress(OSError):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for _, name in socket.if_nameindex():
+                with contextlib.suppress(OSError):  # no IPv4 address on it, or not Linux
+                    answer = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+                    found.append(socket.inet_ntoa(answer[20:24]))
+    return found
+
+
+def _is_own_reachable(candidate: str, family: socket.AddressFamily) -> bool:
+    """Whether ``candidate`` is an address of this host that another host could connect to."""
+    try:
+        address = ipaddress.ip_address(candidate.split("%", 1)[0])
+    except ValueError:
+        return False
+    if (address.version == 6) != (family == socket.AF_INET6):
+        return False
+    if address.is_loopback or address.is_unspecified or address.is_link_local or address.is_multicast:
+        return False
+    try:  # only an address of this host (of this network namespace) can be bound
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.bind((candidate, 0))
+    except OSError:
+        return False
+    return True
+
+
 def landlord_object_id(landlord: Landlord) -> str:
     """The object id :func:`serve_landlord` registers ``landlord`` under: ``"landlord." + landlord_id``.
 
@@ -175,20 +373,26 @@ def landlord_object_id(landlord: Landlord) -> str:
 
 
 def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, *,
-                   object_id: str | None = None, tls: TLSConfig | None = None,
+                   advertise: str | None = None, object_id: str | None = None, tls: TLSConfig | None = None,
                    server_type: str = SERVER_TYPE, threadpool_size: int = THREADPOOL_SIZE,
-                   stop: threading.Event | None = None, ready: Callable[[str], None] | None = None) -> None:
+                   stop: threading.Event | None = None, ready: Callable[[str], None] | None = None,
+                   announce: bool = True) -> None:
     """Serve ``landlord`` (a :class:`~landlord.Landlord` or subclass) at
     ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
-    Its leases carry the URI it is served under. Returns once the daemon is
-    closed and every client connection closed; the landlord is unregistered
-    but not closed (it is the caller's: it may be served again).
+    Its leases carry the URI it is served under, with the advertised address
+    (see :func:`advertised_host`). Prints ``landlord at <uri> (...)`` to
+    stdout once it answers (unless ``announce`` is false). Returns once the
+    daemon is closed and every client connection closed; the landlord is
+    unregistered but not closed (it is the caller's: it may be served again).
 
     Args:
         landlord: what to serve.
-        host: the address to listen on.
+        host: the address to listen on (``0.0.0.0`` or ``::``: every interface).
         port: the port (0: any free port; see ``ready``).
+        advertise: the host name or address put in its URI and so in every
+            lease it grants, for clients to connect to; ``None``: ``host``,
+            or this host's own address when ``host`` is every interface.
         object_id: the Pyro5 object id (default :func:`landlord_object_id`:
             ``"landlord." + landlord.landlord_id``).
         tls: serve over two-way TLS: only clients with a certificate signed by
@@ -200,23 +404,28 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
         stop: set it to stop serving (from another thread); SIGTERM and SIGINT
             set it too when called from the main thread.
         ready: called with the landlord's URI once it answers.
+        announce: print the line saying where it is served (flushed) once it answers.
 
     Raises:
-        TypeError: ``landlord`` is not a Landlord, or ``tls`` not a TLSConfig.
-        ValueError: an unknown server type, a bad pool size or object id.
+        TypeError: ``landlord`` is not a Landlord, ``tls`` not a TLSConfig, or
+            ``advertise`` not a str.
+        ValueError: an unknown server type, a bad pool size or object id, an
+            ``advertise`` that is not a host name or address (nothing is bound).
         OSError: the address is in use or cannot be bound.
     """
     if not isinstance(landlord, Landlord):
         raise TypeError(f"expected a Landlord, got {type(landlord).__name__}")
     object_id = landlord_object_id(landlord) if object_id is None else object_id
-    serve_object(landlord, host, port, object_id=object_id, tls=tls, server_type=server_type,
-                 threadpool_size=threadpool_size, stop=stop, ready=ready, name="landlord")
+    serve_object(landlord, host, port, advertise=advertise, object_id=object_id, tls=tls,
+                 server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
+                 name="landlord", announce=announce)
 
 
 def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object_id: str,
-                 tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
+                 advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
                  threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
-                 ready: Callable[[str], None] | None = None, name: str = "object", details: str = "") -> None:
+                 ready: Callable[[str], None] | None = None, name: str = "object", details: str = "",
+                 announce: bool = True) -> None:
     """Serve one Pyro5 object at ``host:port`` under ``object_id`` until
     SIGTERM or SIGINT (or ``stop`` is set): the loop behind :func:`serve_landlord`
     and ``python -m lookup serve``.
@@ -224,15 +433,21 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
     The request loop runs on a thread; the calling thread waits for ``stop``
     (so that signals reach it, and the daemon is shut down from outside its
     loop), then shuts the daemon down and closes the clients' connections,
-    which the multiplex server would leave open. Logs on ``landlord.serving``
-    ``"<name> at <uri> (<server type> server[, two-way TLS][, <details>])"``
-    once serving, and how it stopped.
+    which the multiplex server would leave open. Once serving, it logs on
+    ``landlord.serving`` at INFO and (with ``announce``) prints to stdout the
+    same line, ``"<name> at <uri> (<server type> server[, two-way TLS][,
+    <details>][, listening on <host:port>])"``; and it logs how it stopped.
+
+    Every URI the daemon hands out (the object's, and any of the proxies and
+    leases it returns) names :func:`advertised_host`, never a wildcard.
 
     Args:
         obj: the Pyro5-exposed object; unregistered (not closed) afterwards.
-        host: the address to listen on.
+        host: the address to listen on (``0.0.0.0``, ``::`` or ``""``: every interface).
         port: the port (0: any free port; see ``ready``).
         object_id: its Pyro5 object id: no spaces, no ``@``.
+        advertise: the host name or address to put in its URIs instead of
+            ``host`` (see :func:`advertised_host`).
         tls: serve over two-way TLS (in force for the whole process while
             serving); ``None`` leaves the process's SSL settings as they are.
         server_type: ``"multiplex"`` or ``"thread"`` (see the module docstring).
@@ -242,10 +457,13 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         ready: called with the object's URI once it answers.
         name: what the log lines call the object.
         details: more words for the first log line.
+        announce: print the first log line's message to stdout (flushed),
+            for whoever started the server; a closed stdout is no error.
 
     Raises:
-        TypeError: ``tls`` is not a TLSConfig.
-        ValueError: an unknown server type, a bad pool size or object id.
+        TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
+        ValueError: an unknown server type, a bad pool size or object id, an
+            ``advertise`` that is not a host name or address (nothing is bound).
         OSError: the address is in use or cannot be bound.
     """
     if server_type not in SERVER_TYPES:
@@ -257,6 +475,10 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         raise ValueError(f"object_id must be a non-empty str without spaces or '@', got {object_id!r:.80}")
     if tls is not None and not isinstance(tls, TLSConfig):
         raise TypeError(f"tls must be a TLSConfig or None, got {type(tls).__name__}")
+    advertised = advertised_host(host, advertise)  # checked before anything is bound
+    # Pyro5's NAT address is the one its URIs carry; natport 0: the port bound
+    translated = advertise is not None or host in WILDCARD_HOSTS
+    nathost = (f"[{advertised}]" if ":" in advertised else advertised) if translated else None
     stop = stop if stop is not None else threading.Event()
     open_files = raise_open_files_limit()
     if 0 <= open_files < _FEW_OPEN_FILES:
@@ -269,7 +491,8 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         stack.enter_context(pyro_settings(MAX_MESSAGE_SIZE=MAX_MESSAGE_SIZE, COMMTIMEOUT=comm_timeout,
                                           THREADPOOL_SIZE=threadpool_size))
         with pyro_settings(SERVERTYPE=server_type):  # read once, by the daemon's constructor
-            daemon = Pyro5.api.Daemon(host=host, port=port)
+            daemon = Pyro5.api.Daemon(host=host, port=port, nathost=nathost,
+                                      natport=0 if translated else None)
         if server_type == "multiplex":
             greet_when_spoken(daemon.transportServer)  # a silent connection must not stall the one thread
         stack.callback(daemon.close)
@@ -280,7 +503,12 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         loop = threading.Thread(target=daemon.requestLoop, name=f"{name}-requests", daemon=True)
         loop.start()
         how = [f"{server_type} server"] + (["two-way TLS"] if tls is not None else []) + ([details] if details else [])
-        log.info("%s at %s (%s)", name, uri, ", ".join(how))
+        if translated:
+            how.append(f"listening on {daemon.locationStr}")
+        serving = f"{name} at {uri} ({', '.join(how)})"
+        log.info("%s", serving)
+        if announce:  # the same line: readers of either find the same URI
+            _print_line(serving)
         if ready is not None:
             ready(uri)
         while not stop.wait(1.0):
@@ -298,6 +526,16 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                 connection.close()
         log.info("%s stopped (%d connection(s) closed in %.2f s)", name, len(connections),
                  time.monotonic() - started)
+
+
+def _print_line(line: str) -> None:
+    """Print ``line`` to stdout, flushed; a missing or closed stdout (nobody reads it) stops no server."""
+    if sys.stdout is None:  # pythonw, or a daemonized process
+        return
+    try:
+        print(line, flush=True)
+    except (OSError, ValueError) as exc:  # a broken pipe, a closed file
+        log.debug("cannot print to stdout: %s", exc)
 
 
 def _client_sockets(daemon: Pyro5.api.Daemon) -> list[Any]:

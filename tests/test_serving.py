@@ -1,11 +1,15 @@
 """Serving a landlord (``landlord.serving``): ``serve_landlord`` in a thread and in a child process,
-its stable default object id, and a renewal answered promptly while 1,000 idle clients stay connected —
-which Pyro5's default threaded daemon cannot do (it turns away the 81st connection).
+its stable default object id, the address its URIs carry (``advertise``; never a wildcard), the line it
+prints, and a renewal answered promptly while 1,000 idle clients stay connected — which Pyro5's default
+threaded daemon cannot do (it turns away the 81st connection).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import logging
+import re
 import socket
 import threading
 import time
@@ -21,10 +25,12 @@ from conftest import MANY_CLIENTS as CLIENTS
 from conftest import free_port, sockets_of
 from landlord import Landlord, LeaseDurationPolicy, UnknownLeaseError, serve_landlord
 from landlord.multiplex import greet_when_spoken
-from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, landlord_object_id, pyro_settings,
-                              serve_object)
+from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, WILDCARD_HOSTS, advertised_host,
+                              check_advertise, landlord_object_id, own_address, pyro_settings, serve_object)
 
 PROMPT = 2.0          # seconds a further client's renewal may take while the 1,000 are connected
+ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on
+NOT_OURS = "203.0.113.77"  # a documentation address (RFC 5737): no host has it
 WATCHED = ("SERVERTYPE", "MAX_MESSAGE_SIZE", "COMMTIMEOUT", "THREADPOOL_SIZE", "SSL")
 
 
@@ -123,6 +129,164 @@ def test_pyro_settings_restores_and_refuses_unknown_items() -> None:
     assert pyro_config.COMMTIMEOUT == before
 
 
+# -- addresses -----------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _served(rooms: Landlord, host: str, **options: Any) -> Iterator[str]:
+    """``serve_landlord(rooms, host, port 0, **options)`` on a thread; yields its URI once it answers."""
+    stop, ready = threading.Event(), threading.Event()
+    uris: list[str] = []
+
+    def on_ready(uri: str) -> None:
+        uris.append(uri)
+        ready.set()
+
+    thread = threading.Thread(target=serve_landlord, args=(rooms, host), daemon=True,
+                              kwargs={"stop": stop, "ready": on_ready, **options})
+    thread.start()
+    try:
+        assert ready.wait(10), "serve_landlord did not start"
+        yield uris[0]
+    finally:
+        for uri in uris:
+            landlord.proxies.discard(uri)
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
+
+
+def _uri_host(uri: str) -> str:
+    """The host of a ``PYRO:id@host:port`` URI, without an IPv6 address's brackets."""
+    return str(Pyro5.api.URI(uri).host)
+
+
+def _uri_port(uri: str) -> int:
+    return int(Pyro5.api.URI(uri).port)
+
+
+def test_advertised_host_is_what_is_advertised_else_the_host_else_this_hosts_address() -> None:
+    assert advertised_host("127.0.0.1") == "127.0.0.1"
+    assert advertised_host("localhost") == "localhost"
+    assert advertised_host("0.0.0.0", "h1.example.org") == "h1.example.org"
+    assert advertised_host("127.0.0.1", "10.1.2.3") == "10.1.2.3"
+    assert advertised_host("::", "[fd00::2]") == "fd00::2"  # bare: the caller brackets it in a URI
+    for wildcard in sorted(WILDCARD_HOSTS):
+        chosen = advertised_host(wildcard)
+        assert chosen not in WILDCARD_HOSTS and not ipaddress.ip_address(chosen).is_unspecified
+    assert advertised_host("0.0.0.0") == own_address()
+
+
+@pytest.mark.parametrize(("bad", "reason"), [
+    ("", "empty"), (" h1", "spaces"), ("h1 h2", "spaces"), ("h1:4160", "without a port"),
+    ("[::1]:4160", "without a port"), ("PYRO:landlord.x@h1:4160", "not a URI"), ("http://h1", "not a URI"),
+    ("user@h1", "not a URI"), ("h1/x", "not a URI"), ("4160", "a port?"), ("0.0.0.0", "wildcard"),
+    ("::", "wildcard"), ("[::]", "wildcard"), ("1.2.3", "not a valid IPv4"), ("256.1.1.1", "not a valid IPv4"),
+    ("h1:x", "':' belongs only in an IPv6"), ("[h1]", "brackets"), ("a..b", "not a host name"),
+    ("-h1", "not a host name"), ("h" * 64, "not a host name"), ("é.example.org", "not a host name"),
+])
+def test_an_address_to_advertise_must_be_a_host_name_or_an_ip_address(bad: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=f"cannot advertise {re.escape(repr(bad))}: .*{re.escape(reason)}"):
+        check_advertise(bad)
+    with pytest.raises(ValueError, match="cannot advertise"):
+        advertised_host("0.0.0.0", bad)
+
+
+def test_good_addresses_to_advertise_are_kept() -> None:
+    for good in ("h1", "h1.example.org", "h1.example.org.", "lookup_1", "10.0.0.5", "fd00::2", "localhost"):
+        assert check_advertise(good) == good
+    assert check_advertise("[fd00::2]") == "fd00::2"
+    with pytest.raises(TypeError, match="str"):
+        check_advertise(b"h1")  # type: ignore[arg-type]
+
+
+def test_serve_landlord_refuses_a_bad_advertise_before_binding(close_later: list) -> None:
+    rooms = Rooms()
+    close_later.append(rooms)
+    with socket.socket() as taken:  # were it bound first, this would be an OSError
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ValueError, match="cannot advertise 'h1:4160': give the address without a port"):
+            serve_landlord(rooms, "0.0.0.0", port, advertise="h1:4160")
+        with pytest.raises(TypeError, match="advertise"):
+            serve_landlord(rooms, "127.0.0.1", port, advertise=4160)  # type: ignore[arg-type]
+    assert rooms.uri is None
+
+
+def test_own_address_is_one_of_this_hosts_and_not_loopback_when_it_has_another() -> None:
+    chosen = own_address()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind((chosen, 0))  # only this host's own addresses can be bound
+    others = [a for a in landlord.serving._interface_addresses(socket.AF_INET)
+              if not ipaddress.ip_address(a).is_loopback]
+    if others:  # found by another way (the interfaces): then loopback was never the answer
+        assert not ipaddress.ip_address(chosen).is_loopback, (chosen, others)
+
+
+def test_own_address_passes_over_what_is_not_this_hosts_or_reaches_no_other_host(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    real = own_address()
+    if ipaddress.ip_address(real).is_loopback:
+        pytest.skip("this host has no address but loopback")
+    unusable = ["127.0.0.1", "0.0.0.0", "169.254.7.7", "224.0.0.1", NOT_OURS, "not-an-address", "fd00::2"]
+    offered: dict[socket.AddressFamily, list[str]] = {socket.AF_INET: unusable + [real]}
+    monkeypatch.setattr(landlord.serving, "_candidate_addresses", lambda family: iter(offered.get(family, [])))
+    assert own_address() == real
+    assert own_address(ipv6=True) == real  # no IPv6 address: an IPv4 one (a socket on "::" takes both)
+
+    offered[socket.AF_INET] = unusable
+    with caplog.at_level(logging.WARNING, logger="landlord.serving"):
+        assert own_address() == "127.0.0.1"
+        assert own_address(ipv6=True) == "::1"
+    assert "no address but loopback" in caplog.text
+
+
+def test_a_landlord_advertises_the_address_it_is_told_in_its_uri_and_leases(
+        close_later: list, capsys: pytest.CaptureFixture[str]) -> None:
+    rooms = Rooms(policy=LeaseDurationPolicy(maximum=50), landlord_id="advertised")
+    close_later.append(rooms)
+    with _served(rooms, "0.0.0.0", advertise=ADVERTISED) as uri:
+        port = _uri_port(uri)
+        assert uri == f"PYRO:landlord.advertised@{ADVERTISED}:{port}"
+        assert rooms.uri == uri
+        lease = _rent(uri, "101")
+        assert str(lease.landlord) == uri  # the lease carries the advertised address...
+        assert 29 < lease.renew(30) <= 30  # ...and renews through it
+        lease.cancel()
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"landlord at {uri} (multiplex server, listening on 0.0.0.0:{port})"]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "", "::"])
+def test_a_landlord_on_every_interface_advertises_this_hosts_address_never_the_wildcard(
+        close_later: list, host: str) -> None:
+    if host == "::":
+        try:
+            with socket.socket(socket.AF_INET6) as sock:
+                sock.bind(("::", 0))
+        except OSError as exc:
+            pytest.skip(f"no IPv6 here: {exc}")
+    rooms = Rooms()
+    close_later.append(rooms)
+    with _served(rooms, host) as uri:
+        assert _uri_host(uri) == own_address(ipv6=host == "::")
+        assert not ipaddress.ip_address(_uri_host(uri)).is_unspecified
+        lease = _rent(uri, "101")
+        assert str(lease.landlord) == uri
+        assert 59 < lease.renew(60) <= 60  # this host's address reaches a server on every interface
+        lease.cancel()
+
+
+def test_announce_false_prints_nothing_and_logs_as_before(
+        close_later: list, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    rooms = Rooms()
+    close_later.append(rooms)
+    with caplog.at_level(logging.INFO, logger="landlord.serving"):
+        with _served(rooms, "127.0.0.1", announce=False) as uri:
+            pass
+    assert capsys.readouterr().out == ""
+    assert f"landlord at {uri} (multiplex server)" in caplog.messages
+
 # -- in a child process -------------------------------------------------------------------------
 
 def test_a_landlord_with_a_stable_id_gets_the_same_uri_after_a_restart(spawn: Any) -> None:
@@ -150,6 +314,25 @@ def test_a_landlord_with_a_stable_id_gets_the_same_uri_after_a_restart(spawn: An
     third = spawn("served_landlord.py", "--port", str(port))  # no id given: a new one, a new URI
     assert third.expect("URI:") != uri
     assert third.stop() == 0
+
+
+def test_a_served_landlord_prints_the_advertised_uri_it_serves_once(spawn: Any) -> None:
+    server = spawn("served_landlord.py", "--host", "0.0.0.0", "--advertise", ADVERTISED)
+    announced = server.wait_for(r"^landlord at (PYRO:\S+) \(multiplex server, listening on 0\.0\.0\.0:\d+\)$")
+    uri = server.expect("URI:")
+    assert announced.group(1) == uri and _uri_host(uri) == ADVERTISED
+    assert 59 < _rent(uri, "101").renew(60) <= 60
+    landlord.proxies.discard(uri)
+    assert server.stop() == 0
+    server.wait_for("^stopped$")
+    assert sum(line.startswith("landlord at ") for line in server.output) == 1  # and the INFO log line
+    assert sum(f"landlord at {uri}" in line for line in server.output) == 2
+
+    quiet = spawn("served_landlord.py", "--quiet")
+    uri = quiet.expect("URI:")
+    assert not any(line.startswith("landlord at ") for line in quiet.output)
+    assert any(f"INFO landlord.serving: landlord at {uri}" in line for line in quiet.output)
+    assert quiet.stop() == 0
 
 
 # -- many clients -------------------------------------------------------------------------------

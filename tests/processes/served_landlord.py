@@ -1,9 +1,10 @@
 """A landlord served by ``landlord.serve_landlord`` in its own process, optionally over two-way TLS.
 
-Usage: served_landlord.py [--port P] [--landlord-id ID] [--server-type T]
-                          [--cert C --key K --ca A [--handshake-timeout S]]
+Usage: served_landlord.py [--host H] [--advertise A] [--port P] [--landlord-id ID] [--server-type T]
+                          [--quiet] [--cert C --key K --ca A [--handshake-timeout S]]
 
-Prints ``URI: <uri>`` once serving, ``freed <room>`` when a lease ends and
+serve_landlord prints ``landlord at <uri> (...)`` once serving (not with
+``--quiet``); then this script prints ``URI: <uri>``, ``freed <room>`` when a lease ends and
 ``stopped`` once serve_landlord has returned (on SIGTERM). Logs to stderr
 (merged with stdout by the tests' ChildProcess).
 """
@@ -27,7 +28,10 @@ class RoomLandlord(landlord.Landlord):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default=landlord.serving.DEFAULT_HOST)
+    parser.add_argument("--advertise", default=None)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--quiet", action="store_true", help="serve_landlord(announce=False)")
     parser.add_argument("--landlord-id", default=None)
     parser.add_argument("--server-type", default="multiplex")
     parser.add_argument("--cert")
@@ -44,7 +48,8 @@ def main() -> None:
         tls = landlord.TLSConfig(args.cert, args.key, args.ca, handshake_timeout=args.handshake_timeout)
     rooms = RoomLandlord(policy=landlord.LeaseDurationPolicy(maximum=600), landlord_id=args.landlord_id,
                          on_expire=lambda room: print("freed", room, flush=True))
-    landlord.serve_landlord(rooms, port=args.port, tls=tls, server_type=args.server_type,
+    landlord.serve_landlord(rooms, args.host, args.port, advertise=args.advertise, tls=tls,
+                            server_type=args.server_type, announce=not args.quiet,
                             ready=lambda uri: print("URI:", uri, flush=True))
     rooms.close()
     print("stopped", flush=True)
