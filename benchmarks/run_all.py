@@ -77,13 +77,16 @@ def better(row: dict[str, Any]) -> float | None:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    header = f"{'benchmark':<14} {'metric':<52} {'landlord':>12} {'baseline':>12} {'unit':<14} {'ratio':>7} {'goal':>7}  met"
+    # as wide as the longest metric: a label cut short reads as another measurement
+    width = max([len(str(row.get("metric"))) for result in results for row in result.get("rows", [])] + [6])
+    header = (f"{'benchmark':<14} {'metric':<{width}} {'landlord':>12} {'baseline':>12} {'unit':<14} "
+              f"{'ratio':>7} {'goal':>7}  met")
     lines = [header, "-" * len(header)]
     for result in results:
         for row in result.get("rows", []):
             met = {True: "PASS", False: "MISS", None: ""}.get(row.get("met"), str(row.get("met")))
             ratio = better(row)
-            lines.append(f"{result.get('name', '?'):<14} {str(row.get('metric'))[:52]:<52} "
+            lines.append(f"{result.get('name', '?'):<14} {str(row.get('metric')):<{width}} "
                          f"{figure(row.get('landlord')):>12} {figure(row.get('baseline')):>12} "
                          f"{str(row.get('unit') or '')[:14]:<14} "
                          f"{(f'{ratio:.2f}x' if isinstance(ratio, (int, float)) else '—'):>7} "
