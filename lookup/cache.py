@@ -204,7 +204,9 @@ class LookupCache:
             except Exception:
                 pass
         if not self._closed:
-            self._renewals.renew_for(registration.lease, FOREVER, self._subscription_lost)
+            # renew_duration: each renewal asks for the term given, not the lookup service's maximum
+            self._renewals.renew_for(registration.lease, FOREVER, self._subscription_lost,
+                                     renew_duration=self._lease_duration)
         self._tell(changes)
 
     def _subscription_lost(self, event: LeaseRenewalEvent) -> None:

@@ -232,8 +232,10 @@ class JoinManager:
                 pass
             return
         log.info("registered %s with %s", registration.service_id, locator)
+        # renew_duration: every renewal asks for the term given, so a dead service is gone within it
         self._renewals.renew_for(registration.lease, FOREVER,
-                                 functools.partial(self._lost_event, locator, registration))
+                                 functools.partial(self._lost_event, locator, registration),
+                                 renew_duration=self._lease_duration)
 
     def _retry_later(self, locator: str, exc: BaseException) -> None:
         with self._condition:

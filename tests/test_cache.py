@@ -11,6 +11,7 @@ import pytest
 from conftest import Child, free_port
 from lookup import LookupService, Name, ServiceItem, ServiceTemplate
 from lookup.cache import LookupCache
+from test_join import RenewalSpy
 
 QUOTER = "examples.Quoter"
 
@@ -82,6 +83,21 @@ def test_the_cache_subscribes_again_when_the_lookup_service_restarts(
             second.register(item("after restart"), 60)
         # the event lease's next renewal fails, the cache subscribes anew and takes a fresh snapshot
         assert cache.wait_until(lambda items: names(items) == {"after restart"}, 15)
+
+
+def test_the_event_registration_is_renewed_for_the_term_given(daemon: Any) -> None:
+    # not for FOREVER, which the lookup service would cut to its maximum (300 s)
+    service = RenewalSpy()
+    uri = daemon.register(service)
+    try:
+        with LookupCache(uri, ServiceTemplate(types=[QUOTER]), lease_duration=1.5) as cache:
+            assert cache.wait_ready(10)
+            assert service.renewed.wait(10)  # the first renewal, a third of the term in
+            [record] = service._events.values()
+            left = record.leased.expiration - service.clock.monotonic()
+            assert 0.5 < left <= 1.5 + 0.01
+    finally:
+        service.close()
 
 
 def test_bad_arguments() -> None:

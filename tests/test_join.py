@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+import threading
+from typing import Any, Callable, Iterator, Sequence
 
 import Pyro5.api
+import Pyro5.server
 import pytest
 
 from conftest import Child, free_port
+from landlord import RenewResults
 from lookup import JoinManager, LookupService, Name, ServiceTemplate, Status
 
 
@@ -19,6 +22,26 @@ class Quoter:
 
 class StockQuoter(Quoter):
     pass
+
+
+class RenewalSpy(LookupService):
+    """A lookup service that tells when it has renewed a lease."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.renewed = threading.Event()
+
+    @Pyro5.server.expose
+    def renew(self, cookie: str, duration: float) -> float:
+        granted = super().renew(cookie, duration)
+        self.renewed.set()
+        return granted
+
+    @Pyro5.server.expose
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
+        results = super().renew_all(cookies, durations)
+        self.renewed.set()
+        return results
 
 
 @pytest.fixture
@@ -85,3 +108,20 @@ def test_a_lookup_service_that_comes_up_later_is_joined_when_it_does(
         assert not join.wait_registered(1, timeout=0.3)  # nobody there yet
         spawn("lookup_service.py", port).expect("URI:")
         assert join.wait_registered(1, timeout=10)
+
+
+def test_each_renewal_asks_for_the_term_given_not_the_lookup_services_maximum(daemon: Any) -> None:
+    # JoinManager used to renew for FOREVER, which the lookup service cuts to its maximum (300 s):
+    # a killed service then stayed listed for minutes, not for its 1.5 s term
+    service = RenewalSpy()
+    uri = daemon.register(service)
+    quoter = Quoter()
+    daemon.register(quoter)
+    try:
+        with JoinManager(quoter, locators=[uri], lease_duration=1.5) as join:
+            assert join.wait_registered(1, timeout=10)
+            assert service.renewed.wait(10)  # the first renewal, a third of the term in
+            [(_, left)] = service.registrations()
+            assert 0.5 < left <= 1.5 + 0.01
+    finally:
+        service.close()
