@@ -2,11 +2,19 @@
 
 ::
 
-    python -m lookup serve [--host 127.0.0.1] [--port 4160] [--max-lease S] [--default-lease S]
-                           [--reaper sleeper|polling|lazy] [--store PATH] [--verbose]
+    python -m lookup serve [--host 127.0.0.1] [--advertise ADDR] [--port 4160] [--max-lease S]
+                           [--default-lease S] [--reaper sleeper|polling|lazy] [--store PATH] [--verbose]
                            [--cert PATH --key PATH --ca PATH]
     python -m lookup list [--host 127.0.0.1] [--port 4160] [--timeout S] [--limit N]
                           [--cert PATH --key PATH --ca PATH]
+    python -m lookup --version
+
+``serve`` listens on ``--host`` and puts ``--advertise`` in every URI it
+hands out (its own, and the leases of registrations and event
+registrations); on every interface (``--host 0.0.0.0`` or ``::``) without
+``--advertise`` it advertises this host's own address, never the wildcard.
+Once it answers it prints ``lookup service at <uri> (...)`` to stdout, and
+logs to stderr.
 
 ``--cert``, ``--key`` and ``--ca`` (all three or none) put two-way TLS in
 force for the process (see :mod:`landlord.tls`): ``serve`` accepts only
@@ -35,6 +43,8 @@ from typing import Any, Sequence, TextIO
 
 import Pyro5.errors
 
+from landlord import __version__
+from landlord.serving import check_advertise
 from landlord.store import StoreInUseError
 from landlord.tls import TLSConfig, tls_settings
 
@@ -83,6 +93,14 @@ def _count(text: str) -> int:
     return count
 
 
+def _advertise(text: str) -> str:
+    """An address to advertise: a host name or IP address (a usage error otherwise)."""
+    try:
+        return check_advertise(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 _TLS_OPTIONS = ("cert", "key", "ca")  # the options' dests, all given or none
 
 
@@ -116,13 +134,19 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog, description="A Jini-style lookup service whose registrations are leases.",
         epilog="Exit codes: 0 ok, 1 cannot reach (or serve at) the address, or open the store, 2 usage error.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the version (of landlord, which lookup is part of) and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     serve = commands.add_parser(
         "serve", help="run a lookup service until SIGTERM or SIGINT",
         description="Run a lookup service at HOST:PORT until SIGTERM or SIGINT. Logs to stderr: "
                     "registrations, grants, expiries and cancellations; renewals too with --verbose.")
-    serve.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (default %(default)s)")
+    serve.add_argument("--host", default=DEFAULT_HOST,
+                       help="address to listen on (default %(default)s; 0.0.0.0 or :: for every interface)")
+    serve.add_argument("--advertise", type=_advertise, metavar="ADDR",
+                       help="host name or address put in every URI handed out, for clients on other hosts "
+                            "(default: --host, or this host's own address if --host is every interface)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT,
                        help="port to listen on (default %(default)s, Jini's; 0: any free port)")
     serve.add_argument("--max-lease", type=_seconds, default=DEFAULT_MAX_LEASE, metavar="S",
@@ -185,8 +209,8 @@ def _serve(args: argparse.Namespace) -> int:
     for name in ("lookup", "landlord"):
         logging.getLogger(name).setLevel(level)
     try:
-        serve(args.host, args.port, max_lease=args.max_lease, default_lease=args.default_lease,
-              reaper=args.reaper, tls=args.tls, store=args.store)
+        serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease,
+              default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store)
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE

@@ -3,6 +3,9 @@
 ``python -m lookup serve`` runs :func:`serve`: a :class:`ServedLookupService`
 on a Pyro5 daemon at ``host:port``, registered under the fixed object id
 :data:`~lookup.locate.LOOKUP_OBJECT_ID`, answering until SIGTERM or SIGINT.
+Its URI, and so every lease it grants, names the ``advertise`` address (this
+host's own when it listens on every interface), and it prints that URI to
+stdout once it answers: ``lookup service at PYRO:lookup.LookupService@host:port (...)``.
 
 Many clients
 ------------
@@ -34,7 +37,8 @@ import Pyro5.server
 from landlord import LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
 # the serving constants and helpers lived here before landlord.serving: still importable from here
 from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, SERVER_TYPE, SERVER_TYPES, THREADPOOL_SIZE,
-                              WANTED_OPEN_FILES, pyro_settings, raise_open_files_limit, serve_object)
+                              WANTED_OPEN_FILES, check_advertise, pyro_settings, raise_open_files_limit,
+                              serve_object)
 from landlord.tls import TLSConfig
 
 from .entry import Entry, entry_class_name, entry_fields
@@ -136,19 +140,26 @@ def _describe_record(record: Any) -> str:
 
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, max_lease: float = DEFAULT_MAX_LEASE,
-          default_lease: float = DEFAULT_LEASE, reaper: str = "sleeper", server_type: str = SERVER_TYPE,
-          threadpool_size: int = THREADPOOL_SIZE, tls: TLSConfig | None = None,
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str | None = None,
+          max_lease: float = DEFAULT_MAX_LEASE, default_lease: float = DEFAULT_LEASE, reaper: str = "sleeper",
+          server_type: str = SERVER_TYPE, threadpool_size: int = THREADPOOL_SIZE, tls: TLSConfig | None = None,
           store: str | os.PathLike[str] | None = None, stop: threading.Event | None = None,
-          ready: Callable[[str], None] | None = None) -> None:
+          ready: Callable[[str], None] | None = None, announce: bool = True) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
-    Returns once the daemon is closed, the service's reaper and event
-    delivery stopped, and every client connection closed.
+    Once it answers, prints ``lookup service at <uri> (...)`` to stdout
+    (unless ``announce`` is false) and logs the same at INFO. Returns once
+    the daemon is closed, the service's reaper and event delivery stopped,
+    and every client connection closed.
 
     Args:
-        host: the address to listen on.
+        host: the address to listen on (``0.0.0.0`` or ``::``: every interface).
         port: the port (0: any free port; see ``ready``).
+        advertise: the host name or address put in the service's URI and so
+            in every lease it grants (registrations, event registrations);
+            ``None``: ``host``, or this host's own address when ``host`` is
+            every interface, never the wildcard (see
+            :func:`landlord.serving.advertised_host`).
         max_lease: the longest lease granted, in seconds.
         default_lease: the lease granted for ``ANY``, in seconds.
         reaper: ``"sleeper"``, ``"polling"`` or ``"lazy"`` (see :class:`~landlord.LeaseManager`).
@@ -164,10 +175,12 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, max_lease: floa
         stop: set it to stop serving (from another thread); signals set it too
             when called from the main thread.
         ready: called with the service's URI once it answers.
+        announce: print the line saying where it is served (flushed) once it answers.
 
     Raises:
-        ValueError: bad lease terms, an unknown reaper or server type.
-        TypeError: ``tls`` is not a TLSConfig.
+        ValueError: bad lease terms, an unknown reaper or server type, an
+            ``advertise`` that is not a host name or address.
+        TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
         OSError: the address is in use or cannot be bound.
         sqlite3.Error: ``store`` cannot be opened as a database.
     """
@@ -177,13 +190,16 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, max_lease: floa
         raise ValueError(f"reaper must be one of {', '.join(REAPERS)}, got {reaper!r}")
     if tls is not None and not isinstance(tls, TLSConfig):
         raise TypeError(f"tls must be a TLSConfig or None, got {type(tls).__name__}")
+    if advertise is not None:
+        check_advertise(advertise)  # before the store is opened
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
     service = ServedLookupService(policy=policy, reaper=reaper,
                                   store=LeaseStore(store, name=STORE_NAME) if store is not None else None)
     kept = f"kept in {os.fspath(store)} ({len(service)} lease(s) taken back)" if store is not None else "in memory"
     try:
-        serve_object(service, host, port, object_id=LOOKUP_OBJECT_ID, tls=tls, server_type=server_type,
-                     threadpool_size=threadpool_size, stop=stop, ready=ready, name="lookup service",
+        serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
+                     server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
+                     name="lookup service", announce=announce,
                      details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
         service.close()  # its reaper and event delivery

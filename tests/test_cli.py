@@ -1,4 +1,5 @@
-"""The ``lookup`` command line, run as real processes: ``serve``, ``list``, ``--help``, exit codes."""
+"""The ``lookup`` command line, run as real processes: ``serve`` (and the addresses its URIs carry),
+``list``, ``--help``, ``--version``, exit codes."""
 
 from __future__ import annotations
 
@@ -14,13 +15,19 @@ from typing import Callable
 import Pyro5.errors
 import pytest
 
+import Pyro5.api
+
+import landlord
 from conftest import free_port
-from lookup import Location, Name, ServiceItem, ServiceTemplate
+from landlord.serving import own_address
+from lookup import TRANSITION_NOMATCH_MATCH, Comment, Location, Name, ServiceItem, ServiceTemplate
 from lookup.cli import format_table
 from lookup.locate import locate
 from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
+ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on
+ANNOUNCED = r"^lookup service at (PYRO:\S+) \((.*)\)$"  # the line `serve` prints to stdout
 Serve = Callable[..., "tuple[LookupProcess, int]"]
 
 
@@ -29,11 +36,17 @@ def test_help_for_the_command_and_each_subcommand(args: list[str]) -> None:
     done = run_lookup(*args)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python -m lookup")
-    expected = {"--help": ["serve", "list"],
-                "serve": ["--host", "--port", "--max-lease", "--default-lease", "--reaper", "--verbose"],
+    expected = {"--help": ["serve", "list", "--version"],
+                "serve": ["--host", "--advertise", "--port", "--max-lease", "--default-lease", "--reaper",
+                          "--verbose"],
                 "list": ["--host", "--port", "--timeout", "--limit"]}[args[0]]
     for word in expected:
         assert word in done.stdout
+
+
+def test_version_prints_the_package_version() -> None:
+    done = run_lookup("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"python -m lookup {landlord.__version__}\n", "")
 
 
 def test_the_console_script_is_installed() -> None:
@@ -54,6 +67,77 @@ def test_usage_errors_exit_2_with_a_message(args: list[str]) -> None:
     done = run_lookup(*args)
     assert done.returncode == 2
     assert "error:" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("bad", "reason"), [
+    ("", "empty"), ("h1 h2", "spaces"), ("h1:4160", "without a port"), ("PYRO:lookup.LookupService@h1:4160", "URI"),
+    ("http://h1", "URI"), ("4160", "a port?"), ("0.0.0.0", "wildcard"), ("::", "wildcard"), ("1.2.3", "IPv4"),
+    ("h1@h2", "URI"), ("-h1", "not a host name"),
+])
+def test_an_address_to_advertise_that_is_no_address_is_a_usage_error(bad: str, reason: str) -> None:
+    done = run_lookup("serve", "--host", "0.0.0.0", "--port", str(free_port()), f"--advertise={bad}")
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+    assert errors == [done.stderr.splitlines()[-1]]  # one line says what is wrong (after argparse's usage)
+    assert errors[0].startswith(f"python -m lookup serve: error: argument --advertise: cannot advertise {bad!r}")
+    assert reason in errors[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def _uris_in(lines: list[str]) -> list[str]:
+    return re.findall(r"PYRO:[^\s@]+@\S+:\d+", "\n".join(lines))
+
+
+def _check_handed_out(lookup_uri: str, host: str, port: int) -> None:
+    """The lookup service at ``lookup_uri`` names ``host`` in everything it hands out, and answers there."""
+    assert str(Pyro5.api.URI(lookup_uri).host) == host and Pyro5.api.URI(lookup_uri).port == port
+    with locate(host, port) as lookup:  # it answers at the address it advertises
+        registration = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Advertised"], [Name("a")]), 30)
+        watching = lookup.notify(ServiceTemplate(types=["x.NeverRegistered"]), TRANSITION_NOMATCH_MATCH,
+                                 "PYRO:listener@127.0.0.1:9", None, 30)
+    for lease in (registration.lease, watching.lease):
+        assert str(lease.landlord) == lookup_uri  # the leases it grants carry its advertised URI...
+        assert 29 < lease.renew(30) <= 30        # ...and are renewed through it
+    registration.add_attributes([Comment("through the advertised address")])  # via the lease's landlord
+    with locate(host, port) as lookup:
+        found = lookup.lookup_all(ServiceTemplate(types=["x.Advertised"]), 10).items
+        assert list(found[0].attributes) == [Name("a"), Comment("through the advertised address")]
+    done = run_lookup("list", "--host", host, "--port", str(port))
+    assert done.returncode == 0 and registration.service_id in done.stdout, done.stderr
+    for lease in (registration.lease, watching.lease):
+        lease.cancel()
+    landlord.proxies.discard(lookup_uri)
+
+
+def test_serve_advertises_the_address_it_is_told_in_its_uri_and_every_lease(serve_lookup: Serve) -> None:
+    server, port = serve_lookup("--host", "0.0.0.0", "--advertise", ADVERTISED)
+    announced = server.wait_for(ANNOUNCED)
+    uri = announced.group(1)
+    assert uri == f"PYRO:lookup.LookupService@{ADVERTISED}:{port}"
+    assert announced.group(2).endswith(f", listening on 0.0.0.0:{port}")
+    _check_handed_out(uri, ADVERTISED, port)
+    assert server.stop() == 0
+    assert set(_uris_in(server.output)) == {uri}  # the printed line and the log line: the same URI
+
+
+def test_serve_on_every_interface_advertises_this_hosts_address_never_the_wildcard(serve_lookup: Serve) -> None:
+    server, port = serve_lookup("--host", "0.0.0.0")
+    uri = server.wait_for(ANNOUNCED).group(1)
+    host = own_address()
+    assert uri == f"PYRO:lookup.LookupService@{host}:{port}"
+    _check_handed_out(uri, host, port)
+    assert server.stop() == 0
+    assert set(_uris_in(server.output)) == {uri}
+    assert not any("@0.0.0.0" in line for line in server.output)
+
+
+def test_serve_prints_its_uri_once_to_stdout(serve_lookup: Serve) -> None:
+    server, port = serve_lookup()
+    uri = f"PYRO:lookup.LookupService@127.0.0.1:{port}"
+    assert server.wait_for(ANNOUNCED).group(1) == uri
+    assert server.stop() == 0
+    assert sum(line.startswith("lookup service at ") for line in server.output) == 1
+    assert sum(f"INFO    landlord.serving: lookup service at {uri} (" in line for line in server.output) == 1
 
 
 def test_list_against_a_dead_port_exits_1_with_a_clear_message() -> None:

@@ -9,6 +9,7 @@ instead of 1,013, and stops at once instead of after ~100 s.
 from __future__ import annotations
 
 import logging
+import pathlib
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -20,8 +21,10 @@ import pytest
 from Pyro5 import config as pyro_config
 
 from conftest import MANY_CLIENTS as CLIENTS
+import landlord
 from conftest import free_port, sockets_of
 from landlord import FakeClock, Landlord, LeaseDurationPolicy, UnknownLeaseError
+from landlord.serving import own_address
 from lookup import Comment, Name, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate, lookup_uri
 from lookup.server import MAX_MESSAGE_SIZE, ServedLookupService, entry_text, raise_open_files_limit, serve
@@ -33,6 +36,7 @@ except ImportError:  # pragma: no cover
     resource = None  # type: ignore[assignment]
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
+ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on
 Serve = Callable[..., "tuple[LookupProcess, int]"]
 
 HOLDER_THREADS = 10       # a Pyro5 proxy belongs to the thread that made it: each holds CLIENTS / 10
@@ -157,16 +161,17 @@ def test_serve_in_a_thread_until_stopped_and_pyro_settings_restored() -> None:
     ready: list[str] = []
     during: dict[str, Any] = {}
 
+    answering = threading.Event()
+
     def on_ready(uri: str) -> None:
         during.update({name: getattr(pyro_config, name) for name in before})
         ready.append(uri)
+        answering.set()
 
     thread = threading.Thread(target=serve, args=("127.0.0.1", 0), daemon=True,
                               kwargs={"stop": stop, "ready": on_ready, "max_lease": 50, "default_lease": 5})
     thread.start()
-    deadline = time.monotonic() + 10
-    while not ready and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert answering.wait(10)
     assert ready and ready[0].startswith(f"PYRO:{LOOKUP_OBJECT_ID}@127.0.0.1:")
     # the daemon was made as multiplex; the server type is set back at once, the rest while serving
     assert during == {"SERVERTYPE": before["SERVERTYPE"], "MAX_MESSAGE_SIZE": MAX_MESSAGE_SIZE, "COMMTIMEOUT": 5.0}
@@ -189,6 +194,47 @@ def test_serve_refuses_bad_options() -> None:
         serve(port=0, reaper="grim")
     with pytest.raises(ValueError):
         serve(port=0, max_lease=-1)
+
+
+def test_serve_refuses_a_bad_address_to_advertise_before_opening_its_store(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "lookup.sqlite"
+    with pytest.raises(ValueError, match="cannot advertise 'h1:4160': give the address without a port"):
+        serve("0.0.0.0", 0, advertise="h1:4160", store=store)
+    with pytest.raises(TypeError, match="advertise"):
+        serve("0.0.0.0", 0, advertise=4160, store=store)  # type: ignore[arg-type]
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("advertise", [ADVERTISED, None])
+def test_serve_on_every_interface_hands_out_the_advertised_address_only(
+        advertise: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    stop, answering = threading.Event(), threading.Event()
+    ready: list[str] = []
+
+    def on_ready(uri: str) -> None:
+        ready.append(uri)
+        answering.set()
+
+    thread = threading.Thread(target=serve, args=("0.0.0.0", 0), daemon=True,
+                              kwargs={"advertise": advertise, "stop": stop, "ready": on_ready})
+    thread.start()
+    try:
+        assert answering.wait(10)
+        host = advertise if advertise is not None else own_address()
+        port = int(ready[0].rsplit(":", 1)[1])
+        assert ready[0] == f"PYRO:{LOOKUP_OBJECT_ID}@{host}:{port}"  # never 0.0.0.0
+        with locate(host, port) as lookup:
+            registration = lookup.register(ServiceItem(None, SERVICE_URI, ["x.A"]), 30)
+            assert str(registration.lease.landlord) == ready[0]
+            assert str(lookup.lookup(ServiceTemplate(types=["x.A"]))._pyroUri) == SERVICE_URI  # the service's own
+        assert 29 < registration.lease.renew(30) <= 30
+        registration.lease.cancel()
+        landlord.proxies.discard(ready[0])
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
+    assert capsys.readouterr().out.startswith(f"lookup service at {ready[0]} (multiplex server, leases up to ")
 
 
 def test_an_oversized_message_is_refused_and_the_service_keeps_answering(serve_lookup: Serve) -> None:
