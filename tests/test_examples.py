@@ -2,8 +2,10 @@
 
 The Foo landlord demo starts server.py and client.py as separate processes;
 the test runs it as ``make demo`` does and checks the story in its output:
-one Foo freed by expiry, one by cancellation, and the client refused with
-``UnknownLeaseError`` when it renewed a lease that had run out.
+the URI the server prints, one Foo freed by expiry, one by cancellation, and
+the client refused with ``UnknownLeaseError`` when it renewed a lease that had
+run out. The Foo landlord served alone: the address its URI advertises, and
+its line for a batch of renewals.
 """
 
 from __future__ import annotations
@@ -12,11 +14,19 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
+import Pyro5.api
 import pytest
+
+import landlord
+from conftest import ChildProcess
+from landlord import LeaseMapError, UnknownLeaseError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FOO_DEMO = REPO_ROOT / "examples" / "foo_landlord" / "demo.py"
+FOO_SERVER = REPO_ROOT / "examples" / "foo_landlord" / "server.py"
+ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on
 
 # The demo takes about 2 s; the limit only keeps a hung process from hanging the run.
 DEMO_TIMEOUT_SECONDS = 60
@@ -64,3 +74,56 @@ def test_foo_demo_server_stops_cleanly(foo_demo_output: str) -> None:
     assert re.search(r"^server \| .*shutting down; 0 foo\(s\) still leased$",
                      foo_demo_output, re.MULTILINE), foo_demo_output
     assert "FAILED" not in foo_demo_output and "Traceback" not in foo_demo_output
+
+
+def test_foo_demo_server_prints_the_uri_it_serves(foo_demo_output: str) -> None:
+    announced = re.search(r"^server \| landlord at (PYRO:foo\.landlord@127\.0\.0\.1:\d+) \(multiplex server\)$",
+                          foo_demo_output, re.MULTILINE)
+    assert announced, foo_demo_output
+    assert f"demo   | server is up at {announced.group(1)};" in foo_demo_output
+
+
+@pytest.fixture
+def foo_server() -> Iterator[ChildProcess]:
+    """The Foo landlord alone, on every interface, advertising ADVERTISED."""
+    server = ChildProcess([sys.executable, str(FOO_SERVER), "--host", "0.0.0.0", "--advertise", ADVERTISED,
+                           "--port", "0", "--max-lease", "30"])
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def test_foo_server_advertises_its_address_and_logs_a_batch_of_renewals(foo_server: ChildProcess) -> None:
+    announced = foo_server.wait_for(r"^landlord at (PYRO:\S+) \(multiplex server, listening on 0\.0\.0\.0:\d+\)$")
+    uri = announced.group(1)
+    assert re.fullmatch(rf"PYRO:foo\.landlord@{re.escape(ADVERTISED)}:\d+", uri)
+    with Pyro5.api.Proxy(uri) as foos:
+        foos._pyroTimeout = 10
+        first, second, gone = (foos.take_foo(20) for _ in range(3))
+    assert all(str(lease.landlord) == uri for lease in (first, second, gone))  # the leases carry it too
+    gone.cancel()
+    foo_server.wait_for(r"foo #3 freed: its lease was cancelled$")
+
+    batch = first.create_lease_map(25)
+    batch[second] = 25
+    batch[gone] = 25
+    with pytest.raises(LeaseMapError) as refused:
+        batch.renew_all()  # one renew_all call to the landlord
+    assert list(refused.value.failures) == [gone]
+    assert isinstance(refused.value.failures[gone], UnknownLeaseError)
+    line = foo_server.wait_for(r"renewed 2 lease\(s\) in one call: (.*); 1 refused \(UnknownLeaseError\)$")
+    assert sorted(line.group(1).split(", ")) == ["foo #1 for 25.0 s", "foo #2 for 25.0 s"]
+
+    for lease in (first, second):
+        lease.cancel()
+    landlord.proxies.discard(uri)
+    assert foo_server.stop() == 0
+    assert not any("Traceback" in line for line in foo_server.output)
+
+
+def test_foo_server_refuses_an_address_to_advertise_that_is_none() -> None:
+    done = subprocess.run([sys.executable, str(FOO_SERVER), "--advertise", "h1:7000"], capture_output=True,
+                          text=True, timeout=DEMO_TIMEOUT_SECONDS)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].endswith("cannot advertise 'h1:7000': give the address without a port")

@@ -29,7 +29,7 @@ SERVER_START_TIMEOUT = 15.0  # generous: a cold interpreter on a busy CI machine
 CLIENT_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0  # after SIGTERM, before a kill
 
-URI_LINE = re.compile(r"^URI: (PYRO:\S+)$")
+URI_LINE = re.compile(r"^landlord at (PYRO:\S+) ")  # what serve_landlord prints once serving
 
 _print_lock = threading.Lock()  # two relay threads and the main thread print
 

@@ -8,10 +8,14 @@ runs out, the landlord frees the Foo and prints why.
 Run it from the repository root::
 
     python examples/foo_landlord/server.py --port 0
+    python examples/foo_landlord/server.py --host 0.0.0.0 --advertise h1.example.org --port 7000
 
-It prints ``URI: PYRO:...`` (one line, no timestamp) for clients to connect
-to, then one timestamped line per grant, renewal and freed Foo. SIGTERM or
-Ctrl-C stops it cleanly.
+``serve_landlord`` prints where it serves, ``landlord at PYRO:... (multiplex
+server)`` (one line, no timestamp), for clients to connect to; then this
+server prints one timestamped line per grant, renewal (single, or a batch of
+them in one ``renew_all`` call) and freed Foo. With ``--host 0.0.0.0`` it
+listens on every interface, and its URI (which every lease carries) names
+``--advertise``, or this host's own address. SIGTERM or Ctrl-C stops it cleanly.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from typing import Sequence
 import Pyro5.api
 
 import landlord  # importing it registers the converters that send leases over the wire
-from landlord import Landlord, LandlordLease, LeaseDurationPolicy
+from landlord import Landlord, LandlordLease, LeaseDurationPolicy, RenewResults, UnknownLeaseError
+from landlord.serving import check_advertise
 
 OBJECT_ID = "foo.landlord"  # a fixed Pyro5 object id, so a fixed port gives a fixed URI
+NAMED_IN_A_BATCH = 10       # Foos named in the line for one renew_all call; more are counted
 
 _started = time.monotonic()
 _print_lock = threading.Lock()  # Pyro5 worker threads and the reaper thread all print
@@ -97,11 +103,41 @@ class FooLandlord(Landlord):
         say(f"renewed the lease on {foo} for {granted:.1f} s")
         return granted
 
+    @Pyro5.api.expose
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
+        """Renew many leases in one call (what a ``LeaseMap`` and the renewal manager send); say which.
+
+        Raises:
+            TypeError, ValueError: as :meth:`landlord.Landlord.renew_all` (malformed input renews nothing).
+        """
+        results = super().renew_all(cookies, durations)  # checks the whole call first
+        renewed = [f"{self._foo_of(cookie)} for {granted:.1f} s"
+                   for cookie, granted in zip(cookies, results.granted) if granted != -1]
+        named = ", ".join(renewed[:NAMED_IN_A_BATCH])
+        if len(renewed) > NAMED_IN_A_BATCH:
+            named += f" and {len(renewed) - NAMED_IN_A_BATCH} more"
+        line = f"renewed {len(renewed)} lease(s) in one call" + (f": {named}" if named else "")
+        if results.denied:
+            reasons = sorted({type(error).__name__ for error in results.denied})
+            line += f"; {len(results.denied)} refused ({', '.join(reasons)})"
+        say(line)
+        return results
+
+    def _foo_of(self, cookie: str) -> str:
+        """The Foo a live lease holds, as text (a lease may end between its renewal and this)."""
+        try:
+            return str(self.get_resource(cookie))
+        except UnknownLeaseError:
+            return "a foo just freed"
+
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default: %(default)s)")
+                        help="address to listen on (default: %(default)s; 0.0.0.0: every interface)")
+    parser.add_argument("--advertise", metavar="ADDR",
+                        help="host name or address clients on other hosts reach this one by: put in the "
+                             "URI and every lease (default: --host, or this host's own address on 0.0.0.0)")
     parser.add_argument("--port", type=int, default=0,
                         help="port to listen on; 0 picks a free one (default)")
     parser.add_argument("--max-lease", type=float, default=10.0,
@@ -109,6 +145,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not args.max_lease > 0:
         parser.error(f"--max-lease must be a positive number of seconds, got {args.max_lease}")
+    if args.advertise is not None:
+        try:
+            check_advertise(args.advertise)
+        except ValueError as exc:
+            parser.error(str(exc))
     return args
 
 
@@ -116,13 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     foo_landlord = FooLandlord(args.max_lease)
 
-    def ready(uri: str) -> None:
+    def ready(uri: str) -> None:  # serve_landlord has just printed "landlord at <uri> (...)"
         say(f"Foo landlord (landlord {landlord.__version__}) serving, "
             f"leases of at most {args.max_lease:g} s")
-        print(f"URI: {uri}", flush=True)  # unstamped: a parent process reads this line
 
     try:  # serve_landlord: the multiplex server, until SIGTERM or Ctrl-C
-        landlord.serve_landlord(foo_landlord, args.host, args.port, object_id=OBJECT_ID, ready=ready)
+        landlord.serve_landlord(foo_landlord, args.host, args.port, advertise=args.advertise,
+                                object_id=OBJECT_ID, ready=ready)
         say(f"shutting down; {foo_landlord.foos_in_use()} foo(s) still leased")
     finally:
         foo_landlord.close()
