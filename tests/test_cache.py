@@ -11,7 +11,7 @@ import pytest
 from conftest import Child, free_port
 from lookup import LookupService, Name, ServiceItem, ServiceTemplate
 from lookup.cache import LookupCache
-from test_join import RenewalSpy
+from served_lookups import RenewalSpy
 
 QUOTER = "examples.Quoter"
 

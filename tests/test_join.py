@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable, Iterator, Sequence
+import logging
+from typing import Any, Callable, Iterator
 
 import Pyro5.api
-import Pyro5.server
+import Pyro5.errors
 import pytest
 
 from conftest import Child, free_port
-from landlord import RenewResults
 from lookup import JoinManager, LookupService, Name, ServiceTemplate, Status
+from served_lookups import LogWatch, RenewalSpy, ServedLookup
 
 
 @Pyro5.api.expose
@@ -22,26 +22,6 @@ class Quoter:
 
 class StockQuoter(Quoter):
     pass
-
-
-class RenewalSpy(LookupService):
-    """A lookup service that tells when it has renewed a lease."""
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.renewed = threading.Event()
-
-    @Pyro5.server.expose
-    def renew(self, cookie: str, duration: float) -> float:
-        granted = super().renew(cookie, duration)
-        self.renewed.set()
-        return granted
-
-    @Pyro5.server.expose
-    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
-        results = super().renew_all(cookies, durations)
-        self.renewed.set()
-        return results
 
 
 @pytest.fixture
@@ -125,3 +105,58 @@ def test_each_renewal_asks_for_the_term_given_not_the_lookup_services_maximum(da
             assert 0.5 < left <= 1.5 + 0.01
     finally:
         service.close()
+
+
+def test_an_unreachable_lookup_service_is_retried_warned_about_once_and_its_error_kept(
+        daemon: Any, caplog: pytest.LogCaptureFixture) -> None:
+    port = free_port()
+    uri = f"PYRO:lookup.LookupService@127.0.0.1:{port}"
+    quoter = Quoter()
+    daemon.register(quoter)
+    caplog.set_level(logging.DEBUG, logger="lookup.join")
+    with LogWatch("lookup.join") as watch, \
+            JoinManager(quoter, locators=[uri], lease_duration=5, retry_initial=0.02, retry_max=0.05) as join:
+        assert watch.wait_count(logging.DEBUG, uri, 3)  # retried, and again, and again
+        assert not join.wait_registered(1, timeout=0)
+        assert isinstance(join.last_error, Pyro5.errors.CommunicationError)  # why it is not registered
+        assert set(join.errors()) == {uri} and join.locators() == [uri]
+        served = ServedLookup(port=port)
+        try:
+            assert join.wait_registered(1, timeout=10)
+            assert watch.wait_count(logging.INFO, f"reached {uri} again", 1)
+            assert join.last_error is None and join.errors() == {}
+        finally:
+            served.close()
+    warnings = [r for r in caplog.records if r.name == "lookup.join" and r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and uri in warnings[0].getMessage()
+
+
+def test_every_lookup_service_is_kept_through_outages_and_restarts(
+        daemon: Any, caplog: pytest.LogCaptureFixture) -> None:
+    first, second = ServedLookup(), ServedLookup()
+    quoter = Quoter()
+    daemon.register(quoter)
+    caplog.set_level(logging.DEBUG, logger="lookup.join")
+    try:
+        with LogWatch("lookup.join") as watch, \
+                JoinManager(quoter, locators=[first.uri, second.uri], lease_duration=1.0,
+                            retry_initial=0.05, retry_max=0.2) as join:
+            assert join.wait_registered(2, timeout=10)
+            service_id = join.service_id
+            for outage in (1, 2):
+                first.stop()  # renewals there fail until the term ends: an outage
+                assert watch.wait_count(logging.WARNING, first.uri, outage)
+                assert watch.wait_count(logging.DEBUG, first.uri, 2 * outage)  # still retrying, quietly
+                assert set(join.registrations()) == {second.uri}  # the other one is untouched
+                assert isinstance(join.errors()[first.uri], Pyro5.errors.CommunicationError)
+                first.restart()  # a new lookup service, on the same port, that knows nothing
+                assert join.wait_times_registered(2 + outage, timeout=10)
+                assert watch.wait_count(logging.INFO, f"reached {first.uri} again", outage)
+                [found] = first.service.lookup_all(ServiceTemplate(service_id=service_id), 10).items
+                assert join.wait_registered(2, timeout=0) and join.last_error is None
+            assert second.service.lookup(ServiceTemplate(service_id=service_id)) is not None
+    finally:
+        first.close()
+        second.close()
+    warnings = [r for r in caplog.records if r.name == "lookup.join" and r.levelno == logging.WARNING]
+    assert len(warnings) == 2  # once per outage, not once per failed attempt
