@@ -74,7 +74,7 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import Pyro5.api
 from Pyro5 import config as pyro_config
@@ -235,8 +235,8 @@ def _not_an_address(text: str) -> str | None:
         address = None
     if address is not None:
         if address.is_unspecified:
-            return "that is the wildcard address, which no other host can connect to; listen on it with " \
-                   "the host, and advertise an address others reach this host by"
+            return "that is the wildcard address, which no other host can connect to: listen on it, " \
+                   "but advertise an address others reach this host by"
         return None
     if re.fullmatch(r".*:\d+", text):
         return "give the address without a port"
@@ -317,7 +317,7 @@ def _candidate_addresses(family: socket.AddressFamily) -> Iterator[str]:
     yield from _interface_addresses(family)
 
 
-def _interface_addresses(family: socket.AddressFamily) -> Iterable[str]:
+def _interface_addresses(family: socket.AddressFamily) -> list[str]:
     """The addresses of this host's interfaces, where Linux tells them (a network namespace without a
     default route has no other way to find its own)."""
     found: list[str] = []

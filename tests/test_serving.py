@@ -7,10 +7,12 @@ threaded daemon cannot do (it turns away the 81st connection).
 from __future__ import annotations
 
 import contextlib
+import io
 import ipaddress
 import logging
 import re
 import socket
+import sys
 import threading
 import time
 from typing import Any, Iterator
@@ -286,6 +288,17 @@ def test_announce_false_prints_nothing_and_logs_as_before(
             pass
     assert capsys.readouterr().out == ""
     assert f"landlord at {uri} (multiplex server)" in caplog.messages
+
+def test_a_closed_or_missing_stdout_stops_no_server(close_later: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    closed = io.StringIO()
+    closed.close()
+    for stdout in (closed, None):
+        monkeypatch.setattr(sys, "stdout", stdout)
+        rooms = Rooms()
+        close_later.append(rooms)
+        with _served(rooms, "127.0.0.1") as uri:  # announcing, to nowhere
+            assert 59 < _rent(uri, "101").renew(60) <= 60
+
 
 # -- in a child process -------------------------------------------------------------------------
 
