@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast test-multihost bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: $(VENV)/.installed
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -q -m "not slow"
+
+# hosts as network namespaces (needs root and iproute2); `make test` runs these too
+test-multihost: $(VENV)/.installed
+	LANDLORD_REQUIRE_MULTIHOST=1 $(PY) -m pytest -q tests/multihost
 
 bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test,bench]'

@@ -3,13 +3,16 @@ again, and closing the network leaves nothing behind."""
 
 from __future__ import annotations
 
+import os
+import pathlib
 import subprocess
 import sys
 import time
 
 import pytest
 
-from netns import HERE, PREFIX, Host, HostProcess, Network, clean_stale, our_namespaces, network, require_multihost
+from netns import (HERE, PREFIX, REQUIRE_ENV, Host, HostProcess, Network, clean_stale, network, our_namespaces,
+                   require_multihost)
 
 __all__ = ["network"]  # a fixture, imported for pytest
 
@@ -112,3 +115,25 @@ def test_stale_namespaces_of_a_dead_run_are_cleaned() -> None:
             inside.kill()
             inside.wait()
         subprocess.run(["ip", "netns", "delete", stale], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_without_root_the_tests_skip_unless_required(tmp_path: pathlib.Path, required: bool) -> None:
+    """Run as if not root (a plugin fakes the uid): a multihost test skips and says why; with
+    LANDLORD_REQUIRE_MULTIHOST=1 (as .ci/run sets) the same test fails instead. Needs no root itself."""
+    (tmp_path / "fake_uid.py").write_text("import os\nos.geteuid = lambda: 1000\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    env.pop(REQUIRE_ENV, None)
+    if required:
+        env[REQUIRE_ENV] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "fake_uid", "-p", "no:cacheprovider", "-q", "-rsf",
+         f"{HERE / 'test_netns.py'}::test_two_hosts_reach_each_other"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=HERE.parent.parent)
+    reason = "creating network namespaces needs root (running as uid 1000)"
+    if required:
+        assert done.returncode == 1 and "1 error" in done.stdout, done.stdout  # failed in its fixture
+        assert f"{REQUIRE_ENV}=1, but the multihost tests cannot run: {reason}" in done.stdout, done.stdout
+    else:
+        assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout
+        assert f"multihost tests need root and `ip netns`: {reason}" in done.stdout, done.stdout
