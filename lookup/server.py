@@ -54,6 +54,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_TABLE_ROWS = 10_000    # rows of one registrations_table answer
+NAMED_IN_A_BATCH = 10      # leases a DEBUG line names, of a batch renewal; the rest are counted
 REAPERS = ("sleeper", "polling", "lazy")
 STORE_NAME = "lookup"      # the lookup service's name within a store file (see landlord.LeaseStore)
 
@@ -110,8 +111,13 @@ class ServedLookupService(LookupService):
         """As :meth:`landlord.Landlord.renew_all`; logged at DEBUG."""
         results = super().renew_all(cookies, durations)
         if log.isEnabledFor(logging.DEBUG):
-            renewed = sum(1 for granted in results.granted if granted != -1)
-            log.debug("renewed %d lease(s) in one call, %d refused", renewed, len(results.granted) - renewed)
+            renewed = [(cookie, granted) for cookie, granted in zip(cookies, results.granted) if granted != -1]
+            named = ", ".join(f"{self._describe(cookie)} for {granted:.1f} s"
+                              for cookie, granted in renewed[:NAMED_IN_A_BATCH])
+            if len(renewed) > NAMED_IN_A_BATCH:
+                named += f" and {len(renewed) - NAMED_IN_A_BATCH} more"
+            log.debug("renewed %d lease(s) in one call%s, %d refused", len(renewed),
+                      f" ({named})" if named else "", len(results.granted) - len(renewed))
         return results
 
     def _describe(self, cookie: str) -> str:

@@ -20,6 +20,9 @@ def test_a_killed_quoter_vanishes_from_lookup_within_its_lease() -> None:
     assert f"cache: added {service_id}" in out
     assert len(re.findall(r"client\s+quote \w+: \d+\.\d\d", out)) == 3
     assert re.search(rf"list\s+{service_id}\s+.*quoter_api\.Quoter.*Exchange\(name='NYSE'\)", out), out
+    before_kill = out[:out.index("kill -9 the quoter")]
+    renewals = re.findall(rf"renewed .*registration {service_id} for ([\d.]+) s", before_kill)
+    assert len(renewals) >= 3 and all(float(granted) == 3.0 for granted in renewals), out  # its own term, each time
     assert f"registration {service_id} expired" in out  # by expiry, not by a cancel
     assert f"cache: removed {service_id}" in out
     gone = re.search(r"lost the quoter ([\d.]+) s after the kill \(lease 3 s\)", out)

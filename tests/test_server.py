@@ -140,12 +140,22 @@ def test_leases_lives_are_logged(served: ServedLookupService, clock: FakeClock,
     messages = [(r.name, r.levelname, r.getMessage()) for r in caplog.records if r.name == "lookup.server"]
     assert messages == [
         ("lookup.server", "DEBUG", "renewed registration gone for 20.0 s"),
-        ("lookup.server", "DEBUG", "renewed 1 lease(s) in one call, 1 refused"),
+        ("lookup.server", "DEBUG", "renewed 1 lease(s) in one call (registration gone for 20.0 s), 1 refused"),
         ("lookup.server", "INFO", "registration gone cancelled"),
         ("lookup.server", "INFO", "registration brief expired"),
     ]
     every = " ".join(r.getMessage() for r in caplog.records)
     assert kept.lease.cookie not in every and gone.lease.cookie not in every
+
+
+def test_a_big_batch_renewal_names_ten_leases_and_counts_the_rest(served: ServedLookupService,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="lookup.server")
+    leases = [served.register(ServiceItem(f"s{i:02}", SERVICE_URI, ["x.A"]), 30).lease for i in range(12)]
+    served.renew_all([lease.cookie for lease in leases], [10] * 12)
+    [line] = [r.getMessage() for r in caplog.records if r.name == "lookup.server"]
+    assert line.startswith("renewed 12 lease(s) in one call (registration s00 for 10.0 s, ")
+    assert line.endswith("registration s09 for 10.0 s and 2 more), 0 refused") and "s10" not in line
 
 
 def test_entry_text_leaves_out_empty_fields() -> None:

@@ -1,11 +1,12 @@
 """The Quoter story, end to end, in real processes: what ``make demo`` runs.
 
-1. A lookup service starts on localhost (``python -m lookup serve``).
+1. A lookup service starts on localhost (``python -m lookup serve -v``: it logs renewals).
 2. A quoter service registers itself through a JoinManager, on a 3 s lease.
 3. A client finds it by type and attribute through a LookupCache and gets quotes.
 4. ``python -m lookup list`` shows the registration and its time left.
-5. The quoter is killed with SIGKILL: no goodbye, no cancel.
-6. Its lease runs out; the lookup service drops it; the client's cache sees it go.
+5. The JoinManager renews the registration three times, each for its own 3 s term.
+6. The quoter is killed with SIGKILL: no goodbye, no cancel.
+7. Its lease runs out within its 3 s term; the lookup service drops it; the client's cache sees it go.
 
 Exits 0 when the whole story happened, 1 otherwise, and leaves no process behind.
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LEASE = 3.0
+RENEWALS = 3  # seen at the lookup service before the quoter is killed
 STARTED = time.monotonic()
 
 
@@ -62,7 +64,8 @@ class Process:
         for line in self.popen.stdout:
             line = line.rstrip()
             self.lines.put(line)
-            if line and not re.match(r"(registered|found|vanished) ", line):  # those are for the demo to read
+            # the demo reads these; "lookup service at" is also logged, with a time stamp
+            if line and not re.match(r"(registered|found|vanished|lookup service at) ", line):
                 text = _CHILD_PREFIX.sub("", line)
                 show(self.name, text if len(text) <= 150 else text[:149] + "…")
 
@@ -98,7 +101,7 @@ def main() -> int:
     try:
         port = free_port()
         say(f"starting a lookup service on 127.0.0.1:{port}")
-        lookup = Process("lookup", "-m", "lookup", "serve", "--port", str(port))
+        lookup = Process("lookup", "-m", "lookup", "serve", "--port", str(port), "--verbose")
         processes.append(lookup)
         lookup_uri = lookup.expect(r"lookup service at (PYRO:\S+)", 20).group(1)
 
@@ -120,6 +123,15 @@ def main() -> int:
                                capture_output=True, text=True, timeout=30, cwd=HERE)
         for line in table.stdout.splitlines():
             show("list", line)
+
+        say(f"the quoter's JoinManager renews its registration a third into each {LEASE:g} s term; "
+            "waiting for three renewals")
+        for count in range(1, RENEWALS + 1):
+            renewed = lookup.expect(rf"renewed .*registration {re.escape(service_id)} for ([\d.]+) s", 4 * LEASE)
+            granted = float(renewed.group(1))
+            if granted > LEASE:
+                raise RuntimeError(f"renewal {count} was for {granted:g} s: the registration grew past its term")
+        say(f"renewed {RENEWALS} times, each for {LEASE:g} s: however long it runs, it stays a {LEASE:g} s lease")
 
         say(f"kill -9 the quoter (pid {quoter.popen.pid}): it will never renew again")
         killed = time.monotonic()
