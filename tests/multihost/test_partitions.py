@@ -125,7 +125,7 @@ def test_a_partition_longer_than_the_term_drops_the_registration_until_the_link_
                 f"{ends - cut:.2f} s before the lease's end: dropped at the lookup service after "
                 f"{since(dropped, ends)}, gone from c's cache after {since(seen_gone, ends)}, JoinManager told after "
                 f"{since(given_up, ends)} (times from the lease's end); registered again "
-                f"{reregistered - healed:.2f} s after healing, back in c's cache {since(back, reregistered)} later")
+                f"{reregistered - healed:.2f} s after healing, back in c's cache {since(back, healed)} after healing")
     print(measured)
     assert again.group(1) == service_id and again.group(2) == "2", \
         f"registered again as {again.group(0)!r}, not under {service_id}: {measured}"
