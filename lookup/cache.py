@@ -141,7 +141,9 @@ class LookupCache:
     listens only where a lookup service can reach it, and every URI it
     hands out is one its daemon made. ``callback_host`` serves on that
     address instead (``"0.0.0.0"`` or ``"::"``: on all interfaces, each
-    lookup service being given the local address of its own connection);
+    lookup service being given the local address of its own connection;
+    ``"0.0.0.0"`` listens on IPv4 only, so a lookup service reached over
+    IPv6 then fails to subscribe, with the reason in :attr:`last_error`);
     ``daemon``, when given, is used as it is. A URI naming ``0.0.0.0`` or
     ``::`` is never handed out: the connection's local address takes its place.
 
@@ -396,7 +398,11 @@ class LookupCache:
                     serving = self._by_address[address] = self._serve(address)
         uri = serving.daemon.uriFor(serving.sink)
         if uri.host in _UNSPECIFIED_HOSTS or uri.host is None:  # listening on all: name the address it is reached on
-            uri = Pyro5.core.URI(f"PYRO:{uri.object}@{_host_in_uri(_local_address(proxy))}:{uri.port}")
+            address = _local_address(proxy)
+            if uri.host == "0.0.0.0" and ":" in address:
+                raise ValueError(f"events are received on 0.0.0.0 (IPv4 only), but {proxy._pyroUri} is reached "
+                                 f"over IPv6 ({address}): give callback_host='::' to listen on both")
+            uri = Pyro5.core.URI(f"PYRO:{uri.object}@{_host_in_uri(address)}:{uri.port}")
         return str(uri)
 
     def _on_event(self, event: ServiceEvent) -> None:

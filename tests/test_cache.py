@@ -357,3 +357,21 @@ def test_an_all_interfaces_address_is_never_handed_out(where: str) -> None:
         if own is not None:
             own.shutdown()
         served.close()
+
+
+def test_a_lookup_service_reached_over_ipv6_is_given_an_ipv6_callback() -> None:
+    try:
+        served = ServedLookup(host="::1")
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    try:
+        with LookupCache(served.uri, TEMPLATE) as cache:
+            assert cache.wait_ready(10)
+            assert listener_host(served.service) == "::1"
+            assert delivered(cache, served.service, "over IPv6")
+        with LogWatch("lookup.cache") as watch, \
+                LookupCache(served.uri, TEMPLATE, callback_host="0.0.0.0", retry_initial=5) as cache:
+            assert watch.wait_count(logging.WARNING, served.uri, 1)  # IPv4 only: it cannot work, and says so
+            assert not cache.wait_ready(0) and "callback_host='::'" in str(cache.last_error)
+    finally:
+        served.close()
