@@ -17,7 +17,7 @@ import random as _random
 import threading
 from typing import Callable
 
-__all__ = ["Backoff", "OutageLog"]
+__all__ = ["Backoff", "OutageLog", "PeerErrors"]
 
 log = logging.getLogger(__name__)
 
@@ -177,3 +177,31 @@ def _number(value: object, name: str) -> float:
     if math.isnan(number):
         raise ValueError(f"{name} must not be NaN")
     return number
+
+
+class PeerErrors:
+    """The last error of each peer that failed and has not been reached since, and the latest of them all.
+
+    Not thread-safe: its owner guards it with its own lock.
+    """
+
+    def __init__(self) -> None:
+        self._errors: dict[str, BaseException] = {}  # in the order they happened: the latest last
+
+    def failed(self, peer: str, error: BaseException) -> None:
+        """``peer`` failed with ``error`` (its newest failure: the latest overall)."""
+        self._errors.pop(peer, None)
+        self._errors[peer] = error
+
+    def reached(self, peer: str) -> None:
+        """``peer`` was reached: its error no longer stands."""
+        self._errors.pop(peer, None)
+
+    @property
+    def latest(self) -> BaseException | None:
+        """The newest error still standing, ``None`` if none."""
+        return next(reversed(self._errors.values()), None)
+
+    def by_peer(self) -> dict[str, BaseException]:
+        """Every error still standing, by peer."""
+        return dict(self._errors)

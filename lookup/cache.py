@@ -22,7 +22,6 @@ made when first needed), unless ``callback_host`` or ``daemon`` says otherwise.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import math
 import threading
@@ -35,8 +34,9 @@ import Pyro5.core
 import Pyro5.errors
 
 from landlord import FOREVER, Backoff, LeaseRenewalEvent, LeaseRenewalManager, check_duration, proxies
-from landlord.backoff import OutageLog
+from landlord.backoff import OutageLog, PeerErrors
 from landlord.clock import SYSTEM_CLOCK, Clock
+from landlord.serving import WILDCARD_HOSTS
 
 from .events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
 from .item import ServiceItem, ServiceTemplate, uri_of
@@ -54,7 +54,6 @@ CacheListener = Callable[[str, ServiceItem], object]
 """Called with ``"added"``, ``"changed"`` or ``"removed"`` and the item (for
 ``"removed"``, the item as it was last seen)."""
 
-_UNSPECIFIED_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})  # listen-on-all addresses: never handed out
 
 
 class _EventSink:
@@ -84,7 +83,7 @@ class _Lookup:
     except ``backoff`` (its own thread's) and the immutable ``uri``, ``outage``."""
 
     __slots__ = ("uri", "items", "token", "last_sequence", "held", "event_lease", "needs_sync", "subscribed",
-                 "due", "orphan_deadline", "backoff", "outage", "error", "error_order", "thread")
+                 "due", "orphan_deadline", "backoff", "outage", "thread")
 
     def __init__(self, uri: str, due: float, backoff: Backoff) -> None:
         self.uri = uri
@@ -99,8 +98,6 @@ class _Lookup:
         self.orphan_deadline = math.inf  # lost: when to stop showing what only it listed
         self.backoff = backoff
         self.outage = OutageLog(log, uri)
-        self.error: BaseException | None = None  # the last failure since it was last reached
-        self.error_order = 0
         self.thread: threading.Thread | None = None
 
 
@@ -218,7 +215,7 @@ class LookupCache:
         self._discarded: set[str] = set()  # service ids dropped by discard() until reported anew
         self._outbox: list[tuple[str, ServiceItem]] = []  # changes not yet told to the listener
         self._telling = False  # a thread is telling the listener (it tells all that is in the outbox)
-        self._error_order = itertools.count(1)
+        self._errors = PeerErrors()  # of lookup services not reached since they failed
         self._closed = False
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
@@ -320,13 +317,12 @@ class LookupCache:
         has subscribed there again; :meth:`errors` has them all.
         """
         with self._condition:
-            failing = [lookup for lookup in self._lookups.values() if lookup.error is not None]
-            return max(failing, key=lambda lookup: lookup.error_order).error if failing else None
+            return self._errors.latest
 
     def errors(self) -> dict[str, BaseException]:
         """The last exception of each lookup service not reached since it failed, by its URI."""
         with self._condition:
-            return {uri: lookup.error for uri, lookup in self._lookups.items() if lookup.error is not None}
+            return self._errors.by_peer()
 
     def __len__(self) -> int:
         with self._condition:
@@ -397,7 +393,7 @@ class LookupCache:
                 if serving is None:
                     serving = self._by_address[address] = self._serve(address)
         uri = serving.daemon.uriFor(serving.sink)
-        if uri.host in _UNSPECIFIED_HOSTS or uri.host is None:  # listening on all: name the address it is reached on
+        if uri.host in WILDCARD_HOSTS or uri.host is None:  # listening on all: name the address it is reached on
             address = _local_address(proxy)
             if uri.host == "0.0.0.0" and ":" in address:
                 raise ValueError(f"events are received on 0.0.0.0 (IPv4 only), but {proxy._pyroUri} is reached "
@@ -491,7 +487,7 @@ class LookupCache:
                 lookup.needs_sync = False
                 lookup.subscribed = True
                 lookup.orphan_deadline = math.inf
-                lookup.error = None
+                self._errors.reached(lookup.uri)
                 self._condition.notify_all()
         if stale is registration.lease:
             _cancel_quietly(stale)
@@ -531,8 +527,7 @@ class LookupCache:
 
     def _record_error(self, lookup: _Lookup, exc: BaseException) -> None:
         """Call with the lock held."""
-        lookup.error = exc
-        lookup.error_order = next(self._error_order)
+        self._errors.failed(lookup.uri, exc)
 
     # -- the merged view (all with the lock held) ----------------------------------------
 

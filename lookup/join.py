@@ -18,7 +18,6 @@ error is kept for :attr:`JoinManager.last_error` and :meth:`JoinManager.errors`.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import math
 import threading
@@ -28,7 +27,7 @@ import Pyro5.core
 import Pyro5.errors
 
 from landlord import FOREVER, Backoff, LeaseRenewalEvent, LeaseRenewalManager, check_duration, proxies
-from landlord.backoff import OutageLog
+from landlord.backoff import OutageLog, PeerErrors
 from landlord.clock import SYSTEM_CLOCK, Clock
 
 from .entry import Entry, modified_entries
@@ -47,7 +46,7 @@ class _Locator:
     by the manager's condition; ``backoff`` is used by its own thread only.
     """
 
-    __slots__ = ("uri", "registration", "due", "backoff", "outage", "error", "error_order", "thread")
+    __slots__ = ("uri", "registration", "due", "backoff", "outage", "thread")
 
     def __init__(self, uri: str, due: float, backoff: Backoff) -> None:
         self.uri = uri
@@ -55,8 +54,6 @@ class _Locator:
         self.due = due  # when to (re)register; inf while registered
         self.backoff = backoff
         self.outage = OutageLog(log, uri)
-        self.error: BaseException | None = None  # the last failure since it was last reached
-        self.error_order = 0  # orders errors of different lookup services: the latest is last_error
         self.thread: threading.Thread | None = None
 
 
@@ -119,7 +116,7 @@ class JoinManager:
         self._closed = False
         self._assigning: _Locator | None = None  # registering while no id is assigned: the others wait
         self._times_registered = 0  # successful registrations, re-registrations included
-        self._error_order = itertools.count(1)
+        self._errors = PeerErrors()  # of lookup services not reached since they failed
         with self._condition:
             for locator_uri in uris:
                 self._add_locator(locator_uri)
@@ -167,13 +164,12 @@ class JoinManager:
         registration again; :meth:`errors` has them all, by lookup service.
         """
         with self._condition:
-            failing = [locator for locator in self._locators.values() if locator.error is not None]
-            return max(failing, key=lambda locator: locator.error_order).error if failing else None
+            return self._errors.latest
 
     def errors(self) -> dict[str, BaseException]:
         """The last exception of each lookup service not reached since it failed, by its URI."""
         with self._condition:
-            return {uri: locator.error for uri, locator in self._locators.items() if locator.error is not None}
+            return self._errors.by_peer()
 
     @property
     def times_registered(self) -> int:
@@ -318,7 +314,7 @@ class JoinManager:
             if not stale:
                 locator.registration = registration
                 locator.due = math.inf
-                locator.error = None
+                self._errors.reached(locator.uri)
                 self._times_registered += 1
                 if self._item.service_id is None:
                     self._item = self._item.replace(service_id=registration.service_id)
@@ -340,8 +336,7 @@ class JoinManager:
     def _failed(self, locator: _Locator, exc: BaseException, *, retry_at_once: bool = False) -> None:
         """Record a failure to reach ``locator`` and when to try it next."""
         with self._condition:
-            locator.error = exc
-            locator.error_order = next(self._error_order)
+            self._errors.failed(locator.uri, exc)
             if locator.registration is None:
                 locator.due = self._clock.monotonic() + (0.0 if retry_at_once else locator.backoff.next_delay())
             self._condition.notify_all()

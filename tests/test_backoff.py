@@ -9,7 +9,7 @@ import math
 import pytest
 
 from landlord import Backoff
-from landlord.backoff import OutageLog
+from landlord.backoff import OutageLog, PeerErrors
 
 
 def test_delays_double_up_to_the_maximum_without_jitter() -> None:
@@ -87,3 +87,19 @@ def test_an_outage_is_logged_once_at_warning_and_its_end_at_info(caplog: pytest.
     assert "subscribe to PYRO:x@h:1" in levels[0][1] and "refused" in levels[0][1]
     assert "after 3 failed attempts" in levels[3][1]
     assert "could not reach PYRO:x@h:1" in levels[4][1]
+
+
+def test_peer_errors_keep_each_peers_last_and_the_latest_overall() -> None:
+    errors = PeerErrors()
+    assert errors.latest is None and errors.by_peer() == {}
+    first, second, again = OSError("a down"), OSError("b down"), OSError("a still down")
+    errors.failed("a", first)
+    errors.failed("b", second)
+    assert errors.latest is second and errors.by_peer() == {"a": first, "b": second}
+    errors.failed("a", again)  # a's newest failure is now the latest overall
+    assert errors.latest is again and errors.by_peer() == {"a": again, "b": second}
+    errors.reached("a")
+    assert errors.latest is second and errors.by_peer() == {"b": second}
+    errors.reached("b")
+    errors.reached("never failed")  # nothing to clear: no error
+    assert errors.latest is None and errors.by_peer() == {}
