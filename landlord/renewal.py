@@ -558,7 +558,7 @@ class LeaseRenewalManager:
                         self._drop(entry)
                         events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired_wall, error)))
                     else:
-                        self._push(entry, self._retry_time(entry, t))
+                        self._push(entry, self._retry_time(entry, t, waited=t - now))
                 else:  # a definite answer
                     self._drop(entry)
                     events.append((entry.listener, LeaseRenewalEvent(entry.lease, entry.desired_wall, error)))
@@ -574,13 +574,16 @@ class LeaseRenewalManager:
                 entry.busy = False
             self._cond.notify_all()
 
-    def _retry_time(self, entry: _Entry, now: float) -> float:
-        """When to try again after ``entry.failures`` communication failures in a row."""
-        delay = min(self._retry_max, self._retry_initial * 2.0 ** min(entry.failures - 1, 64))
+    def _retry_time(self, entry: _Entry, now: float, *, waited: float = 0.0) -> float:
+        """When to try again after ``entry.failures`` communication failures in a row,
+        the last of which failed at ``now`` after waiting ``waited`` seconds for an answer."""
+        backoff = min(self._retry_max, self._retry_initial * 2.0 ** min(entry.failures - 1, 64))
         expiration = entry.lease.deadline
-        # Near the end, halve the time left rather than overshoot it: every
-        # chance to reach the landlord before the lease is lost is taken.
-        delay = min(delay, max((expiration - now) / 2, _MIN_GAP))
+        # The backoff counts from when the failed attempt went out: one that
+        # timed out has waited already, and a link that healed meanwhile is
+        # tried again at once. Near the end, halve the time left rather than
+        # overshoot it: every chance to reach the landlord in time is taken.
+        delay = max(min(backoff - waited, (expiration - now) / 2), _MIN_GAP)
         retry = now + delay
         if retry >= expiration:
             retry = expiration  # then it is dropped and reported

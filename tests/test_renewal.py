@@ -418,6 +418,41 @@ def test_every_attempt_waits_at_most_half_of_what_its_lease_has_left(
     assert proxies._timeout() == get_call_timeout()  # the manager's thread bounded only its own calls
 
 
+class TimingOutLandlord(FakeLandlord):
+    """An unreachable landlord as a partition makes one: each attempt waits its whole bound, then times out."""
+
+    def renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        self.batch_calls.append(list(durations))
+        if self.unreachable:
+            started = self.clock.monotonic()
+            self.clock.advance(proxies._timeout() or 0.0)
+            exc = Pyro5.errors.TimeoutError(f"no answer since {started}")
+            self.raised.append(exc)
+            raise exc
+        return super().renew_batch(leases, durations)
+
+
+def test_after_a_timeout_the_next_attempt_goes_out_at_once(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    """The backoff counts from when the failed attempt was sent: one that waited a whole
+    timeout is followed at once by another, on a fresh connection, not a backoff later."""
+    landlord = TimingOutLandlord(clock)
+    lease = landlord.lease(10)
+    manager.renew_for(lease, FOREVER)
+    landlord.unreachable = True
+    attempts: list[float] = []
+    original = landlord.renew_batch
+
+    def timed(leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        attempts.append(clock.monotonic())
+        return original(leases, durations)
+
+    landlord.renew_batch = timed  # type: ignore[method-assign]
+    run(clock, manager, THIRD + (10 - THIRD) / 2 + 0.06)
+    assert len(attempts) == 2
+    first_failed = attempts[0] + (10 - THIRD) / 2  # the first attempt waited half of what was left
+    assert attempts[1] - first_failed == pytest.approx(0.05, abs=1e-6)  # not retry_initial (1 s) later
+
+
 def test_a_whole_batch_failing_to_communicate_is_retried_for_every_lease(
         clock: FakeClock, manager: LeaseRenewalManager) -> None:
     landlord = FakeLandlord(clock)

@@ -20,15 +20,17 @@ REAPER_SLACK = 0.5
 
 
 def test_a_killed_holders_lease_is_freed_within_its_term(spawn: Spawn) -> None:
-    """A holder process keeps its lease alive with a renewal manager, then is SIGKILLed:
-    the landlord frees the resource no later than one term (plus the reaper's delay)
-    after the kill, and not before it (the lease was alive only through the holder)."""
+    """A holder process keeps its lease alive FOREVER with a renewal manager's defaults, for
+    many terms, then is SIGKILLed: every renewal asked for the lease's own 2 s term, so the
+    landlord frees the resource no later than one term (plus the reaper's delay) after the
+    kill, and not before it (the lease was alive only through the holder)."""
     term = 2.0
     landlord = start_landlord(spawn, "--verbose")
     holder = spawn("fault_holder.py", landlord.uri, "room-7", str(term))
     holder.expect("holding room-7")
-    for _ in range(2):  # kept past its first term: only the holder's renewals explain it
-        landlord.child.wait_for(r"^renewed room-7 ", timeout=10)
+    for _ in range(12):  # kept for four terms: only the holder's renewals explain it
+        renewed = landlord.child.wait_for(r"^renewed room-7 (\S+)$", timeout=10)
+        assert float(renewed.group(1)) == term  # its own term, not the landlord's maximum
 
     killed_at = time.monotonic()
     os.kill(holder.process.pid, signal.SIGKILL)

@@ -24,7 +24,7 @@ def main(uri: str, resource: str, duration: float) -> None:
         print("lost", resource, repr(event.exception), flush=True)
 
     with landlord.LeaseRenewalManager() as manager:
-        manager.renew_for(lease, landlord.FOREVER, lost, renew_duration=duration)
+        manager.renew_for(lease, landlord.FOREVER, lost)  # for ever, in renewals of its own term
         print("holding", resource, f"{lease.remaining:.3f}", flush=True)
         threading.Event().wait()  # until killed
 
