@@ -83,18 +83,25 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import Pyro5
 import Pyro5.api
 import serpent
+from common import (  # the benchmarks' shared pieces
+    ServerProcess,
+    positive_int,
+    positive_seconds,
+    serve_forever,
+    stop_on_sigterm,
+    stop_process,
+)
 
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap
 from landlord.grantor import MAX_BATCH
-
-from common import ServerProcess, positive_int, positive_seconds, serve_forever, stop_on_sigterm, stop_process  # the benchmarks' shared pieces
 
 NAME = "etcd"
 GOAL = 3.0                 # landlord >= 3x etcd, on every row

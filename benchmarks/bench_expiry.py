@@ -85,16 +85,16 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import sortedcontainers
+from common import machine_info, positive_int, positive_seconds  # the benchmarks' shared pieces
 from sortedcontainers import SortedList
 
 import landlord
 from landlord import SystemClock
-
-from common import machine_info, positive_int, positive_seconds  # the benchmarks' shared pieces
 
 NAME = "expiry"
 REAPERS = ("sleeper", "polling", "lazy")

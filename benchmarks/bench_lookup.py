@@ -67,20 +67,26 @@ import random
 import signal
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import Pyro5
 import Pyro5.api
 import Pyro5.nameserver
 import Pyro5.serializers
 import serpent
+from common import (  # the benchmarks' shared pieces
+    ServerProcess,
+    machine_info,
+    positive_int,
+    positive_seconds,
+    stop_on_sigterm,
+)
 
 import landlord
 from lookup import Comment, Location, LookupService, Name, ServiceInfo, ServiceItem, ServiceTemplate, locate
 from lookup.service import MAX_MATCHES
-
-from common import ServerProcess, machine_info, positive_int, positive_seconds, stop_on_sigterm  # the benchmarks' shared pieces
 
 DEFAULT_SERVICES = 10_000
 DEFAULT_KINDS = 50
@@ -340,7 +346,8 @@ def register_all(lookup_proxy: Any, ns_proxy: Any, services: list[Service]) -> S
 def run(args: argparse.Namespace) -> tuple[list[Row], Setup]:
     """Start both servers, fill them, measure, stop them."""
     progress = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
-    servers = [ServerProcess(__file__, "--serve-lookup", "lookup service"), ServerProcess(__file__, "--serve-ns", "name server")]
+    servers = [ServerProcess(__file__, "--serve-lookup", "lookup service"),
+               ServerProcess(__file__, "--serve-ns", "name server")]
     try:
         lookup_uri, ns_uri = servers[0].uri(), servers[1].uri()
         port = int(lookup_uri.rsplit(":", 1)[1])

@@ -81,19 +81,26 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import Pyro5
 import Pyro5.api
 import serpent
+from common import (  # the benchmarks' shared pieces
+    ServerProcess,
+    machine_info,
+    positive_int,
+    positive_seconds,
+    serve_forever,
+    stop_on_sigterm,
+)
 
 import landlord
 import landlord.renewal
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, SystemClock
 from landlord.grantor import MAX_BATCH
-
-from common import ServerProcess, machine_info, positive_int, positive_seconds, serve_forever, stop_on_sigterm  # the benchmarks' shared pieces
 
 NAME = "bench_renew"
 TERM = 3600.0                   # the landlord's longest grant: nothing expires during the run

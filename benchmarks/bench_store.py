@@ -29,8 +29,9 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import landlord
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore

@@ -63,20 +63,27 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import Pyro5
 import Pyro5.api
 import serpent
+from common import (  # the benchmarks' shared pieces
+    ServerProcess,
+    machine_info,
+    positive_int,
+    positive_seconds,
+    serve_forever,
+    stop_on_sigterm,
+)
 
 import landlord
 import landlord.renewal
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseRenewalEvent
 from landlord.grantor import MAX_BATCH
 from landlord.landlordlease import CALL_BATCH
-
-from common import ServerProcess, machine_info, positive_int, positive_seconds, serve_forever, stop_on_sigterm  # the benchmarks' shared pieces
 
 DEFAULT_LEASES = 100_000
 DEFAULT_SECONDS = 30.0

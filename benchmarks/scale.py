@@ -60,15 +60,15 @@ import secrets
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import sortedcontainers
+from common import machine_info, positive_int  # the benchmarks' shared pieces
 from sortedcontainers import SortedList
 
 import landlord
-
-from common import machine_info, positive_int  # the benchmarks' shared pieces
 
 DEFAULT_SIZES = "1000,100000,1000000"
 DEFAULT_SAMPLE = 20_000

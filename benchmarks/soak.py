@@ -49,19 +49,36 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import Pyro5
 import Pyro5.api
+from common import (  # the benchmarks' shared pieces
+    SERVER_START_TIMEOUT,
+    ServerProcess,
+    machine_info,
+    positive_int,
+    positive_seconds,
+    stop_on_sigterm,
+    stop_process,
+)
 
 import landlord
-from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseMapError
-from landlord import LeaseRenewalEvent, LeaseRenewalManager, RenewResults, serve_landlord
+from landlord import (
+    FOREVER,
+    Landlord,
+    LandlordLease,
+    LeaseDurationPolicy,
+    LeaseMap,
+    LeaseMapError,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    RenewResults,
+    serve_landlord,
+)
 from landlord.grantor import MAX_BATCH
-
-from common import (SERVER_START_TIMEOUT, ServerProcess, machine_info,  # the benchmarks' shared pieces
-                    positive_int, positive_seconds, stop_on_sigterm, stop_process)
 
 DEFAULT_CLIENTS = 4
 DEFAULT_LEASES = 10_000

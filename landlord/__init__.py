@@ -22,9 +22,9 @@ from .manager import LeasedResource, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .proxies import get_call_timeout, set_call_timeout
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
-from .store import LeaseStore, StoreInUseError
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
 from .serving import serve_landlord
+from .store import LeaseStore, StoreInUseError
 from .tls import TLSConfig, apply_tls, tls_settings
 from .wire import register_exception
 

@@ -15,7 +15,7 @@ import math
 import numbers
 import random as _random
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["Backoff", "OutageLog", "PeerErrors"]
 

@@ -7,7 +7,8 @@ unchanged and means the opposite: nothing is known, try again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .lease import Lease

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import secrets
 import uuid
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import Pyro5.server
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import Pyro5.core
 import Pyro5.errors

@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 __all__ = ["Lanes"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import abc
 import math
 import time
-from typing import TYPE_CHECKING, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
-from typing import Hashable, Iterator
+from collections.abc import Hashable, Iterator, MutableMapping
 
 from .duration import check_duration
 from .errors import LeaseMapError

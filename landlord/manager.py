@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from sortedcontainers import SortedList
 
@@ -81,7 +82,7 @@ class LeaseManager:
         self._on_cancel = on_cancel if on_cancel is not None else on_expire
         self._lock = threading.Lock()
         self._by_cookie: dict[str, LeasedResource] = {}
-        self._by_expiration: SortedList = SortedList()  # of (expiration, cookie)
+        self._by_expiration: SortedList[tuple[float, str]] = SortedList()  # of (expiration, cookie)
         self._reaper = make_reaper(reaper)
         self._reaper.start(self)
 
@@ -165,7 +166,8 @@ class LeaseManager:
                         if resource is not None:
                             found_dead.append(self._by_cookie.pop(cookie))
                             self._by_expiration.remove((resource.expiration, cookie))
-                        outcomes.append(UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)"))
+                        outcomes.append(
+                            UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)"))
                         continue
                     old = resource.expiration
                     try:
@@ -262,7 +264,7 @@ class LeaseManager:
         freed = 0
         while True:
             with self._lock:
-                due = []
+                due: list[LeasedResource] = []
                 while len(due) < REAP_CHUNK and self._by_expiration and self._by_expiration[0][0] <= now:
                     _, cookie = self._by_expiration.pop(0)
                     due.append(self._by_cookie.pop(cookie))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration

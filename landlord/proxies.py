@@ -15,7 +15,8 @@ import contextlib
 import logging
 import math
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import Pyro5.api
 

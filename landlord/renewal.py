@@ -49,14 +49,14 @@ import math
 import numbers
 import threading
 import warnings
+from collections.abc import Callable, Hashable
 from types import TracebackType
-from typing import Callable, Hashable
 
 import Pyro5.errors
 
 from . import proxies
 from .clock import SYSTEM_CLOCK, Clock
-from .duration import ANY, FOREVER, check_duration
+from .duration import ANY, check_duration
 from .errors import UnknownLeaseError
 from .landlordlease import CALL_BATCH
 from .lanes import Lanes

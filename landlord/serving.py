@@ -74,7 +74,8 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import Pyro5.api
 from Pyro5 import config as pyro_config

@@ -35,7 +35,8 @@ import os
 import re
 import sqlite3
 import threading
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from Pyro5.serializers import SerpentSerializer
 

@@ -15,7 +15,8 @@ sender that did not send it takes ``remaining`` as its term.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from Pyro5.serializers import SerializerBase
 

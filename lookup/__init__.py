@@ -14,14 +14,33 @@ from __future__ import annotations
 import landlord as _landlord  # noqa: F401  (registers landlord's converters)
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
-from .entry import (Comment, Entry, Location, Name, ServiceInfo, Status, UnknownEntry, entry_class,
-                    entry_class_name, entry_fields, entry_lineage, entry_matches, qualified_name)
-from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
-                     EventRegistration, ServiceEvent)
 from .cache import LookupCache
+from .entry import (
+                    Comment,
+                    Entry,
+                    Location,
+                    Name,
+                    ServiceInfo,
+                    Status,
+                    UnknownEntry,
+                    entry_class,
+                    entry_class_name,
+                    entry_fields,
+                    entry_lineage,
+                    entry_matches,
+                    qualified_name,
+)
+from .events import (
+                    ALL_TRANSITIONS,
+                    TRANSITION_MATCH_MATCH,
+                    TRANSITION_MATCH_NOMATCH,
+                    TRANSITION_NOMATCH_MATCH,
+                    EventRegistration,
+                    ServiceEvent,
+)
+from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .join import JoinManager
 from .locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate
-from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .registration import ServiceRegistration
 from .service import LookupService
 

@@ -26,7 +26,8 @@ import logging
 import math
 import threading
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import Pyro5.api
 import Pyro5.client

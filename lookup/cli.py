@@ -39,7 +39,8 @@ import math
 import pathlib
 import sqlite3
 import sys
-from typing import Any, Sequence, TextIO
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 import Pyro5.errors
 

@@ -25,7 +25,8 @@ import keyword
 import logging
 import math
 import typing
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",

@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import Pyro5.errors
 

@@ -15,7 +15,8 @@ An empty template matches every item.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Union
+from collections.abc import Iterable
+from typing import Any
 
 import Pyro5.client
 import Pyro5.core
@@ -31,7 +32,7 @@ MAX_TYPES = 256        # type names of one item or template
 MAX_ATTRIBUTES = 256   # entries of one item or template
 MAX_URI_LENGTH = 1024  # characters of a service's URI
 
-Service = Union[Pyro5.client.Proxy, Pyro5.core.URI, str]
+Service = Pyro5.client.Proxy | Pyro5.core.URI | str
 _UNCHANGED: Any = object()
 
 

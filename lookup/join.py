@@ -21,7 +21,8 @@ import functools
 import logging
 import math
 import threading
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import Pyro5.core
 import Pyro5.errors

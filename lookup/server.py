@@ -30,15 +30,26 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import Pyro5.server
 
 from landlord import LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
+
 # the serving constants and helpers lived here before landlord.serving: still importable from here
-from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, SERVER_TYPE, SERVER_TYPES, THREADPOOL_SIZE,
-                              WANTED_OPEN_FILES, check_advertise, pyro_settings, raise_open_files_limit,
-                              serve_object)
+from landlord.serving import (
+    COMM_TIMEOUT,
+    MAX_MESSAGE_SIZE,
+    SERVER_TYPE,
+    SERVER_TYPES,
+    THREADPOOL_SIZE,
+    WANTED_OPEN_FILES,
+    check_advertise,
+    pyro_settings,
+    raise_open_files_limit,
+    serve_object,
+)
 from landlord.tls import TLSConfig
 
 from .entry import Entry, entry_class_name, entry_fields

@@ -14,7 +14,8 @@ import itertools
 import logging
 import threading
 import uuid
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import Pyro5.client
 import Pyro5.core
@@ -27,8 +28,15 @@ from landlord.reapers import Reaper
 from landlord.store import LeaseStore
 
 from .entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
-from .events import (ALL_TRANSITIONS, TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH,
-                     EventMailer, EventRegistration, ServiceEvent)
+from .events import (
+    ALL_TRANSITIONS,
+    TRANSITION_MATCH_MATCH,
+    TRANSITION_MATCH_NOMATCH,
+    TRANSITION_NOMATCH_MATCH,
+    EventMailer,
+    EventRegistration,
+    ServiceEvent,
+)
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
 from .registration import ServiceRegistration
 
@@ -152,7 +160,7 @@ class _ServiceIndex:
                       if value is not None]
             for class_name in entry._entry_lineage:
                 filed.append((self.by_class, class_name))
-                for field, value, key in fields:
+                for field, _value, key in fields:
                     if key is None:
                         filed.append((self.unkeyed, (class_name, field)))
                     else:

@@ -27,10 +27,10 @@ the tag it expects there (an item's attributes must be entries, not leases).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import Pyro5.api
-from Pyro5.serializers import SerializerBase
 
 from landlord import LandlordLease
 from landlord.wire import LEASE_CLASS, checked_fields, lease_from_dict, register_converters

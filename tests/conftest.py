@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Iterator
 
 import Pyro5.api
 import pytest

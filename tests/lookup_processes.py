@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-
 from conftest import ChildProcess, free_port
 
 READY = "lookup service at "  # the line `serve` logs once it answers
@@ -29,7 +28,8 @@ class LookupProcess(ChildProcess):
 
 @pytest.fixture
 def serve_lookup() -> Iterator[Callable[..., tuple[LookupProcess, int]]]:
-    """Start ``python -m lookup serve --port <free, or the port given> ARGS``; returns (process, port) once it answers."""
+    """Start ``python -m lookup serve --port <free, or the port given> ARGS``;
+    returns (process, port) once it answers."""
     started: list[LookupProcess] = []
 
     def start(*args: str, port: int | None = None) -> tuple[LookupProcess, int]:

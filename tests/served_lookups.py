@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import Pyro5.api
 import Pyro5.server

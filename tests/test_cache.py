@@ -5,18 +5,19 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import Pyro5.api
 import Pyro5.core
 import Pyro5.errors
 import pytest
-
 from conftest import Child, free_port
+from served_lookups import LogWatch, RenewalSpy, ServedLookup
+
 from landlord import FakeClock, LeaseRenewalManager
 from lookup import Comment, LookupService, Name, ServiceItem, ServiceTemplate
 from lookup.cache import LookupCache
-from served_lookups import LogWatch, RenewalSpy, ServedLookup
 
 QUOTER = "examples.Quoter"
 

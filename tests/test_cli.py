@@ -10,20 +10,19 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Callable
-
-import Pyro5.errors
-import pytest
+from collections.abc import Callable
 
 import Pyro5.api
+import Pyro5.errors
+import pytest
+from conftest import free_port
+from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 
 import landlord
-from conftest import free_port
 from landlord.serving import own_address
 from lookup import TRANSITION_NOMATCH_MATCH, Comment, Location, Name, ServiceItem, ServiceTemplate
 from lookup.cli import format_table
 from lookup.locate import locate
-from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
 ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on

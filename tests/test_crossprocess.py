@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
 import pytest
-
 from conftest import Child, free_port
+
 from landlord import Landlord, LeaseDurationPolicy, UnknownLeaseError
 
 

@@ -8,8 +8,21 @@ from typing import Any, ClassVar
 
 import pytest
 
-from lookup import (Comment, Entry, Location, Name, ServiceInfo, Status, UnknownEntry, entry_class,
-                    entry_class_name, entry_fields, entry_lineage, entry_matches, qualified_name)
+from lookup import (
+    Comment,
+    Entry,
+    Location,
+    Name,
+    ServiceInfo,
+    Status,
+    UnknownEntry,
+    entry_class,
+    entry_class_name,
+    entry_fields,
+    entry_lineage,
+    entry_matches,
+    qualified_name,
+)
 from lookup.entry import MAX_FIELDS, check_class_name, check_wire_value, wire_equal
 
 

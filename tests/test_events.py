@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import Pyro5.errors
 import pytest

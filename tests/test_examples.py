@@ -13,14 +13,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import Pyro5.api
 import pytest
+from conftest import ChildProcess
 
 import landlord
-from conftest import ChildProcess
 from landlord import LeaseMapError, UnknownLeaseError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

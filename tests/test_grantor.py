@@ -10,8 +10,19 @@ from typing import Any
 import Pyro5.api
 import pytest
 
-from landlord import (FOREVER, Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, LeaseMap,
-                      LeaseMapError, LeasePolicy, RenewResults, UnknownLeaseError, proxies)
+from landlord import (
+    FOREVER,
+    Landlord,
+    LandlordLease,
+    LeaseDeniedError,
+    LeaseDurationPolicy,
+    LeaseMap,
+    LeaseMapError,
+    LeasePolicy,
+    RenewResults,
+    UnknownLeaseError,
+    proxies,
+)
 from landlord.manager import LeasedResource
 
 

@@ -28,7 +28,8 @@ import socket
 import struct
 import sys
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import Pyro5.api
 import Pyro5.core
@@ -37,13 +38,12 @@ import Pyro5.protocol
 import Pyro5.serializers
 import Pyro5.socketutil
 import pytest
+from conftest import ChildProcess, ServingDaemon
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from Pyro5 import config as pyro_config
 
-from conftest import ChildProcess, ServingDaemon
-from landlord import (Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError,
-                      proxies)
+from landlord import Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError, proxies
 from landlord.wire import LEASE_CLASS, RENEW_RESULTS_CLASS
 
 MAXIMUM = 600.0       # the policy's longest grant
@@ -199,9 +199,9 @@ def test_renew_and_cancel_with_garbage_change_nothing(served: Served, cookie: An
                                                       duration: Any) -> None:
     before = served.state()
     near_miss = spoil(served.cookies[spoiled[0]], spoiled[1])
-    for wrong in (cookie, near_miss):
-        refused(lambda: served.proxy.renew(wrong, duration), FORGED_ERRORS)
-        refused(lambda: served.proxy.cancel(wrong), FORGED_ERRORS)
+    for wrong in (cookie, near_miss):  # each lambda runs before the loop moves on
+        refused(lambda: served.proxy.renew(wrong, duration), FORGED_ERRORS)  # noqa: B023
+        refused(lambda: served.proxy.cancel(wrong), FORGED_ERRORS)  # noqa: B023
     assert served.state() == before
     served.assert_alive()
 

@@ -11,9 +11,22 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from Pyro5.serializers import SerpentSerializer
 
-from lookup import (Comment, Entry, Location, Name, ServiceItem, ServiceMatches, ServiceTemplate,
-                    UnknownEntry, entry_class_name, entry_fields, entry_lineage, matches, qualified_name,
-                    type_names)
+from lookup import (
+    Comment,
+    Entry,
+    Location,
+    Name,
+    ServiceItem,
+    ServiceMatches,
+    ServiceTemplate,
+    UnknownEntry,
+    entry_class_name,
+    entry_fields,
+    entry_lineage,
+    matches,
+    qualified_name,
+    type_names,
+)
 
 URI = "PYRO:quoter@127.0.0.1:9999"
 serializer = SerpentSerializer()

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
 import pytest
-
 from conftest import Child, free_port
-from lookup import JoinManager, LookupService, Name, ServiceTemplate, Status
 from served_lookups import LogWatch, RenewalSpy, ServedLookup
+
+from lookup import JoinManager, LookupService, Name, ServiceTemplate, Status
 
 
 @Pyro5.api.expose

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

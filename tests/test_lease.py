@@ -6,8 +6,19 @@ import math
 
 import pytest
 
-from landlord import (ANY, FOREVER, AbstractLease, FakeClock, Landlord, LandlordLease, Lease, LeaseDurationPolicy,
-                      LeaseMap, LeaseMapError, UnknownLeaseError)
+from landlord import (
+    ANY,
+    FOREVER,
+    AbstractLease,
+    FakeClock,
+    Landlord,
+    LandlordLease,
+    Lease,
+    LeaseDurationPolicy,
+    LeaseMap,
+    LeaseMapError,
+    UnknownLeaseError,
+)
 
 
 class ScriptedLease(AbstractLease):
@@ -179,7 +190,7 @@ def test_landlord_lease_rejects_malformed_fields(args: tuple, error: type) -> No
 def test_an_unregistered_landlords_lease_cannot_leave_the_process(clock: FakeClock) -> None:
     lease = landlord_for(clock).new_lease("r", 10)
     with pytest.raises(LookupError, match="not registered"):
-        lease.landlord_uri
+        _ = lease.landlord_uri
 
 
 # -- LeaseMap -------------------------------------------------------------------

@@ -14,8 +14,20 @@ from Pyro5.serializers import SerializerBase, SerpentSerializer
 
 import lookup
 from landlord import LandlordLease
-from lookup import (Comment, Entry, Location, Name, ServiceInfo, ServiceItem, ServiceMatches,
-                    ServiceTemplate, Status, UnknownEntry, entry_lineage, qualified_name)
+from lookup import (
+    Comment,
+    Entry,
+    Location,
+    Name,
+    ServiceInfo,
+    ServiceItem,
+    ServiceMatches,
+    ServiceTemplate,
+    Status,
+    UnknownEntry,
+    entry_lineage,
+    qualified_name,
+)
 
 URI = "PYRO:quoter@127.0.0.1:9999"
 serializer = SerpentSerializer()

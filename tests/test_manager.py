@@ -9,8 +9,15 @@ from typing import Any
 
 import pytest
 
-from landlord import (FakeClock, LeasedResource, LeaseDeniedError, LeaseDurationPolicy, LeaseManager, Reaper,
-                      UnknownLeaseError)
+from landlord import (
+    FakeClock,
+    LeaseDeniedError,
+    LeasedResource,
+    LeaseDurationPolicy,
+    LeaseManager,
+    Reaper,
+    UnknownLeaseError,
+)
 
 REAPERS = ["sleeper", "polling", "lazy"]
 

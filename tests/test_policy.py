@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from landlord import ANY, FOREVER, FakeClock, Landlord, LeaseDurationPolicy, LeasedResource
+from landlord import ANY, FOREVER, FakeClock, Landlord, LeasedResource, LeaseDurationPolicy
 
 
 def bound(policy: LeaseDurationPolicy, clock: FakeClock) -> LeaseDurationPolicy:

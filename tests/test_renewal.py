@@ -5,15 +5,28 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Any, Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any
 
 import hypothesis
 import hypothesis.strategies as st
 import Pyro5.errors
 import pytest
 
-from landlord import (ANY, FOREVER, AbstractLease, FakeClock, Landlord, Lease, LeaseDeniedError,
-                      LeaseDurationPolicy, LeasedResource, UnknownLeaseError, get_call_timeout, proxies)
+from landlord import (
+    ANY,
+    FOREVER,
+    AbstractLease,
+    FakeClock,
+    Landlord,
+    Lease,
+    LeaseDeniedError,
+    LeasedResource,
+    LeaseDurationPolicy,
+    UnknownLeaseError,
+    get_call_timeout,
+    proxies,
+)
 from landlord.lease import sent_now
 from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, attempt_timeout, renewal_time
 
@@ -638,7 +651,7 @@ def test_a_lost_lease_without_listener_is_logged(clock: FakeClock, manager: Leas
 def test_leases_of_one_landlord_go_in_one_call_per_round(clock: FakeClock, manager: LeaseRenewalManager) -> None:
     landlord = FakeLandlord(clock)
     leases = []
-    for i in range(50):  # issued over half a second: within one batch window
+    for _ in range(50):  # issued over half a second: within one batch window
         leases.append(landlord.lease())
         manager.renew_for(leases[-1], FOREVER)
         clock.advance(0.01)

@@ -11,15 +11,26 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
 import pytest
-
 from conftest import Child, free_port
-from landlord import (FOREVER, Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, LeasePolicy,
-                      LeaseRenewalEvent, LeaseRenewalManager, RenewResults, set_call_timeout)
+
+from landlord import (
+    FOREVER,
+    Landlord,
+    LandlordLease,
+    LeaseDeniedError,
+    LeaseDurationPolicy,
+    LeasePolicy,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    RenewResults,
+    set_call_timeout,
+)
 from landlord.manager import LeasedResource
 
 

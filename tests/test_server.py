@@ -12,23 +12,24 @@ import logging
 import pathlib
 import threading
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
 import Pyro5.server
 import pytest
+from conftest import MANY_CLIENTS as CLIENTS
+from conftest import free_port, sockets_of
+from lookup_processes import LookupProcess, serve_lookup  # noqa: F401  (a fixture)
 from Pyro5 import config as pyro_config
 
-from conftest import MANY_CLIENTS as CLIENTS
 import landlord
-from conftest import free_port, sockets_of
 from landlord import FakeClock, Landlord, LeaseDurationPolicy, UnknownLeaseError
 from landlord.serving import own_address
 from lookup import Comment, Name, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate, lookup_uri
 from lookup.server import MAX_MESSAGE_SIZE, ServedLookupService, entry_text, raise_open_files_limit, serve
-from lookup_processes import LookupProcess, serve_lookup  # noqa: F401  (a fixture)
 
 try:
     import resource

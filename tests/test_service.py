@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import Pyro5.api
 import pytest
 
 from landlord import FakeClock, LeaseDurationPolicy, LeaseStore, UnknownLeaseError
-from lookup import (TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH, Comment,
-                    Entry, EventRegistration, Location, Name, ServiceEvent, ServiceItem, ServiceTemplate)
+from lookup import (
+    TRANSITION_MATCH_MATCH,
+    TRANSITION_MATCH_NOMATCH,
+    TRANSITION_NOMATCH_MATCH,
+    Comment,
+    Entry,
+    EventRegistration,
+    Location,
+    Name,
+    ServiceEvent,
+    ServiceItem,
+    ServiceTemplate,
+)
 from lookup.registration import ServiceRegistration
 from lookup.service import LookupService
 

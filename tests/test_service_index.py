@@ -9,14 +9,15 @@ from __future__ import annotations
 import contextlib
 import decimal
 import itertools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from landlord import FakeClock, LeaseDurationPolicy, UnknownLeaseError
 import lookup.service
+from landlord import FakeClock, LeaseDurationPolicy, UnknownLeaseError
 from lookup import Entry, Location, Name, ServiceItem, ServiceTemplate, UnknownEntry, entry_class_name
 from lookup.service import MAX_MATCHES, LookupService, _value_key
 

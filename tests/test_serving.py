@@ -15,20 +15,30 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
 import pytest
+from conftest import MANY_CLIENTS as CLIENTS
+from conftest import free_port, sockets_of
 from Pyro5 import config as pyro_config
 
 import landlord
-from conftest import MANY_CLIENTS as CLIENTS
-from conftest import free_port, sockets_of
 from landlord import Landlord, LeaseDurationPolicy, UnknownLeaseError, serve_landlord
 from landlord.multiplex import greet_when_spoken
-from landlord.serving import (COMM_TIMEOUT, MAX_MESSAGE_SIZE, WILDCARD_HOSTS, advertised_host,
-                              check_advertise, landlord_object_id, own_address, pyro_settings, serve_object)
+from landlord.serving import (
+    COMM_TIMEOUT,
+    MAX_MESSAGE_SIZE,
+    WILDCARD_HOSTS,
+    advertised_host,
+    check_advertise,
+    landlord_object_id,
+    own_address,
+    pyro_settings,
+    serve_object,
+)
 
 PROMPT = 2.0          # seconds a further client's renewal may take while the 1,000 are connected
 ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on

@@ -13,14 +13,14 @@ import math
 import pathlib
 import sqlite3
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import Pyro5.api
 import pytest
 from Pyro5.serializers import SerpentSerializer
 
-from landlord import (FOREVER, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, LeaseStore,
-                      UnknownLeaseError)
+from landlord import FOREVER, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, LeaseStore, UnknownLeaseError
 from landlord.store import StoredLease, StoreInUseError
 
 

@@ -16,13 +16,15 @@ import re
 import socket
 import ssl
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
 import Pyro5.socketutil
 import pytest
 import trustme
+from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 from Pyro5 import config as pyro_config
 
 import landlord
@@ -30,7 +32,6 @@ from landlord import TLSConfig, apply_tls, tls_settings
 from landlord.tls import PYRO_SSL_SETTINGS
 from lookup import Name, ServiceItem, ServiceTemplate
 from lookup.locate import locate
-from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
 REFUSED = r"refused a connection from 127\.0\.0\.1:\d+: TLS handshake failed"

@@ -9,8 +9,7 @@ import pytest
 from Pyro5.serializers import SerpentSerializer
 
 import landlord
-from landlord import (LandlordLease, LeaseDeniedError, LeaseError, LeaseMapError, RenewResults,
-                      UnknownLeaseError)
+from landlord import LandlordLease, LeaseDeniedError, LeaseError, LeaseMapError, RenewResults, UnknownLeaseError
 
 URI = "PYRO:obj_1@127.0.0.1:4160"
 serializer = SerpentSerializer()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import Pyro5.api
 

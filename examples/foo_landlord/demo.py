@@ -18,8 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 SERVER_SCRIPT = HERE / "server.py"

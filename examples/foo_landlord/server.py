@@ -25,8 +25,8 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import Pyro5.api
 

@@ -13,8 +13,9 @@ import argparse
 import sys
 import time
 
-from lookup import LookupCache, Name, ServiceItem, ServiceTemplate
 from quoter_api import Exchange, Quoter, quiet_logging, stamp
+
+from lookup import LookupCache, Name, ServiceItem, ServiceTemplate
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,9 +16,9 @@ import sys
 import time
 
 import Pyro5.api
+from quoter_api import Exchange, Quoter, quiet_logging, stamp
 
 from lookup import JoinManager, Name, ServiceInfo
-from quoter_api import Exchange, Quoter, quiet_logging, stamp
 
 
 @Pyro5.api.expose

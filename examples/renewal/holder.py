@@ -28,13 +28,20 @@ import queue
 import sys
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import Pyro5.api
 
 import landlord  # importing it registers the converters that bring leases over the wire
-from landlord import (FOREVER, LandlordLease, LeaseDeniedError, LeaseError, LeaseRenewalEvent, LeaseRenewalManager,
-                      UnknownLeaseError)
+from landlord import (
+    FOREVER,
+    LandlordLease,
+    LeaseDeniedError,
+    LeaseError,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    UnknownLeaseError,
+)
 
 ROOMS_WANTED = 3
 LEASE_SECONDS = 10.0  # asked for; the landlord grants less (2 s with the demo's settings)

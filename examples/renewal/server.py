@@ -23,13 +23,12 @@ import collections
 import sys
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import Pyro5.api
 
 import landlord  # importing it registers the converters that send leases over the wire
-from landlord import (Landlord, LandlordLease, LeasedResource, LeaseDeniedError, LeaseDurationPolicy,
-                      RenewResults)
+from landlord import Landlord, LandlordLease, LeaseDeniedError, LeasedResource, LeaseDurationPolicy, RenewResults
 
 OBJECT_ID = "rooms.landlord"  # a fixed Pyro5 object id, so a fixed port gives a fixed URI
 ROOMS = ("red", "green", "blue", "yellow", "purple")

@@ -14,11 +14,12 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import pytest
-
 from conftest import Child, free_port
+
 from landlord import LandlordLease, Lease, LeaseRenewalEvent, get_call_timeout, set_call_timeout
 
 # How long a remote lease call may take in these tests: long enough for an

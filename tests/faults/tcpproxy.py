@@ -27,8 +27,8 @@ import enum
 import socket
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
-from typing import Callable
 
 __all__ = ["Mode", "TcpProxy"]
 

@@ -10,17 +10,18 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import Pyro5.api
 import pytest
-
 from conftest import Child, free_port
+from lookup_processes import READY, LookupProcess
+
 from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, set_call_timeout
 from lookup import TRANSITION_NOMATCH_MATCH, JoinManager, Name, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID
-from lookup_processes import READY, LookupProcess
 
 pytestmark = pytest.mark.slow
 

@@ -11,16 +11,24 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import Pyro5.api
 import pytest
 import serpent
+from faultkit import Listener, Spawn, start_landlord
 from Pyro5.serializers import serializers
 
-from faultkit import Listener, Spawn, start_landlord
-from landlord import (FOREVER, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, LeaseRenewalManager,
-                      UnknownLeaseError)
+from landlord import (
+    FOREVER,
+    FakeClock,
+    Landlord,
+    LandlordLease,
+    LeaseDurationPolicy,
+    LeaseRenewalManager,
+    UnknownLeaseError,
+)
 
 HOUR = 3600.0
 TERM = 10.0

@@ -8,9 +8,18 @@ import time
 import Pyro5.api
 import Pyro5.errors
 import pytest
+from faultkit import (
+    CALL_TIMEOUT,
+    Frozen,
+    Journal,
+    LandlordProcess,
+    Listener,
+    RecordingLease,
+    Spawn,
+    call_timeout,
+    start_landlord,
+)
 
-from faultkit import (CALL_TIMEOUT, Frozen, Journal, LandlordProcess, Listener, RecordingLease, Spawn,
-                      call_timeout, start_landlord)
 from landlord import FOREVER, LandlordLease, LeaseRenewalManager
 
 __all__ = ["call_timeout"]  # a fixture, imported for pytest

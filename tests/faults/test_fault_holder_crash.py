@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 import Pyro5.api
-
 from faultkit import Spawn, start_landlord
+
 from landlord import UnknownLeaseError
 
 # How late after its expiration a freed resource may be reported: the sleeper

@@ -19,9 +19,18 @@ import time
 import Pyro5.api
 import Pyro5.errors
 import pytest
+from faultkit import (
+    Call,
+    Journal,
+    LandlordProcess,
+    Listener,
+    Notice,
+    RecordingLease,
+    Spawn,
+    call_timeout,
+    start_landlord,
+)
 
-from faultkit import (Call, Journal, LandlordProcess, Listener, Notice, RecordingLease, Spawn, call_timeout,
-                      start_landlord)
 from landlord import FOREVER, LandlordLease, LeaseError, LeaseRenewalManager, UnknownLeaseError
 
 __all__ = ["call_timeout"]  # a fixture, imported for pytest

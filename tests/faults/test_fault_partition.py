@@ -8,17 +8,25 @@ control calls go to the daemon's real port and never see the partition.
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import Pyro5.api
 import Pyro5.errors
 import pytest
-
 from conftest import free_port
-from faultkit import (CALL_TIMEOUT, Journal, LandlordProcess, Listener, RecordingLease, Spawn, call_timeout,
-                      start_landlord)
-from landlord import FOREVER, LandlordLease, LeaseRenewalManager, UnknownLeaseError
+from faultkit import (
+    CALL_TIMEOUT,
+    Journal,
+    LandlordProcess,
+    Listener,
+    RecordingLease,
+    Spawn,
+    call_timeout,
+    start_landlord,
+)
 from tcpproxy import Mode, TcpProxy
+
+from landlord import FOREVER, LandlordLease, LeaseRenewalManager, UnknownLeaseError
 
 __all__ = ["call_timeout"]  # a fixture, imported for pytest
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-
 from tcpproxy import Mode, TcpProxy
 
 # How long "nothing arrives" is watched for: a blackhole cannot be proved
@@ -79,7 +78,7 @@ def receive(sock: socket.socket, size: int, timeout: float = 5) -> bytes:
             if not chunk:
                 break
             data += chunk
-    except socket.timeout:
+    except TimeoutError:
         pass
     return data
 

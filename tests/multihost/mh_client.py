@@ -23,10 +23,9 @@ import argparse
 import sys
 from typing import Any
 
-import Pyro5.api
+from mh_api import GREETER_TYPE, log_warnings, now, say
 
 from lookup import LookupCache, ServiceItem, ServiceTemplate
-from mh_api import GREETER_TYPE, log_warnings, now, say
 
 CALL_TIMEOUT = 5.0  # seconds for one call to a greeter
 

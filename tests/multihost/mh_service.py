@@ -26,9 +26,9 @@ import time
 from typing import Any
 
 import Pyro5.api
+from mh_api import Greeter, log_warnings, now, say
 
 from lookup import JoinManager, Name
-from mh_api import Greeter, log_warnings, now, say
 
 WATCH_INTERVAL = 0.01  # seconds between looks at the registrations: how late a renewal may be noticed
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from netns import Host, HostProcess
 

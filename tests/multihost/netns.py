@@ -56,7 +56,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -82,7 +82,7 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return done
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unavailable_reason() -> str | None:
     """Why network namespaces cannot be made here, or ``None`` if they can (tried once per process)."""
     if not sys.platform.startswith("linux"):

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import re
 
-from mhkit import (LOOKUP_PORT, call_through_cache, lookup_list, registered, renewals, start_client, start_lookup,
-                   start_service)
+from mhkit import (
+    LOOKUP_PORT,
+    call_through_cache,
+    lookup_list,
+    registered,
+    renewals,
+    start_client,
+    start_lookup,
+    start_service,
+)
 from netns import Network, network
 
 __all__ = ["network"]  # a fixture, imported for pytest

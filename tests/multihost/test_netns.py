@@ -10,9 +10,18 @@ import sys
 import time
 
 import pytest
-
-from netns import (HERE, PREFIX, REQUIRE_ENV, Host, HostProcess, Network, clean_stale, network, our_namespaces,
-                   require_multihost)
+from netns import (
+    HERE,
+    PREFIX,
+    REQUIRE_ENV,
+    Host,
+    HostProcess,
+    Network,
+    clean_stale,
+    network,
+    our_namespaces,
+    require_multihost,
+)
 
 __all__ = ["network"]  # a fixture, imported for pytest
 

@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
-
-from mhkit import (Lookup, call_through_cache, lookup_list, moment, registered, renewals, seconds, service_status,
-                   start_client, start_lookup, start_service)
+from mhkit import (
+    Lookup,
+    call_through_cache,
+    lookup_list,
+    moment,
+    registered,
+    renewals,
+    seconds,
+    service_status,
+    start_client,
+    start_lookup,
+    start_service,
+)
 from netns import HostProcess, Network, network
 
 __all__ = ["network"]  # a fixture, imported for pytest

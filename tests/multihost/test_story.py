@@ -8,8 +8,18 @@ from __future__ import annotations
 import re
 import time
 
-from mhkit import (LOOKUP_PORT, call_through_cache, lookup_list, moment, registered, renewals, seconds, start_client,
-                   start_lookup, start_service)
+from mhkit import (
+    LOOKUP_PORT,
+    call_through_cache,
+    lookup_list,
+    moment,
+    registered,
+    renewals,
+    seconds,
+    start_client,
+    start_lookup,
+    start_service,
+)
 from netns import Network, network
 
 __all__ = ["network"]  # a fixture, imported for pytest

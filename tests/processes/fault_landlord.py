@@ -24,7 +24,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import Pyro5.api
 
