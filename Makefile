@@ -5,7 +5,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test test-fast test-multihost bench clean
+.PHONY: demo test test-fast test-multihost lint bench clean
+
+LINTED := landlord lookup tests benchmarks examples
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +18,17 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(PY) examples/quoter/demo.py
 
-test: $(VENV)/.installed
+# the whole suite, after lint and types: a lint or type error fails `make test` too
+test: lint
 	$(PY) -m pytest -q
 
-test-fast: $(VENV)/.installed
+test-fast: lint
 	$(PY) -m pytest -q -m "not slow"
+
+# ruff on everything, mypy --strict on landlord/ and lookup/ (settings in pyproject.toml)
+lint: $(VENV)/.installed
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m mypy
 
 # hosts as network namespaces (needs root and iproute2); `make test` runs these too
 test-multihost: $(VENV)/.installed
@@ -32,4 +40,4 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

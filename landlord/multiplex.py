@@ -25,7 +25,8 @@ import logging
 import selectors
 import socket
 import ssl
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from Pyro5 import config as pyro_config
 from Pyro5 import errors as pyro_errors
@@ -114,10 +115,12 @@ def greet_when_spoken(server: SocketServer_Multiplex) -> SpokenFirstMultiplexSer
     """
     if not isinstance(server, SocketServer_Multiplex):
         raise TypeError(f"expected Pyro5's multiplex server, got {type(server).__name__}")
-    if not isinstance(server, SpokenFirstMultiplexServer):
-        # Pyro5 builds the server inside Daemon(); its class is switched to this
-        # subclass, which adds methods and one attribute, not a different layout
-        server.__class__ = SpokenFirstMultiplexServer
-        server._unspoken = {}
-    return server  # type: ignore[return-value]
+    if isinstance(server, SpokenFirstMultiplexServer):
+        return server
+    # Pyro5 builds the server inside Daemon(); its class is switched to this
+    # subclass, which adds methods and one attribute, not a different layout
+    server.__class__ = SpokenFirstMultiplexServer
+    spoken_first: SpokenFirstMultiplexServer = server  # type: ignore[assignment]  # by the line above
+    spoken_first._unspoken = {}
+    return spoken_first
 

@@ -68,7 +68,8 @@ import pathlib
 import socket
 import ssl
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import Pyro5.socketutil
 from Pyro5 import config as pyro_config
@@ -100,9 +101,11 @@ class _BoundedHandshakeSocket(ssl.SSLSocket):
     client would hold that thread for good.
     """
 
-    def accept(self) -> tuple[socket.socket, Any]:
+    def accept(self) -> tuple[ssl.SSLSocket, Any]:
         raw, address = socket.socket.accept(self)
-        connection = server_handshake(self.context, raw, address, suppress_ragged_eofs=self.suppress_ragged_eofs)
+        # set by SSLContext.wrap_socket on every SSLSocket (typeshed does not list it)
+        ragged: bool = getattr(self, "suppress_ragged_eofs", True)
+        connection = server_handshake(self.context, raw, address, suppress_ragged_eofs=ragged)
         connection.settimeout(socket.getdefaulttimeout())  # as a plain accept() leaves it; Pyro5 sets its own next
         return connection, address
 
@@ -137,10 +140,10 @@ def _peer(address: Any) -> str:
     return str(address)
 
 
-def _check_file(path: Any, what: str) -> pathlib.Path:
-    if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise TypeError(f"{what} must be a path, got {path!r:.80}")
-    path = pathlib.Path(path)
+def _check_file(given: Any, what: str) -> pathlib.Path:
+    if not isinstance(given, (str, os.PathLike)) or not str(given):
+        raise TypeError(f"{what} must be a path, got {given!r:.80}")
+    path = pathlib.Path(given)
     if not path.exists():
         raise FileNotFoundError(errno.ENOENT, f"{what} not found", str(path))
     if not path.is_file():
