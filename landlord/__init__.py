@@ -10,19 +10,21 @@ results and lease errors cross the wire as themselves.
 from __future__ import annotations
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
-from .backoff import Backoff
+from .backoff import Backoff, OutageLog, PeerErrors
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, UnknownLeaseError
 from .grantor import Landlord, RenewResults
 from .landlordlease import LandlordLease
-from .lease import AbstractLease, Lease
-from .leasemap import LeaseMap
-from .manager import LeasedResource, LeaseManager
+from .lanes import Lanes
+from .lease import AbstractLease, Lease, LeaseMap
+from .manager import LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
-from .proxies import get_call_timeout, set_call_timeout
+from .proxies import discard as discard_proxy
+from .proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
+from .resource import LeasedResource
 from .serving import serve_landlord
 from .store import LeaseStore, StoreInUseError
 from .tls import TLSConfig, apply_tls, tls_settings
@@ -38,7 +40,7 @@ __all__ = [
     "LeasePolicy", "LeaseDurationPolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
-    "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff",
-    "get_call_timeout", "set_call_timeout", "register_exception",
+    "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
+    "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "discard_proxy", "register_exception",
     "serve_landlord", "TLSConfig", "apply_tls", "tls_settings",
 ]

@@ -8,10 +8,7 @@ unchanged and means the opposite: nothing is known, try again.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .lease import Lease
+from typing import Any
 
 __all__ = ["LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError"]
 
@@ -32,11 +29,12 @@ class LeaseMapError(LeaseError):
     """Some leases of a :class:`~landlord.LeaseMap` batch failed.
 
     Args:
-        failures: each failed lease mapped to the exception it raised.
+        failures: each failed :class:`~landlord.Lease` mapped to the exception it raised
+            (typed ``Any`` here: the errors module sits below the lease module).
     """
 
-    def __init__(self, failures: Mapping[Lease, BaseException], message: str | None = None) -> None:
-        self.failures: dict[Lease, BaseException] = dict(failures)
+    def __init__(self, failures: Mapping[Any, BaseException], message: str | None = None) -> None:
+        self.failures: dict[Any, BaseException] = dict(failures)
         if message is None:
             kinds = sorted({type(e).__name__ for e in self.failures.values()})
             message = f"{len(self.failures)} lease(s) failed ({', '.join(kinds)})"

@@ -14,6 +14,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .errors import UnknownLeaseError
 from .policy import LeasePolicy
 from .reapers import Reaper, make_reaper
+from .resource import LeasedResource
 from .store import LeaseStore
 
 __all__ = ["LeasedResource", "LeaseManager"]
@@ -21,26 +22,6 @@ __all__ = ["LeasedResource", "LeaseManager"]
 log = logging.getLogger(__name__)
 
 REAP_CHUNK = 1000  # leases freed per turn of the lock when many expire at once
-
-
-class LeasedResource:
-    """A resource under lease, as its landlord keeps it.
-
-    Args:
-        cookie: the lease's secret name.
-        expiration: when the lease ends, on the landlord's *monotonic* clock.
-        resource: the thing leased.
-    """
-
-    __slots__ = ("cookie", "expiration", "resource")
-
-    def __init__(self, cookie: str, expiration: float, resource: Any) -> None:
-        self.cookie = cookie
-        self.expiration = expiration
-        self.resource = resource
-
-    def __repr__(self) -> str:
-        return f"LeasedResource({self.cookie[:6]}…, expiration={self.expiration!r}, {self.resource!r:.60})"
 
 
 class LeaseManager:

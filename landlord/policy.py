@@ -12,7 +12,7 @@ from .duration import ANY, FOREVER, check_duration
 
 if TYPE_CHECKING:
     from .lease import Lease
-    from .manager import LeasedResource
+    from .resource import LeasedResource
 
 __all__ = ["LeasePolicy", "LeaseDurationPolicy", "LeaseFactory"]
 

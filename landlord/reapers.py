@@ -17,23 +17,38 @@ import abc
 import logging
 import math
 import threading
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from .clock import Clock
 from .duration import check_duration
 
-if TYPE_CHECKING:
-    from .manager import LeaseManager
-
-__all__ = ["Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "make_reaper", "REAPERS"]
+__all__ = ["Reaper", "Reaped", "SleeperReaper", "PollingReaper", "LazyReaper", "make_reaper", "REAPERS"]
 
 log = logging.getLogger(__name__)
+
+
+class Reaped(Protocol):
+    """What a reaper needs of the :class:`~landlord.LeaseManager` it serves.
+
+    A protocol, so that the reapers need not import the manager (which makes them).
+    """
+
+    @property
+    def clock(self) -> Clock:
+        """The clock expirations are on (its ``monotonic()``)."""
+
+    def next_expiration(self) -> float:
+        """The earliest expiration of a lease held, ``math.inf`` if none."""
+
+    def reap(self) -> int:
+        """Free every lease that has run out; return how many."""
 
 
 class Reaper(abc.ABC):
     """What a :class:`~landlord.LeaseManager` tells its reaper."""
 
     @abc.abstractmethod
-    def start(self, manager: LeaseManager) -> None:
+    def start(self, manager: Reaped) -> None:
         """Begin reaping ``manager`` (called once, by the manager)."""
 
     def expiration_added(self, expiration: float) -> None:
@@ -53,9 +68,9 @@ class _ThreadedReaper(Reaper):
         self._condition = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._manager: LeaseManager | None = None
+        self._manager: Reaped | None = None
 
-    def start(self, manager: LeaseManager) -> None:
+    def start(self, manager: Reaped) -> None:
         if self._manager is not None:
             raise ValueError("a reaper serves one lease manager")
         self._manager = manager
@@ -147,12 +162,12 @@ class LazyReaper(Reaper):
     """
 
     def __init__(self) -> None:
-        self._manager: LeaseManager | None = None
+        self._manager: Reaped | None = None
         self._lock = threading.Lock()
         self._earliest = -math.inf  # nothing can expire before this
         self._arrivals = 0  # bumped by every expiration_added, to detect races with on_use
 
-    def start(self, manager: LeaseManager) -> None:
+    def start(self, manager: Reaped) -> None:
         if self._manager is not None:
             raise ValueError("a reaper serves one lease manager")
         self._manager = manager
