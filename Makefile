@@ -25,10 +25,12 @@ test: lint
 test-fast: lint
 	$(PY) -m pytest -q -m "not slow"
 
-# ruff on everything, mypy --strict on landlord/ and lookup/ (settings in pyproject.toml)
+# ruff on everything, mypy --strict on landlord/ and lookup/, and the layer
+# contracts (import-linter); settings and contracts in pyproject.toml
 lint: $(VENV)/.installed
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 # hosts as network namespaces (needs root and iproute2); `make test` runs these too
 test-multihost: $(VENV)/.installed

@@ -34,9 +34,19 @@ import Pyro5.client
 import Pyro5.core
 import Pyro5.errors
 
-from landlord import FOREVER, Backoff, LeaseRenewalEvent, LeaseRenewalManager, check_duration, proxies
-from landlord.backoff import OutageLog, PeerErrors
-from landlord.clock import SYSTEM_CLOCK, Clock
+from landlord import (
+    FOREVER,
+    SYSTEM_CLOCK,
+    Backoff,
+    Clock,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    OutageLog,
+    PeerErrors,
+    check_duration,
+    discard_proxy,
+    proxy_for,
+)
 from landlord.serving import WILDCARD_HOSTS
 
 from .events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
@@ -446,7 +456,7 @@ class LookupCache:
                 self._subscribe(lookup)
             except Exception as exc:  # unreachable or refused: try again in a while
                 if isinstance(exc, Pyro5.errors.CommunicationError):
-                    proxies.discard(lookup.uri)  # the next attempt goes out on a fresh connection
+                    discard_proxy(lookup.uri)  # the next attempt goes out on a fresh connection
                 with self._condition:
                     if self._closed:
                         return
@@ -465,7 +475,7 @@ class LookupCache:
             self._by_token.pop(lookup.token, None)
             lookup.token, lookup.last_sequence, lookup.held = token, 0, []
             self._by_token[token] = lookup
-        proxy = proxies.proxy_for(lookup.uri)
+        proxy = proxy_for(lookup.uri)
         sink_uri = self._sink_uri(proxy)
         registration = proxy.notify(self._template, ALL_TRANSITIONS, sink_uri, token, self._lease_duration)
         try:

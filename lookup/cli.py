@@ -44,9 +44,8 @@ from typing import Any, TextIO
 
 import Pyro5.errors
 
-from landlord import __version__
+from landlord import StoreInUseError, __version__
 from landlord.serving import check_advertise
-from landlord.store import StoreInUseError
 from landlord.tls import TLSConfig, tls_settings
 
 from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate

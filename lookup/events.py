@@ -17,9 +17,7 @@ from typing import Any
 
 import Pyro5.errors
 
-from landlord import proxies
-from landlord.clock import SYSTEM_CLOCK, Clock
-from landlord.lanes import Lanes
+from landlord import SYSTEM_CLOCK, Clock, Lanes, discard_proxy, proxy_for
 
 __all__ = [
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
@@ -182,7 +180,7 @@ def _call_notify(listener: Any, event: ServiceEvent) -> None:
         listener.notify(event)
         return
     try:
-        proxies.proxy_for(listener).notify(event)
+        proxy_for(listener).notify(event)
     except Pyro5.errors.CommunicationError:
-        proxies.discard(listener)  # reconnect on the next try
+        discard_proxy(listener)  # reconnect on the next try
         raise

@@ -27,9 +27,19 @@ from typing import Any
 import Pyro5.core
 import Pyro5.errors
 
-from landlord import FOREVER, Backoff, LeaseRenewalEvent, LeaseRenewalManager, check_duration, proxies
-from landlord.backoff import OutageLog, PeerErrors
-from landlord.clock import SYSTEM_CLOCK, Clock
+from landlord import (
+    FOREVER,
+    SYSTEM_CLOCK,
+    Backoff,
+    Clock,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    OutageLog,
+    PeerErrors,
+    check_duration,
+    discard_proxy,
+    proxy_for,
+)
 
 from .entry import Entry, modified_entries
 from .item import ServiceItem, type_names, uri_of
@@ -303,10 +313,10 @@ class JoinManager:
 
     def _register(self, locator: _Locator, item: ServiceItem) -> None:
         try:
-            registration = proxies.proxy_for(locator.uri).register(item, self._lease_duration)
+            registration = proxy_for(locator.uri).register(item, self._lease_duration)
         except Exception as exc:  # unreachable, or refused: keep trying, a policy may change its mind
             if isinstance(exc, Pyro5.errors.CommunicationError):
-                proxies.discard(locator.uri)  # the next attempt goes out on a fresh connection
+                discard_proxy(locator.uri)  # the next attempt goes out on a fresh connection
             self._failed(locator, exc)
             locator.outage.failed(exc, "register with")
             return

@@ -21,11 +21,19 @@ import Pyro5.client
 import Pyro5.core
 import Pyro5.server
 
-from landlord import ANY, Landlord, LeaseDurationPolicy, LeasePolicy, UnknownLeaseError, check_duration
-from landlord.clock import SYSTEM_CLOCK, Clock
-from landlord.manager import LeasedResource
-from landlord.reapers import Reaper
-from landlord.store import LeaseStore
+from landlord import (
+    ANY,
+    SYSTEM_CLOCK,
+    Clock,
+    Landlord,
+    LeasedResource,
+    LeaseDurationPolicy,
+    LeasePolicy,
+    LeaseStore,
+    Reaper,
+    UnknownLeaseError,
+    check_duration,
+)
 
 from .entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
 from .events import (
