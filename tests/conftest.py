@@ -1,23 +1,21 @@
-"""Shared fixtures: a fake clock, and a real Pyro5 daemon serving in a thread."""
+"""Shared fixtures: a fake clock, a real Pyro5 daemon serving in a thread, child processes.
+
+The helpers themselves are landlord.testing's (public, for users testing their
+own landlords); test modules import them from here or from there.
+"""
 
 from __future__ import annotations
 
 import os
 import pathlib
-import queue
-import re
-import signal
-import socket
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 
-import Pyro5.api
 import pytest
 
-import landlord
+from landlord.testing import ChildProcess, FakeClock, ServingDaemon, free_port
+
+__all__ = ["ChildProcess", "Child", "Spawner", "ServingDaemon", "free_port", "sockets_of",
+           "MANY_CLIENTS", "PROCESSES"]
 
 try:  # not on Windows
     import resource
@@ -30,34 +28,15 @@ FILES_FOR_MANY_CLIENTS = 2200  # this process's sockets (1,000 clients and some)
 
 
 @pytest.fixture
-def clock() -> landlord.FakeClock:
-    return landlord.FakeClock()
-
-
-class ServingDaemon:
-    """A Pyro5 daemon on loopback with its request loop on a background thread."""
-
-    def __init__(self) -> None:
-        self.daemon = Pyro5.api.Daemon(host="127.0.0.1", port=0)
-        self._thread = threading.Thread(target=self.daemon.requestLoop, name="test-daemon", daemon=True)
-        self._thread.start()
-
-    def register(self, obj: object) -> str:
-        return str(self.daemon.register(obj))
-
-    def close(self) -> None:
-        self.daemon.shutdown()
-        self._thread.join(timeout=10)
-        self.daemon.close()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture
 def daemon() -> Iterator[ServingDaemon]:
-    serving = ServingDaemon()
-    try:
+    """A Pyro5 daemon on loopback serving on a thread (landlord.testing.ServingDaemon)."""
+    with ServingDaemon() as serving:
         yield serving
-    finally:
-        serving.close()
 
 
 @pytest.fixture
@@ -69,62 +48,15 @@ def close_later() -> Iterator[list]:
         item.close()
 
 
-class ChildProcess:
-    """A child process, its stdout and stderr read line by line as they come."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        bufsize=1)
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.output: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line.rstrip())
-            self.lines.put(line.rstrip())
-
-    def wait_for(self, pattern: str, timeout: float = 20) -> re.Match[str]:
-        """The match of the regular expression ``pattern`` in the next output line it is found in."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} within {timeout}s; "
-                                     f"output: {self.output}") from None
-            found = re.search(pattern, line)
-            if found:
-                return found
-
-    def expect(self, prefix: str, timeout: float = 20) -> str:
-        """The rest of the next output line starting with ``prefix`` (other lines are skipped)."""
-        return self.wait_for(f"^{re.escape(prefix)}(.*)$", timeout).group(1).strip()
-
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 10) -> int:
-        """Send ``signum`` and return the exit code (failing if it does not exit in ``timeout``)."""
-        self.process.send_signal(signum)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running {timeout}s after {signum!r}; output: {self.output}") from None
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(10)
-
-
 class Child(ChildProcess):
     """A Python process running a script of ``tests/processes``."""
 
     def __init__(self, script: str, *args: str) -> None:
-        super().__init__([sys.executable, str(PROCESSES / script), *args])
+        super().__init__(str(PROCESSES / script), *args)
 
 
 class Spawner:
-    """Starts children; kills them all at teardown. ``children`` lists them in start order."""
+    """Starts children; kills and reaps them all at teardown. ``children`` lists them in start order."""
 
     def __init__(self) -> None:
         self.children: list[Child] = []
@@ -140,13 +72,7 @@ def spawn() -> Iterator[Spawner]:
     spawner = Spawner()
     yield spawner
     for child in spawner.children:
-        child.kill()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # type: ignore[no-any-return]
+        child.close()
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ class LookupProcess(ChildProcess):
     """``python -m lookup ARGS`` running."""
 
     def __init__(self, *args: str) -> None:
-        super().__init__([sys.executable, "-m", "lookup", *args])
+        super().__init__("-m", "lookup", *args)
 
 
 @pytest.fixture

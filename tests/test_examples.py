@@ -86,8 +86,8 @@ def test_foo_demo_server_prints_the_uri_it_serves(foo_demo_output: str) -> None:
 @pytest.fixture
 def foo_server() -> Iterator[ChildProcess]:
     """The Foo landlord alone, on every interface, advertising ADVERTISED."""
-    server = ChildProcess([sys.executable, str(FOO_SERVER), "--host", "0.0.0.0", "--advertise", ADVERTISED,
-                           "--port", "0", "--max-lease", "30"])
+    server = ChildProcess(str(FOO_SERVER), "--host", "0.0.0.0", "--advertise", ADVERTISED,
+                          "--port", "0", "--max-lease", "30")
     try:
         yield server
     finally:

@@ -26,7 +26,6 @@ import contextlib
 import math
 import socket
 import struct
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -569,7 +568,7 @@ class RemoteLandlord:
     """A plain Landlord on a default Pyro5 daemon in a child process, and a lease it holds."""
 
     def __init__(self) -> None:
-        self.child = ChildProcess([sys.executable, "-c", SERVE_LANDLORD])
+        self.child = ChildProcess("-c", SERVE_LANDLORD)
         try:
             self.pool_size = int(self.child.expect("POOL:"))
             self.uri, landlord_id, self.cookie = self.child.expect("LEASE:").split()
