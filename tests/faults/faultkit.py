@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from conftest import Child, free_port
 
 from landlord import LandlordLease, Lease, LeaseRenewalEvent, get_call_timeout, set_call_timeout
+from landlord.testing import Recorder
 
 # How long a remote lease call may take in these tests: long enough for an
 # answer on a loaded two-core machine, short enough that a hang shows quickly.
@@ -51,7 +51,7 @@ class LandlordProcess:
 
     @property
     def pid(self) -> int:
-        return self.child.process.pid
+        return self.child.pid
 
     def freed(self, resource: str, timeout: float = 20) -> float:
         """Wait for ``resource`` to be freed by expiry; when it was, on ``time.monotonic()``."""
@@ -109,25 +109,19 @@ class Journal:
     """Every batch renewal sent through RecordingLease objects, for tests to wait on."""
 
     def __init__(self) -> None:
-        self._calls: list[Call] = []
-        self._changed = threading.Condition()
+        self._calls: Recorder[Call] = Recorder()
 
     def record(self, call: Call) -> None:
-        with self._changed:
-            self._calls.append(call)
-            self._changed.notify_all()
+        self._calls.record(call)
 
     def calls(self, landlord_id: str | None = None, *, since: float = -float("inf")) -> list[Call]:
         """The calls (to one landlord, started after ``since``), in the order they ended."""
-        with self._changed:
-            return [c for c in self._calls
-                    if (landlord_id is None or c.landlord_id == landlord_id) and c.started >= since]
+        return [c for c in self._calls.items
+                if (landlord_id is None or c.landlord_id == landlord_id) and c.started >= since]
 
     def wait_for(self, predicate: Callable[[Journal], bool], timeout: float, what: str) -> None:
         """Block until ``predicate(self)`` holds; fail the test if it has not within ``timeout``."""
-        with self._changed:
-            if not self._changed.wait_for(lambda: predicate(self), timeout):
-                raise AssertionError(f"not within {timeout}s: {what}; calls: {self._calls}")
+        self._calls.wait_until(lambda calls: predicate(self), timeout, what=what)
 
     def wait_for_call(self, landlord_id: str, *, ok: bool, since: float, timeout: float = 15) -> Call:
         """The first call to ``landlord_id`` started after ``since`` that succeeded (or failed)."""
@@ -173,16 +167,14 @@ class Listener:
     """A renewal manager listener that keeps every notice."""
 
     def __init__(self) -> None:
-        self.notices: list[Notice] = []
-        self._changed = threading.Condition()
+        self._notices: Recorder[Notice] = Recorder()
 
     def __call__(self, event: LeaseRenewalEvent) -> None:
-        with self._changed:
-            self.notices.append(Notice(event, time.time(), time.monotonic()))
-            self._changed.notify_all()
+        self._notices.record(Notice(event, time.time(), time.monotonic()))
+
+    @property
+    def notices(self) -> list[Notice]:
+        return self._notices.items
 
     def wait_for(self, count: int, timeout: float = 15) -> list[Notice]:
-        with self._changed:
-            if not self._changed.wait_for(lambda: len(self.notices) >= count, timeout):
-                raise AssertionError(f"{len(self.notices)} notices, not {count}, within {timeout}s")
-            return list(self.notices)
+        return self._notices.wait_for(count, timeout)
