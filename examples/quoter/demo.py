@@ -13,16 +13,14 @@ Exits 0 when the whole story happened, 1 otherwise, and leaves no process behind
 
 from __future__ import annotations
 
-import os
-import queue
 import re
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from landlord.testing import ChildProcess, Line, free_port
 
 HERE = Path(__file__).resolve().parent
 LEASE = 3.0
@@ -48,75 +46,38 @@ def say(message: str) -> None:
 _CHILD_PREFIX = re.compile(r"^(\[\s*[\d.]+s\]\s+\w+\s+|\d{4}-\d\d-\d\d [\d:,]+ \w+\s+)")
 
 
-class Process:
-    """A child process whose output is relayed, prefixed, and can be waited on line by line."""
+def start(name: str, *args: str) -> ChildProcess:
+    """Start ``python ARGS`` in this directory, relaying its output under ``name`` as it comes."""
+    def relay(line: Line) -> None:
+        # the demo reads these; "lookup service at" is also logged, with a time stamp
+        if line.text and not re.match(r"(registered|found|vanished|lookup service at) ", line.text):
+            text = _CHILD_PREFIX.sub("", line.text)
+            show(name, text if len(text) <= 150 else text[:149] + "…")
 
-    def __init__(self, name: str, *args: str) -> None:
-        self.name = name
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.popen = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, bufsize=1, env=env, cwd=HERE)
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._relay, daemon=True).start()
-
-    def _relay(self) -> None:
-        assert self.popen.stdout is not None
-        for line in self.popen.stdout:
-            line = line.rstrip()
-            self.lines.put(line)
-            # the demo reads these; "lookup service at" is also logged, with a time stamp
-            if line and not re.match(r"(registered|found|vanished|lookup service at) ", line):
-                text = _CHILD_PREFIX.sub("", line)
-                show(self.name, text if len(text) <= 150 else text[:149] + "…")
-
-    def expect(self, pattern: str, timeout: float) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise RuntimeError(f"{self.name}: no line like {pattern!r} within {timeout:g} s") from None
-            found = re.search(pattern, line)
-            if found:
-                return found
-
-    def stop(self, signum: int = signal.SIGTERM) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signum)
-            try:
-                self.popen.wait(10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # type: ignore[no-any-return]
+    return ChildProcess(*args, name=name, env={"PYTHONUNBUFFERED": "1"}, cwd=HERE, on_line=relay)
 
 
 def main() -> int:
-    processes: list[Process] = []
+    processes: list[ChildProcess] = []
     try:
         port = free_port()
         say(f"starting a lookup service on 127.0.0.1:{port}")
-        lookup = Process("lookup", "-m", "lookup", "serve", "--port", str(port), "--verbose")
+        lookup = start("lookup", "-m", "lookup", "serve", "--port", str(port), "--verbose")
         processes.append(lookup)
-        lookup_uri = lookup.expect(r"lookup service at (PYRO:\S+)", 20).group(1)
+        lookup_uri = lookup.read_uri(20)  # its line 'lookup service at <uri> (...)'
 
         say(f"starting a quoter service (lease {LEASE:g} s, kept alive by a JoinManager)")
-        quoter = Process("quoter", "quoter_service.py", lookup_uri, "--lease", str(LEASE))
+        quoter = start("quoter", "quoter_service.py", lookup_uri, "--lease", str(LEASE))
         processes.append(quoter)
-        service_id = quoter.expect(r"registered (\S+)", 20).group(1)
+        service_id = quoter.wait_for(r"registered (\S+)", 20).group(1)
 
         say("starting a client that looks for a quoter by type (quoter_api.Quoter) and attributes")
-        client = Process("client", "client.py", lookup_uri)
+        client = start("client", "client.py", lookup_uri)
         processes.append(client)
-        found = client.expect(r"found (\S+)", 20).group(1)
+        found = client.wait_for(r"found (\S+)", 20).group(1)
         if found != service_id:
             raise RuntimeError(f"the client found {found}, not the quoter {service_id}")
-        client.expect(r"waiting for the quoter", 20)
+        client.wait_for(r"waiting for the quoter", 20)
 
         say("what the lookup service holds now (python -m lookup list):")
         table = subprocess.run([sys.executable, "-m", "lookup", "list", "--port", str(port)],
@@ -127,20 +88,20 @@ def main() -> int:
         say(f"the quoter's JoinManager renews its registration a third into each {LEASE:g} s term; "
             "waiting for three renewals")
         for count in range(1, RENEWALS + 1):
-            renewed = lookup.expect(rf"renewed .*registration {re.escape(service_id)} for ([\d.]+) s", 4 * LEASE)
+            renewed = lookup.wait_for(rf"renewed .*registration {re.escape(service_id)} for ([\d.]+) s", 4 * LEASE)
             granted = float(renewed.group(1))
             if granted > LEASE:
                 raise RuntimeError(f"renewal {count} was for {granted:g} s: the registration grew past its term")
         say(f"renewed {RENEWALS} times, each for {LEASE:g} s: however long it runs, it stays a {LEASE:g} s lease")
 
-        say(f"kill -9 the quoter (pid {quoter.popen.pid}): it will never renew again")
+        say(f"kill -9 the quoter (pid {quoter.pid}): it will never renew again")
         killed = time.monotonic()
-        quoter.stop(signal.SIGKILL)
-        client.expect(r"vanished (\S+)", 3 * LEASE + 10)
+        quoter.kill()
+        client.wait_for(r"vanished (\S+)", 3 * LEASE + 10)
         gone_after = time.monotonic() - killed
         say(f"the client's cache lost the quoter {gone_after:.1f} s after the kill "
             f"(lease {LEASE:g} s): nobody had to notice the crash")
-        if client.popen.wait(10) != 0:
+        if client.process.wait(10) != 0:
             raise RuntimeError("the client failed")
         say("done: registered, found, used, killed, and gone by itself")
         return 0
@@ -148,8 +109,9 @@ def main() -> int:
         say(f"FAILED: {exc}")
         return 1
     finally:
-        for process in reversed(processes):
+        for process in reversed(processes):  # SIGTERM, a kill after 10 s; reaped either way
             process.stop()
+            process.close()
 
 
 if __name__ == "__main__":

@@ -14,13 +14,13 @@ Exit status 0 when the server started, the holder told its whole story
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from landlord.testing import ChildProcess, WaitFailed
 
 HERE = Path(__file__).resolve().parent
 SERVER_SCRIPT = HERE / "server.py"
@@ -34,9 +34,9 @@ SERVER_START_TIMEOUT = 15.0  # generous: a cold interpreter on a busy CI machine
 HOLDER_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0  # after SIGTERM, before a kill
 
-URI_LINE = re.compile(r"^URI: (PYRO:\S+)$")
+URI_LINE = r"^URI: (?P<uri>PYRO:\S+)$"  # what server.py prints once serving
 
-_print_lock = threading.Lock()  # two relay threads and the main thread print
+_print_lock = threading.Lock()  # the reading threads and the main thread print
 
 
 def say(prefix: str, line: str) -> None:
@@ -44,85 +44,47 @@ def say(prefix: str, line: str) -> None:
         print(f"{prefix:<6} | {line}", flush=True)
 
 
-def relay(process: subprocess.Popen[str], prefix: str,
-          on_line: Callable[[str], None] = lambda line: None) -> threading.Thread:
-    """Start a thread printing each output line of ``process`` under ``prefix`` until it ends."""
-    output = process.stdout
-    assert output is not None  # start() always pipes it
-
-    def pump() -> None:
-        for raw in output:
-            line = raw.rstrip("\n")
-            say(prefix, line)
-            on_line(line)
-        output.close()
-
-    thread = threading.Thread(target=pump, name=f"relay-{prefix}", daemon=True)
-    thread.start()
-    return thread
+def start(script: Path, prefix: str, *args: str) -> ChildProcess:
+    """Run ``script`` with this interpreter, stdout and stderr merged, unbuffered, each line
+    relayed under ``prefix`` as it comes."""
+    return ChildProcess(str(script), *args, name=prefix, env={"PYTHONUNBUFFERED": "1"},
+                        on_line=lambda line: say(prefix, line.text))
 
 
-def start(script: Path, *args: str) -> subprocess.Popen[str]:
-    """Run ``script`` with this interpreter, stdout and stderr merged, unbuffered."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
-
-
-def stop(process: subprocess.Popen[str]) -> int | None:
-    """Stop ``process`` (SIGTERM, then kill); its exit status, or None if it had to be killed."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            return process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            return None
-    return process.returncode
+def stop(child: ChildProcess) -> int | None:
+    """Stop ``child`` (SIGTERM, a kill after STOP_TIMEOUT) and reap it; its exit status, or None if it
+    had to be killed."""
+    status = child.stop(timeout=STOP_TIMEOUT)
+    child.close()  # its last lines are relayed before the demo goes on
+    return None if child.killed else status
 
 
 class Demo:
-    """The two processes, what the server has said, and what went wrong."""
+    """The two processes and what went wrong."""
 
     def __init__(self) -> None:
-        self.server: subprocess.Popen[str] | None = None
-        self.holder: subprocess.Popen[str] | None = None
-        self.relays: list[threading.Thread] = []
-        self.server_lines: list[str] = []
-        self.uri: str | None = None
-        self.uri_seen = threading.Event()
+        self.server: ChildProcess | None = None
+        self.holder: ChildProcess | None = None
         self.failures: list[str] = []
-
-    def _on_server_line(self, line: str) -> None:
-        self.server_lines.append(line)
-        match = URI_LINE.match(line)
-        if match and self.uri is None:
-            self.uri = match.group(1)
-            self.uri_seen.set()
 
     def run(self) -> None:
         say("demo", f"starting the room landlord (server.py --max-lease {MAX_LEASE_SECONDS} "
                     f"--revoke {REVOKED_ROOM} --after {REVOKE_AFTER_SECONDS})")
-        self.server = start(SERVER_SCRIPT, "--host", "127.0.0.1", "--port", "0",
+        self.server = start(SERVER_SCRIPT, "server", "--host", "127.0.0.1", "--port", "0",
                             "--max-lease", MAX_LEASE_SECONDS,
                             "--revoke", REVOKED_ROOM, "--after", REVOKE_AFTER_SECONDS)
-        self.relays.append(relay(self.server, "server", self._on_server_line))
-        # Wait for the URI line, but give up early if the server dies first.
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while not self.uri_seen.wait(0.05):
-            if self.server.poll() is not None:
-                self.failures.append("the server exited before printing its URI")
-                return
-            if time.monotonic() > deadline:
-                self.failures.append(f"the server printed no URI within {SERVER_START_TIMEOUT:g} s")
-                return
+        try:  # given up at once if the server dies first
+            uri = self.server.read_uri(SERVER_START_TIMEOUT, pattern=URI_LINE)
+        except WaitFailed:
+            status = self.server.process.poll()
+            self.failures.append(f"the server printed no URI within {SERVER_START_TIMEOUT:g} s" if status is None
+                                 else f"the server exited (status {status}) before printing its URI")
+            return
 
-        say("demo", f"server is up at {self.uri}; running holder.py")
-        self.holder = start(HOLDER_SCRIPT, str(self.uri))
-        self.relays.append(relay(self.holder, "holder"))
+        say("demo", f"server is up at {uri}; running holder.py")
+        self.holder = start(HOLDER_SCRIPT, "holder", uri)
         try:
-            status = self.holder.wait(HOLDER_TIMEOUT)
+            status = self.holder.process.wait(HOLDER_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.failures.append(f"the holder did not finish within {HOLDER_TIMEOUT:g} s")
             return
@@ -134,22 +96,21 @@ class Demo:
         if self.holder is not None and stop(self.holder) is None:
             self.failures.append("the holder had to be killed")
         if self.server is not None:
-            if self.server.poll() is None:
+            if self.server.alive:
                 say("demo", "stopping the server (SIGTERM)")
             status = stop(self.server)
             if status is None:
                 self.failures.append("the server ignored SIGTERM and had to be killed")
-            elif status != 0 and os.name == "posix":  # elsewhere terminate() is a hard kill
+            elif status != 0 and os.name == "posix":  # elsewhere SIGTERM is a hard kill
                 self.failures.append(f"the server exited with status {status}")
-        for thread in self.relays:
-            thread.join(5.0)  # the pipes are closed now, so the relays finish
 
     def check_server_story(self) -> None:
         """The server must have revoked the room and denied exactly one renewal of it."""
-        denials = [line for line in self.server_lines if "DENIED" in line]
+        server_lines = self.server.output if self.server is not None else []
+        denials = [line for line in server_lines if "DENIED" in line]
         if len(denials) != 1 or not denials[0].endswith(f"DENIED {REVOKED_ROOM}"):
             self.failures.append(f"the server denied {len(denials)} renewal(s); expected one, of {REVOKED_ROOM}")
-        if not any(line.endswith(f"{REVOKED_ROOM} freed: its lease expired") for line in self.server_lines):
+        if not any(line.endswith(f"{REVOKED_ROOM} freed: its lease expired") for line in server_lines):
             self.failures.append(f"the server never freed {REVOKED_ROOM} by expiry")
 
 
