@@ -10,19 +10,19 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import queue
 import subprocess
-import sys
-import threading
-import time
 from types import FrameType
 from typing import Any
 
-__all__ = ["ServerProcess", "stop_process", "stop_on_sigterm", "positive_int", "positive_seconds",
-           "SERVER_START_TIMEOUT", "SERVER_STOP_TIMEOUT"]
+from landlord.testing import ChildProcess, WaitFailed
+
+__all__ = ["ServerProcess", "stop_child", "stop_process", "stop_on_sigterm", "positive_int", "positive_seconds",
+           "SERVER_START_TIMEOUT", "SERVER_STOP_TIMEOUT", "UNBUFFERED"]
 
 SERVER_START_TIMEOUT = 20.0  # a cold interpreter on a busy machine
 SERVER_STOP_TIMEOUT = 10.0   # after SIGTERM, before a kill
+URI_LINE = r"^URI: (?P<uri>\S+)$"  # what serve_forever (and each benchmark's own server) prints once serving
+UNBUFFERED = {"PYTHONUNBUFFERED": "1"}  # a child's lines arrive as it prints them
 
 
 def stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -31,7 +31,8 @@ def stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def stop_process(process: subprocess.Popen[Any]) -> int | None:
-    """End a child process: SIGTERM, then a kill. Its exit status, or None if it had to be killed."""
+    """End a child process not started with landlord.testing (etcd, writing to a log file): SIGTERM,
+    then a kill. Its exit status, or None if it had to be killed."""
     if process.poll() is None:
         process.terminate()
         try:
@@ -46,6 +47,9 @@ def stop_process(process: subprocess.Popen[Any]) -> int | None:
 class ServerProcess:
     """``script`` started again with ``flag`` as a server; :meth:`uri` waits for it, :meth:`stop` ends it.
 
+    A :class:`landlord.testing.ChildProcess` with its stderr inherited, so
+    that a failing server shows its traceback here.
+
     Args:
         script: the benchmark script (its ``__file__``).
         flag: the option that makes it serve.
@@ -56,18 +60,8 @@ class ServerProcess:
 
     def __init__(self, script: str, flag: str, what: str, *, new_session: bool = False) -> None:
         self.what = what
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        # stderr is inherited, so a failing server shows its traceback here
-        self.process = subprocess.Popen([sys.executable, os.path.abspath(script), flag], stdout=subprocess.PIPE,
-                                        text=True, env=env, start_new_session=new_session)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, name=f"{flag}-stdout", daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)  # end of output: the process is gone
+        self.child = ChildProcess(os.path.abspath(script), flag, name=f"the {what}", stderr="inherit",
+                                  env=UNBUFFERED, new_session=new_session)
 
     def uri(self) -> str:
         """The server's URI, once it serves.
@@ -75,20 +69,22 @@ class ServerProcess:
         Raises:
             RuntimeError: it exited, or printed no URI within ``SERVER_START_TIMEOUT``.
         """
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise RuntimeError(f"the {self.what} printed no URI within {SERVER_START_TIMEOUT:g} s") from None
-            if line is None:
-                raise RuntimeError(f"the {self.what} exited with status {self.process.wait()} before serving")
-            if line.startswith("URI: "):
-                return line[len("URI: "):]
+        try:
+            return self.child.read_uri(SERVER_START_TIMEOUT, pattern=URI_LINE)
+        except WaitFailed as exc:
+            raise RuntimeError(str(exc)) from None
 
     def stop(self) -> int | None:
         """End the process; its exit status, or None if it had to be killed."""
-        return stop_process(self.process)
+        return stop_child(self.child)
+
+
+def stop_child(child: ChildProcess) -> int | None:
+    """End a child started with landlord.testing: SIGTERM, then a kill, reaped either way. Its exit
+    status, or None if it had to be killed."""
+    status = child.stop(timeout=SERVER_STOP_TIMEOUT)
+    child.close()
+    return None if child.killed else status
 
 
 def positive_int(text: str) -> int:

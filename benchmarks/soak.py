@@ -42,10 +42,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import resource
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -57,12 +55,13 @@ import Pyro5
 import Pyro5.api
 from common import (  # the benchmarks' shared pieces
     SERVER_START_TIMEOUT,
+    UNBUFFERED,
     ServerProcess,
     machine_info,
     positive_int,
     positive_seconds,
+    stop_child,
     stop_on_sigterm,
-    stop_process,
 )
 
 import landlord
@@ -79,6 +78,7 @@ from landlord import (
     serve_landlord,
 )
 from landlord.grantor import MAX_BATCH
+from landlord.testing import ChildProcess, WaitFailed
 
 DEFAULT_CLIENTS = 4
 DEFAULT_LEASES = 10_000
@@ -277,24 +277,14 @@ def run_client(uri: str, index: int, leases: int, term: float) -> int:
 
 
 class ClientProcess:
-    """One client process; its ``READY`` and ``RESULT`` lines, read as they come."""
+    """One client process (a landlord.testing.ChildProcess); its ``READY`` and ``RESULT`` lines, read as they come."""
 
     def __init__(self, uri: str, index: int, leases: int, term: float) -> None:
         self.index = index
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
         # stderr is inherited, so a failing client shows its traceback here
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--client", uri, "--index", str(index),
-             "--leases", str(leases), "--term", repr(term)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, name=f"client-{index}-stdout", daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
+        self.child = ChildProcess(os.path.abspath(__file__), "--client", uri, "--index", str(index),
+                                  "--leases", str(leases), "--term", repr(term), name=f"client {index}",
+                                  stderr="inherit", stdin=True, env=UNBUFFERED, new_session=True)
 
     def expect(self, word: str, timeout: float) -> dict[str, Any]:
         """The JSON after the next line starting with ``word``.
@@ -302,26 +292,17 @@ class ClientProcess:
         Raises:
             RuntimeError: the client exited, or printed no such line in ``timeout`` seconds.
         """
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise RuntimeError(f"client {self.index} printed no {word} within {timeout:g} s") from None
-            if line is None:
-                raise RuntimeError(f"client {self.index} exited with status {self.process.wait()} "
-                                   f"before {word}")
-            if line.startswith(word + " "):
-                return json.loads(line[len(word) + 1:])  # type: ignore[no-any-return]
+        try:
+            return json.loads(self.child.expect(word + " ", timeout))  # type: ignore[no-any-return]
+        except WaitFailed as exc:
+            raise RuntimeError(str(exc)) from None
 
     def tell(self, word: str) -> None:
         """Send one line to the client."""
-        assert self.process.stdin is not None
-        self.process.stdin.write(word + "\n")
-        self.process.stdin.flush()
+        self.child.send(word)
 
     def stop(self) -> None:
-        stop_process(self.process)
+        stop_child(self.child)
 
 
 # -- the conductor ---------------------------------------------------------------------------
