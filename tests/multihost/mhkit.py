@@ -17,9 +17,10 @@ from collections.abc import Sequence
 
 from netns import Host, HostProcess
 
+from landlord.testing import URI_LINE
+
 LOOKUP_PORT = 4160  # each host is a namespace of its own: the well-known port is free in every one
 START_TIMEOUT = 30.0  # seconds for a program to start and answer on a loaded two-core machine
-READY = r"lookup service at (PYRO:\S+)"  # what `lookup serve` logs once it answers
 
 
 @dataclasses.dataclass
@@ -59,7 +60,7 @@ def start_lookup(host: Host, *options: str, listen: str | None = None) -> Lookup
     """Start ``python -m lookup serve --host <listen, or host's address> --port 4160 OPTIONS`` in ``host``."""
     process = host.python("-m", "lookup", "serve", "--host", listen or host.address, "--port", str(LOOKUP_PORT),
                           *options, name="lookup")
-    uri = process.expect(READY, START_TIMEOUT).group(1)
+    uri = process.expect(URI_LINE, START_TIMEOUT).group("uri")  # 'lookup service at <uri> (...)'
     return Lookup(host, process, uri)
 
 

@@ -21,7 +21,8 @@ kernel's next ARP retry.
 
 Programs run in a host with ``ip netns exec`` (:meth:`Host.run`,
 :meth:`Host.start`); a started program's output is read line by line as it
-comes, each line stamped with the moment it was read (:class:`HostProcess`).
+comes, each line stamped with the moment it was read (:class:`HostProcess`, a
+``landlord.testing.ChildProcess`` under ``ip netns exec``).
 
 Names are unique per run: ``lmh<pid>-<random>-<host>``. :meth:`Network.close`
 kills every process in the namespaces and deletes them (deleting the bridge's
@@ -42,7 +43,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import functools
 import json
 import os
@@ -54,11 +54,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 
 import pytest
+
+from landlord.testing import ChildProcess, Line
 
 __all__ = [
     "PREFIX", "REQUIRE_ENV", "HERE", "Network", "Host", "HostProcess", "Line",
@@ -158,63 +159,43 @@ def clean_stale() -> list[str]:
 
 # -- processes in a host ---------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class Line:
-    """One line of a process's output: its position, when it was read (``time.monotonic()``), its text."""
-
-    index: int
-    time: float
-    text: str
-
-
 class HostProcess:
     """A program running in a host, its stdout and stderr read line by line as they come.
 
-    Every line is kept (:attr:`lines`), so a test can wait for one line and
-    later look back at all of them. ``stdin`` is a pipe: :meth:`send` writes a
-    command line to it (the child programs of this directory read commands
-    there, and end at its end).
+    A :class:`landlord.testing.ChildProcess` run under ``ip netns exec <host>``
+    (a command prefix). Every line is kept (:attr:`lines`), so a test can wait
+    for one line and later look back at all of them: here waiting looks from
+    an index on (``start``, from :meth:`mark`), never reads forward. ``stdin``
+    is a pipe: :meth:`send` writes a command line to it (the child programs of
+    this directory read commands there, and end at its end).
     """
 
     def __init__(self, host: Host, argv: Sequence[str], *, name: str, cwd: pathlib.Path = HERE) -> None:
         self.host = host
         self.name = name
         self.argv = list(argv)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.popen = subprocess.Popen(
-            ["ip", "netns", "exec", host.netns, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, bufsize=1, env=env, cwd=cwd,
-            start_new_session=True)  # a Ctrl-C at the terminal is the test's to handle, not theirs
-        self.lines: list[Line] = []
-        self._changed = threading.Condition()
-        self._ended = False
-        threading.Thread(target=self._read, name=f"read-{name}", daemon=True).start()
+        self.child = ChildProcess(
+            *argv, command=["ip", "netns", "exec", host.netns], name=f"{name} on {host.name}", stdin=True,
+            env={"PYTHONUNBUFFERED": "1"}, cwd=cwd,
+            new_session=True)  # a Ctrl-C at the terminal is the test's to handle, not theirs
+        self.lines = self.child.lines
+
+    @property
+    def popen(self) -> subprocess.Popen[str]:
+        return self.child.process
 
     @property
     def pid(self) -> int:
         """Its process id (``ip netns exec`` execs the program: the same process)."""
-        return self.popen.pid
-
-    def _read(self) -> None:
-        assert self.popen.stdout is not None
-        for text in self.popen.stdout:
-            with self._changed:
-                self.lines.append(Line(len(self.lines), time.monotonic(), text.rstrip("\n")))
-                self._changed.notify_all()
-        with self._changed:
-            self._ended = True
-            self._changed.notify_all()
+        return self.child.pid
 
     def mark(self) -> int:
         """The index the next line will have: pass it as ``start`` to look only at what comes after now."""
-        with self._changed:
-            return len(self.lines)
+        return self.child.mark()
 
     def matches(self, pattern: str, start: int = 0) -> list[tuple[Line, re.Match[str]]]:
         """Every line from index ``start`` on in which ``pattern`` is found, with its match."""
-        with self._changed:
-            lines = self.lines[start:]
-        return [(line, found) for line in lines if (found := re.search(pattern, line.text))]
+        return self.child.matches(pattern, start)
 
     def wait_count(self, pattern: str, count: int, timeout: float = 20.0,
                    start: int = 0) -> list[tuple[Line, re.Match[str]]]:
@@ -223,18 +204,7 @@ class HostProcess:
         Raises:
             AssertionError: not within ``timeout`` seconds, or the process's output ended first.
         """
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                found = self.matches(pattern, start)
-                if len(found) >= count:
-                    return found[:count]
-                left = deadline - time.monotonic()
-                if left <= 0 or self._ended:
-                    why = "its output ended" if self._ended else f"not within {timeout:g} s"
-                    raise AssertionError(f"{self.name} on {self.host.name}: {len(found)} line(s) matching "
-                                         f"{pattern!r}, not {count}: {why}; output:\n{self.tail()}")
-                self._changed.wait(left)
+        return self.child.wait_count(pattern, count, timeout, start=start)
 
     def wait_for(self, pattern: str, timeout: float = 20.0, start: int = 0) -> tuple[Line, re.Match[str]]:
         """The first line from index ``start`` on that matches ``pattern``, waiting for it if need be."""
@@ -246,9 +216,7 @@ class HostProcess:
 
     def send(self, command: str) -> None:
         """Write ``command`` and a newline to its stdin."""
-        assert self.popen.stdin is not None
-        self.popen.stdin.write(command + "\n")
-        self.popen.stdin.flush()
+        self.child.send(command)
 
     def ask(self, command: str, answer: str, timeout: float = 20.0) -> re.Match[str]:
         """Send ``command`` and return the match of the first line after it that matches ``answer``."""
@@ -258,43 +226,28 @@ class HostProcess:
 
     @property
     def alive(self) -> bool:
-        return self.popen.poll() is None
+        return self.child.alive
 
     def kill(self) -> float:
         """``kill -9`` it and reap it; return when the signal was sent (``time.monotonic()``)."""
         killed = time.monotonic()
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.popen.pid, signal.SIGKILL)
-        self.popen.wait(10)
+        self.child.kill()
         return killed
 
     def stop(self, timeout: float = 10.0) -> int:
         """SIGTERM, then SIGKILL if it has not ended within ``timeout``; return its exit code."""
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                return self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-        return self.popen.wait(10)
+        return self.child.stop(timeout=timeout)
 
     def close(self) -> None:
         """Kill it if it runs, reap it, close its pipes."""
-        self.kill()
-        for stream in (self.popen.stdin, self.popen.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        self.child.close()
 
     def tail(self, count: int = 40) -> str:
         """Its last ``count`` lines, each with the time it was read, for failure messages."""
-        with self._changed:
-            lines = self.lines[-count:]
-        return "\n".join(f"  [{line.time:.3f}] {line.text}" for line in lines) or "  (no output)"
+        return self.child.tail(count)
 
     def __repr__(self) -> str:
-        return f"HostProcess({self.name!r} on {self.host.name}, pid {self.popen.pid})"
+        return f"HostProcess({self.name!r} on {self.host.name}, pid {self.pid})"
 
 
 # -- hosts and the network --------------------------------------------------------------------
