@@ -47,11 +47,11 @@ three ways, each round measuring them all back to back:
 * **raw**: ``proxy.echo_all(cookies, durations)``, the lists built beforehand
   (a raw client already has them);
 * **LeaseMap.renew_all()**: one :class:`landlord.LeaseMap` of the leases, each
-  asking for ``FOREVER`` (what a renewal manager asks for, and the landlord
-  grants ``TERM``); the raw call carries the same durations;
+  asking for ``FOREVER`` (the landlord grants ``TERM``); the raw call
+  carries the same durations;
 * **LeaseRenewalManager**: the leases are handed to a manager (default
-  settings) with ``renew_for(lease, FOREVER)``, their holder-side expirations
-  set so that they all fall due together a moment after the last one is
+  settings) with ``renew_for(lease, FOREVER, renew_duration=FOREVER)``,
+  their holder-side expirations set so that they all fall due together a moment after the last one is
   added. The round is timed from the moment they fall due (the manager's own
   schedule, :func:`landlord.renewal_time`) to the moment the manager's thread
   goes back to sleep with every lease renewed and rescheduled an hour ahead
@@ -375,7 +375,9 @@ def manager_round(manager: landlord.LeaseRenewalManager, clock: WatchedClock, la
     leases = [LandlordLease(cookie, uri, landlord_id, expiration) for cookie in cookies]
     first_added = time.time()
     for lease in leases:
-        manager.renew_for(lease, FOREVER)
+        # FOREVER renewals: each granted the landlord's hour, so the manager sleeps
+        # far ahead once the round is done (its own term would be renewed again in seconds)
+        manager.renew_for(lease, FOREVER, renew_duration=FOREVER)
     added = time.time()
     due = landlord.renewal_time(first_added, expiration, leases[0].term)
     if added >= due:
