@@ -15,7 +15,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseError, LeaseMapError
 
-__all__ = ["Lease", "AbstractLease", "LeaseMap", "sent_now", "check_granted", "check_term"]
+__all__ = ["Lease", "AbstractLease", "LeaseMap", "sent_now", "check_granted"]
 
 
 class Lease(abc.ABC):
@@ -148,7 +148,7 @@ class AbstractLease(Lease):
         self._expiration = float(expiration)
         left = self._expiration - clock.time()
         self._deadline = self._expiration if math.isinf(expiration) else clock.monotonic() + left
-        self._term = max(0.0, left) if term is None else check_term(term)
+        self._term = max(0.0, left) if term is None else check_duration(term, name="term", allow_any=False)
         self._clock = clock
 
     @property
@@ -188,20 +188,6 @@ class AbstractLease(Lease):
 def sent_now(clock: Clock) -> tuple[float, float]:
     """The moment a request is sent, on the wall clock and on the monotonic clock."""
     return clock.time(), clock.monotonic()
-
-
-def check_term(term: object) -> float:
-    """A lease's term as given: a non-negative number of seconds, ``math.inf`` for FOREVER.
-
-    Raises:
-        ValueError: negative, NaN, or not a number (a ``bool`` is not one).
-    """
-    if isinstance(term, bool) or not isinstance(term, (int, float)) or not term >= 0:
-        raise ValueError(f"a lease's term is a non-negative number of seconds, got {term!r:.50}")
-    try:
-        return float(term)
-    except OverflowError:  # an int beyond a float's range: as long as FOREVER
-        return math.inf
 
 
 def check_granted(granted: object) -> float:
