@@ -97,7 +97,7 @@ except ImportError:  # pragma: no cover
 __all__ = [
     "serve_landlord", "serve_object", "landlord_object_id", "pyro_settings", "raise_open_files_limit",
     "SERVER_TYPE", "SERVER_TYPES", "MAX_MESSAGE_SIZE", "COMM_TIMEOUT", "THREADPOOL_SIZE", "WANTED_OPEN_FILES",
-    "DEFAULT_HOST", "WILDCARD_HOSTS", "advertised_host", "check_advertise", "own_address",
+    "DEFAULT_HOST", "WILDCARD_HOSTS", "advertised_host", "check_advertise", "own_address", "uri_host",
 ]
 
 log = logging.getLogger(__name__)
@@ -281,6 +281,11 @@ def own_address(*, ipv6: bool = False) -> str:
     log.warning("this host has no address but loopback: advertising %s, which other hosts cannot reach "
                 "(give an address to advertise)", loopback)
     return loopback
+
+
+def uri_host(host: str) -> str:
+    """``host`` as it stands in a Pyro5 URI: an IPv6 address in brackets (once), anything else as it is."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def advertised_host(host: str, advertise: str | None = None) -> str:
@@ -479,7 +484,7 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
     advertised = advertised_host(host, advertise)  # checked before anything is bound
     # Pyro5's NAT address is the one its URIs carry; natport 0: the port bound
     translated = advertise is not None or host in WILDCARD_HOSTS
-    nathost = (f"[{advertised}]" if ":" in advertised else advertised) if translated else None
+    nathost = uri_host(advertised) if translated else None
     stop = stop if stop is not None else threading.Event()
     open_files = raise_open_files_limit()
     if 0 <= open_files < _FEW_OPEN_FILES:

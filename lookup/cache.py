@@ -47,7 +47,7 @@ from landlord import (
     discard_proxy,
     proxy_for,
 )
-from landlord.serving import WILDCARD_HOSTS
+from landlord.serving import WILDCARD_HOSTS, uri_host
 
 from .events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
 from .item import ServiceItem, ServiceTemplate, uri_of
@@ -409,7 +409,7 @@ class LookupCache:
             if uri.host == "0.0.0.0" and ":" in address:
                 raise ValueError(f"events are received on 0.0.0.0 (IPv4 only), but {proxy._pyroUri} is reached "
                                  f"over IPv6 ({address}): give callback_host='::' to listen on both")
-            uri = Pyro5.core.URI(f"PYRO:{uri.object}@{_host_in_uri(address)}:{uri.port}")
+            uri = Pyro5.core.URI(f"PYRO:{uri.object}@{uri_host(address)}:{uri.port}")
         return str(uri)
 
     def _on_event(self, event: ServiceEvent) -> None:
@@ -680,10 +680,6 @@ def _local_address(proxy: Any) -> str:
     if host.startswith("::ffff:") and "." in host:
         host = host[len("::ffff:"):]  # an IPv4 address seen through an IPv6 socket
     return host
-
-
-def _host_in_uri(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
 
 
 def _cancel_quietly(lease: Any) -> None:

@@ -14,6 +14,8 @@ import logging
 import Pyro5.api
 import Pyro5.errors
 
+from landlord.serving import uri_host
+
 __all__ = [
     "locate", "lookup_uri", "LookupServiceNotFoundError",
     "LOOKUP_OBJECT_ID", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_TIMEOUT", "LOOKUP_METHODS",
@@ -46,9 +48,7 @@ def lookup_uri(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> str:
         ValueError: ``port`` is out of range, or ``host`` is empty.
     """
     _check_address(host, port)
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # an IPv6 address
-    return f"PYRO:{LOOKUP_OBJECT_ID}@{host}:{port}"
+    return f"PYRO:{LOOKUP_OBJECT_ID}@{uri_host(host)}:{port}"
 
 
 def locate(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,

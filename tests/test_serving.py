@@ -38,6 +38,7 @@ from landlord.serving import (
     own_address,
     pyro_settings,
     serve_object,
+    uri_host,
 )
 
 PROMPT = 2.0          # seconds a further client's renewal may take while the 1,000 are connected
@@ -457,3 +458,8 @@ def test_pyro5s_default_daemon_refuses_the_81st_idle_client(
             proxy._pyroRelease()
         daemon.shutdown()
         loop.join(10)
+
+
+def test_uri_host_brackets_an_ipv6_address_once_and_nothing_else() -> None:
+    assert uri_host("fd00::2") == "[fd00::2]" and uri_host("[fd00::2]") == "[fd00::2]"
+    assert uri_host("10.1.2.3") == "10.1.2.3" and uri_host("lookup.example.org") == "lookup.example.org"
