@@ -42,7 +42,7 @@ import Pyro5.api
 from .clock import FakeClock
 
 __all__ = [
-    "FakeClock", "Recorder", "WaitFailed", "ServingDaemon", "ChildProcess", "Line", "URI_LINE",
+    "FakeClock", "Recorder", "WaitFailed", "ServingDaemon", "ChildProcess", "OutputLines", "Line", "URI_LINE",
     "start_server", "free_port",
 ]
 
@@ -188,71 +188,24 @@ class Line:
 Stderr = Literal["merge", "separate", "inherit"]
 
 
-class ChildProcess:
-    """A program running in a process of its own, its output read line by line as it comes.
+class OutputLines:
+    """The lines a program printed, read by threads as they come, and ways to wait for them.
 
-    ``ChildProcess(*args)`` runs this Python with ``args``; ``command`` runs
-    something else, and is a prefix: ``ChildProcess("server.py", command=["ip",
-    "netns", "exec", "h1", sys.executable])`` runs ``server.py`` with this
-    Python in network namespace ``h1``. A thread reads the child's stdout
-    into :attr:`lines`, each stamped with the moment it was read.
-
-    Two ways to wait for output: :meth:`wait_for` and :meth:`expect` read
-    forward, as from a stream (each returns a line after the last one they
-    returned); :meth:`wait_count` and :meth:`matches` look at every line
-    from an index on (:meth:`mark` gives the index of the next line). Waiting
-    fails at once, not at its timeout, when the child's output has ended.
-
-    Use it as a context manager: leaving the block kills the child (if it
-    still runs) and reaps it.
-
-    Args:
-        args: the arguments (after ``command``).
-        command: what to run ``args`` with (default: this Python interpreter).
-        name: what to call it in failure messages (default: from ``args``).
-        stderr: ``"merge"`` it into stdout's lines, keep it ``"separate"``
-            (in :attr:`error_lines`, shown in failure messages), or let it
-            ``"inherit"`` this process's stderr.
-        stdin: give it a pipe for :meth:`send` (else it inherits this process's stdin).
-        env: variables set on top of this process's environment.
-        cwd: the directory to run it in.
-        new_session: run it in a session of its own (a Ctrl-C at the
-            terminal reaches only this process, which then stops it).
-        on_line: called on the reading thread with each stdout line as it
-            is read, before waiters see it (to relay the child's output, say).
-
-    Raises:
-        ValueError: ``stderr`` is none of the three.
-        OSError: the program could not be started.
+    The half of :class:`ChildProcess` that reads; it is what a test waits on.
     """
 
-    def __init__(self, *args: str, command: Sequence[str] | None = None, name: str | None = None,
-                 stderr: Stderr = "merge", stdin: bool = False, env: Mapping[str, str] | None = None,
-                 cwd: str | os.PathLike[str] | None = None, new_session: bool = False,
-                 on_line: Callable[[Line], None] | None = None) -> None:
-        if stderr not in ("merge", "separate", "inherit"):
-            raise ValueError(f"stderr is 'merge', 'separate' or 'inherit', not {stderr!r}")
-        prefix = [sys.executable] if command is None else list(command)
-        self.argv = [*prefix, *args]
-        self.name = name or _name_of(args, prefix)
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.lines: list[Line] = []
         self.error_lines: list[Line] = []
-        self.killed = False  # stop() or kill() had to SIGKILL it
         self._changed = threading.Condition()
         self._ended = False  # its stdout reached its end
         self._unread = 0  # the index of the line wait_for reads from next
-        self.process = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE,
-            stderr={"merge": subprocess.STDOUT, "separate": subprocess.PIPE, "inherit": None}[stderr],
-            text=True, errors="replace", bufsize=1, env=None if env is None else {**os.environ, **env},
-            cwd=cwd, start_new_session=new_session)
-        assert self.process.stdout is not None
-        self._readers = [self._reader(self.process.stdout, self.lines, on_line, ends=True)]
-        if self.process.stderr is not None:
-            self._readers.append(self._reader(self.process.stderr, self.error_lines, None, ends=False))
+        self._separate_errors = False
 
     def _reader(self, stream: IO[str], into: list[Line], on_line: Callable[[Line], None] | None, *,
                 ends: bool) -> threading.Thread:
+        """Start a thread that reads ``stream`` into ``into``; ``ends``: its end is the end of the output."""
         def read() -> None:
             try:
                 for text in stream:
@@ -272,15 +225,6 @@ class ChildProcess:
         thread = threading.Thread(target=read, name=f"read-{self.name}", daemon=True)
         thread.start()
         return thread
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def alive(self) -> bool:
-        """Whether it is still running."""
-        return self.process.poll() is None
 
     @property
     def output(self) -> list[str]:
@@ -373,9 +317,82 @@ class ChildProcess:
 
         with self._changed:
             text = f"output:\n{show(self.lines)}"
-            if self.process.stderr is not None:
+            if self._separate_errors:
                 text += f"\nstderr:\n{show(self.error_lines)}"
         return text
+
+    def _status(self) -> str:
+        """Why its output may have ended, for failure messages."""
+        return "ended"
+
+
+class ChildProcess(OutputLines):
+    """A program running in a process of its own, its output read line by line as it comes.
+
+    ``ChildProcess(*args)`` runs this Python with ``args``; ``command`` runs
+    something else, and is a prefix: ``ChildProcess("server.py", command=["ip",
+    "netns", "exec", "h1", sys.executable])`` runs ``server.py`` with this
+    Python in network namespace ``h1``. A thread reads the child's stdout
+    into :attr:`lines`, each stamped with the moment it was read.
+
+    Two ways to wait for output: :meth:`wait_for` and :meth:`expect` read
+    forward, as from a stream (each returns a line after the last one they
+    returned); :meth:`wait_count` and :meth:`matches` look at every line
+    from an index on (:meth:`mark` gives the index of the next line). Waiting
+    fails at once, not at its timeout, when the child's output has ended.
+
+    Use it as a context manager: leaving the block kills the child (if it
+    still runs) and reaps it.
+
+    Args:
+        args: the arguments (after ``command``).
+        command: what to run ``args`` with (default: this Python interpreter).
+        name: what to call it in failure messages (default: from ``args``).
+        stderr: ``"merge"`` it into stdout's lines, keep it ``"separate"``
+            (in :attr:`error_lines`, shown in failure messages), or let it
+            ``"inherit"`` this process's stderr.
+        stdin: give it a pipe for :meth:`send` (else it inherits this process's stdin).
+        env: variables set on top of this process's environment.
+        cwd: the directory to run it in.
+        new_session: run it in a session of its own (a Ctrl-C at the
+            terminal reaches only this process, which then stops it).
+        on_line: called on the reading thread with each stdout line as it
+            is read, before waiters see it (to relay the child's output, say).
+
+    Raises:
+        ValueError: ``stderr`` is none of the three.
+        OSError: the program could not be started.
+    """
+
+    def __init__(self, *args: str, command: Sequence[str] | None = None, name: str | None = None,
+                 stderr: Stderr = "merge", stdin: bool = False, env: Mapping[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None, new_session: bool = False,
+                 on_line: Callable[[Line], None] | None = None) -> None:
+        if stderr not in ("merge", "separate", "inherit"):
+            raise ValueError(f"stderr is 'merge', 'separate' or 'inherit', not {stderr!r}")
+        prefix = [sys.executable] if command is None else list(command)
+        self.argv = [*prefix, *args]
+        super().__init__(name or _name_of(args, prefix))
+        self.killed = False  # stop() or kill() had to SIGKILL it
+        self.process = subprocess.Popen(
+            self.argv, stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE,
+            stderr={"merge": subprocess.STDOUT, "separate": subprocess.PIPE, "inherit": None}[stderr],
+            text=True, errors="replace", bufsize=1, env=None if env is None else {**os.environ, **env},
+            cwd=cwd, start_new_session=new_session)
+        assert self.process.stdout is not None
+        self._readers = [self._reader(self.process.stdout, self.lines, on_line, ends=True)]
+        if self.process.stderr is not None:
+            self._separate_errors = True
+            self._readers.append(self._reader(self.process.stderr, self.error_lines, None, ends=False))
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def alive(self) -> bool:
+        """Whether it is still running."""
+        return self.process.poll() is None
 
     def _status(self) -> str:
         try:
