@@ -1,4 +1,5 @@
-"""The grantor: :class:`Landlord`, exposed over Pyro5, and :class:`RenewResults`."""
+"""The grantor: :class:`Landlord`, exposed over Pyro5, :class:`RenewResults`, and
+:class:`ResourceCodec` (how a landlord stores its resources)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 import secrets
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import Pyro5.server
 
@@ -18,7 +19,7 @@ from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .store import LeaseStore
 
-__all__ = ["Landlord", "RenewResults", "new_cookie", "COOKIE_BYTES", "MAX_BATCH"]
+__all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "COOKIE_BYTES", "MAX_BATCH"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,51 @@ class RenewResults:
         return f"RenewResults(granted={self.granted!r:.80}, denied={self.denied!r:.80})"
 
 
+class ResourceCodec(Protocol):
+    """How a landlord keeps its resources in its :class:`~landlord.store.LeaseStore` and takes them back.
+
+    Give one to :class:`Landlord` (``codec=``). Without one, a landlord uses
+    its own :meth:`Landlord.dump_resource` and :meth:`Landlord.load_resource`
+    (the resource itself, by default) and restores nothing more.
+    """
+
+    def dump(self, resource: Any) -> Any:
+        """What of ``resource`` the store keeps: something serpent can write
+        (with Pyro5's converters), or ``None`` to keep that lease in memory
+        only. Called under the lease manager's lock at each grant and each
+        ``resource_changed``: it must not call the landlord."""
+
+    def load(self, data: Any) -> Any:
+        """The resource back from what :meth:`dump` made of it, after a serpent
+        round trip (tuples and sets may come back as lists). What it raises
+        drops that lease: it is logged and deleted from the store."""
+
+    def restored(self, leased: LeasedResource) -> None:
+        """Called once for each lease taken back (its resource as :meth:`load`
+        made it, its cookie, its expiration), after every :meth:`load` and
+        before any of them can expire: file the resource where the landlord's
+        users will find it. What it raises fails the landlord's construction."""
+
+
+class _OwnMethods:
+    """The default codec: a landlord's :meth:`~Landlord.dump_resource` and
+    :meth:`~Landlord.load_resource` (which subclasses may override), nothing on restore."""
+
+    __slots__ = ("_landlord",)
+
+    def __init__(self, landlord: Landlord) -> None:
+        self._landlord = landlord
+
+    def dump(self, resource: Any) -> Any:
+        return self._landlord.dump_resource(resource)
+
+    def load(self, data: Any) -> Any:
+        return self._landlord.load_resource(data)
+
+    def restored(self, leased: LeasedResource) -> None:
+        pass
+
+
 class Landlord:
     """Grants leases on resources and answers their holders, in-process or over Pyro5.
 
@@ -73,9 +119,10 @@ class Landlord:
         store: keep the leases in this :class:`~landlord.store.LeaseStore`, and
             take back those it holds: the same landlord id, the same cookies,
             each lease with its remaining time less the time the landlord was
-            down (see :mod:`landlord.store`). Resources are stored as
-            :meth:`dump_resource` makes them and read back by :meth:`load_resource`.
-            :meth:`close` closes it.
+            down (see :mod:`landlord.store`). :meth:`close` closes it.
+        codec: how resources are stored and taken back (see
+            :class:`ResourceCodec`); by default as :meth:`dump_resource` makes
+            them and :meth:`load_resource` reads them back.
 
     Raises:
         ValueError: the policy already serves another landlord, an unknown
@@ -85,7 +132,7 @@ class Landlord:
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
                  on_cancel: Callable[[Any], None] | None = None, landlord_id: str | None = None,
-                 store: LeaseStore | None = None) -> None:
+                 store: LeaseStore | None = None, codec: ResourceCodec | None = None) -> None:
         if store is not None:
             stored_id = store.landlord_id()
             if landlord_id is not None and stored_id is not None and landlord_id != stored_id:
@@ -97,8 +144,9 @@ class Landlord:
         self.clock = clock
         self.policy = policy if policy is not None else LeaseDurationPolicy()
         self.policy.bind(clock=clock, lease_factory=self._make_lease)
+        self._codec: ResourceCodec = codec if codec is not None else _OwnMethods(self)
         self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
-                                     on_cancel=on_cancel, store=store, dump=self.dump_resource)
+                                     on_cancel=on_cancel, store=store, dump=self._codec.dump)
         if store is not None:
             self._restore(store)
 
@@ -146,38 +194,36 @@ class Landlord:
         """Where the leases are kept, or ``None`` when only in memory."""
         return self._manager.store
 
-    # -- what a store holds: subclasses with resources of their own override these ----
+    @property
+    def codec(self) -> ResourceCodec:
+        """How resources are stored and taken back (see :class:`ResourceCodec`)."""
+        return self._codec
+
+    # -- what a store holds, for a landlord given no codec: subclasses may override these ----
 
     def dump_resource(self, resource: Any) -> Any:
-        """What of ``resource`` the store keeps: something serpent can write
-        (with Pyro5's converters), or ``None`` to keep that lease in memory only.
+        """What of ``resource`` the store keeps (see :meth:`ResourceCodec.dump`).
         By default, the resource itself."""
         return resource
 
     def load_resource(self, data: Any) -> Any:
-        """The resource back from what :meth:`dump_resource` made of it (after
-        a serpent round trip: tuples and sets may come back as lists). By
-        default, the data itself."""
+        """The resource back from what :meth:`dump_resource` made of it (see
+        :meth:`ResourceCodec.load`). By default, the data itself."""
         return data
-
-    def _restored(self, leased: LeasedResource) -> None:
-        """Called for each lease taken back from the store, after
-        :meth:`load_resource` and before any of them can expire: a subclass
-        files its resources here."""
 
     def _restore(self, store: LeaseStore) -> None:
         now, wall = self.clock.monotonic(), self.clock.time()
         restored: list[LeasedResource] = []
         for stored in store.leases(wall):
             try:
-                resource = self.load_resource(stored.resource)
+                resource = self._codec.load(stored.resource)
             except Exception:
                 log.exception("cannot restore a stored lease's resource; the lease is dropped")
                 store.delete([stored.cookie])
                 continue
             restored.append(LeasedResource(stored.cookie, now + stored.remaining, resource))
         for leased in restored:  # every one filed before any can expire and be freed
-            self._restored(leased)
+            self._codec.restored(leased)
         self._manager.restore(restored)
         live = sum(1 for leased in restored if leased.expiration > now)
         log.info("landlord %s took back %d lease(s) from %r (%d ran out while it was down)",

@@ -5,16 +5,21 @@ Every registration is a lease of the lookup service (a
 itself: from every lookup at once when its lease runs out, whether or not the
 reaper has freed it yet, and with a ``TRANSITION_MATCH_NOMATCH`` event to
 whoever asked to hear about it.
+
+:class:`LookupService` is the Pyro5-exposed facade: it checks what callers
+send, grants the leases, and, under one lock, changes the registrations
+(:class:`~lookup.registry.Registry`, which files items in the
+:class:`~lookup.index.ServiceIndex`) and sends the events of each change
+(:class:`~lookup.fanout.EventFanout`), so events follow changes in order.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import Pyro5.client
@@ -36,19 +41,13 @@ from landlord import (
 )
 
 from .entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
-from .events import (
-    ALL_TRANSITIONS,
-    TRANSITION_MATCH_MATCH,
-    TRANSITION_MATCH_NOMATCH,
-    TRANSITION_NOMATCH_MATCH,
-    EventMailer,
-    EventRegistration,
-    ServiceEvent,
-)
+from .events import ALL_TRANSITIONS, EventMailer, EventRegistration
+from .fanout import EventFanout, EventRecord
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
 from .registration import ServiceRegistration
+from .registry import Registry, ServiceRecord
 
-__all__ = ["LookupService", "DEFAULT_MAX_LEASE", "DEFAULT_LEASE"]
+__all__ = ["LookupService", "DEFAULT_MAX_LEASE", "DEFAULT_LEASE", "MAX_MATCHES"]
 
 log = logging.getLogger(__name__)
 
@@ -56,179 +55,6 @@ DEFAULT_MAX_LEASE = 300.0  # seconds: a dead service is gone within five minutes
 DEFAULT_LEASE = 60.0       # seconds, for a registration asking for ANY
 MAX_MATCHES = 100_000      # the most items one lookup_all hands back
 _NEXT_EVENT_ID = "next_event_id"  # a store setting
-_SORT_BELOW = 0.25         # candidates under this share of all registrations are sorted into order, else scanned
-
-
-class _ServiceRecord:
-    """A registered item and its lease (the lease manager's resource for it)."""
-
-    __slots__ = ("item", "cookie", "leased", "replaced")
-
-    def __init__(self, item: ServiceItem) -> None:
-        self.item = item
-        self.cookie = ""
-        self.leased: Any = None  # the LeasedResource: its expiration says whether the record is live
-        self.replaced = False  # re-registered under the same id: its lease's end is not the service's
-
-    def __repr__(self) -> str:
-        return f"<registration {self.item.service_id}>"
-
-
-class _EventRecord:
-    """An event registration and its lease (the lease manager's resource for it)."""
-
-    __slots__ = ("event_id", "template", "transitions", "listener", "handback", "sequence_number",
-                 "cookie", "leased")
-
-    def __init__(self, event_id: int, template: ServiceTemplate, transitions: int, listener: Any,
-                 handback: Any) -> None:
-        self.event_id = event_id
-        self.template = template
-        self.transitions = transitions
-        self.listener = listener
-        self.handback = handback
-        self.sequence_number = 0
-        self.cookie = ""
-        self.leased: Any = None
-
-    def __repr__(self) -> str:
-        return f"<event registration {self.event_id}>"
-
-
-_BOOL = "lookup.service:bool"  # tags a bool's index key: True must not find 1, nor 1 find True
-
-
-def _value_key(value: Any) -> Any:
-    """The index key of a field value, or ``None`` for a value the index does not key.
-
-    Only values of exactly ``str``, ``int``, ``float`` or ``bool`` are keyed.
-    For them :func:`~lookup.entry.wire_equal` is ``==``, except that a bool
-    equals only a bool: hence its tag. Numbers that are ``==`` hash alike
-    (``3`` and ``3.0``), so a dict finds every value that could be equal.
-    """
-    kind = type(value)
-    if kind is str or kind is int or kind is float:
-        return value
-    if kind is bool:
-        return (_BOOL, value)
-    return None
-
-
-class _ServiceIndex:
-    """Which registrations a template could match: it narrows the candidates, it never decides.
-
-    It mirrors the keys of :attr:`LookupService._services` (every registration
-    stored there, live or expired but not yet freed) and is only read or
-    changed under the service's lock. For each registration it files the
-    service id under
-
-    - each of its type names (a template's types must all be the item's);
-    - each entry class name in the lineage of each of its entries (a template
-      entry matches entries of its class or a subclass, by lineage name);
-    - ``(class name, field, key)`` for each such class name and each field
-      whose value has a key (see :func:`_value_key`), and under
-      ``(class name, field)`` in :attr:`unkeyed` for a field with any other
-      non-``None`` value (a list, a dict, an object of another type): those
-      are candidates for any wanted value of that field, since only
-      :func:`~lookup.entry.wire_equal` can say.
-
-    :meth:`candidates` intersects the sets a template's types and non-``None``
-    field values pick out; :meth:`ServiceTemplate.matches` still decides on
-    every candidate, and liveness is still checked there. The index reads an
-    item when it is stored: items are treated as immutable once registered
-    (as they are when they arrive over the wire; attribute changes go through
-    the service, which files the new item).
-    """
-
-    __slots__ = ("by_type", "by_class", "by_value", "unkeyed", "position", "_filed", "_positions")
-
-    def __init__(self) -> None:
-        self.by_type: dict[str, set[str]] = {}
-        self.by_class: dict[str, set[str]] = {}
-        self.by_value: dict[tuple[str, str, Any], set[str]] = {}
-        self.unkeyed: dict[tuple[str, str], set[str]] = {}
-        self.position: dict[str, int] = {}  # service id -> its place in the services dict's order
-        self._filed: dict[str, list[tuple[dict[Any, set[str]], Any]]] = {}  # service id -> where it is filed
-        self._positions = itertools.count()
-
-    def __len__(self) -> int:
-        return len(self.position)
-
-    def put(self, service_id: str, item: ServiceItem) -> None:
-        """File ``item`` under ``service_id``, replacing what was filed there (its place in the order kept)."""
-        if service_id in self.position:
-            self._unfile(service_id)
-        else:
-            self.position[service_id] = next(self._positions)
-        filed: list[tuple[dict[Any, set[str]], Any]] = []
-        for name in item.types:
-            filed.append((self.by_type, name))
-        for entry in item.attributes:
-            fields = [(field, value, _value_key(value)) for field, value in entry._entry_fields().items()
-                      if value is not None]
-            for class_name in entry._entry_lineage:
-                filed.append((self.by_class, class_name))
-                for field, _value, key in fields:
-                    if key is None:
-                        filed.append((self.unkeyed, (class_name, field)))
-                    else:
-                        filed.append((self.by_value, (class_name, field, key)))
-        for table, key in filed:
-            ids = table.get(key)
-            if ids is None:
-                table[key] = {service_id}
-            else:
-                ids.add(service_id)
-        self._filed[service_id] = filed
-
-    def remove(self, service_id: str) -> None:
-        """Forget ``service_id`` (nothing happens if it is not filed)."""
-        if self.position.pop(service_id, None) is not None:
-            self._unfile(service_id)
-
-    def _unfile(self, service_id: str) -> None:
-        for table, key in self._filed.pop(service_id, ()):
-            ids = table.get(key)
-            if ids is not None:
-                ids.discard(service_id)
-                if not ids:
-                    del table[key]
-
-    def candidates(self, template: ServiceTemplate) -> set[str] | None:
-        """The ids of every registration ``template`` could match (a superset of
-        those it does), or ``None`` when the template narrows nothing down
-        (no types, no entries): then every registration is a candidate.
-        """
-        sets: list[set[str]] = []
-        for name in template.types:
-            ids = self.by_type.get(name)
-            if not ids:
-                return set()
-            sets.append(ids)
-        for wanted in template.attributes:
-            class_name = wanted._entry_class_name
-            ids = self.by_class.get(class_name)
-            if not ids:
-                return set()
-            sets.append(ids)
-            for field, value in wanted._entry_fields().items():
-                if value is None:
-                    continue  # a wildcard
-                key = _value_key(value)
-                if key is None:
-                    continue  # not keyed: the class alone narrows, matches() decides
-                hits = self.by_value.get((class_name, field, key))
-                odd = self.unkeyed.get((class_name, field))
-                if odd:
-                    sets.append(hits | odd if hits else odd)
-                elif hits:
-                    sets.append(hits)
-                else:
-                    return set()
-        if not sets:
-            return None
-        sets.sort(key=len)
-        return sets[0].intersection(*sets[1:])
 
 
 class LookupService(Landlord):
@@ -239,13 +65,19 @@ class LookupService(Landlord):
     :meth:`notify`, :meth:`entry_classes`, :meth:`field_values`,
     :meth:`service_types`, the attribute changes a :class:`ServiceRegistration`
     makes, and the landlord's ``renew``/``cancel``/``renew_all``/``cancel_all``.
+    Local: :meth:`registrations`, :meth:`close`, and its parts, changed under its
+    lock (read them only while it is quiet): :attr:`registry`, a :class:`~lookup.registry.Registry`
+    with its :class:`~lookup.index.ServiceIndex`, and :attr:`fanout`, an :class:`~lookup.fanout.EventFanout`.
 
     Args:
         policy: lease terms (default: at most ``DEFAULT_MAX_LEASE``, ``ANY`` gets ``DEFAULT_LEASE``).
         reaper: how expired registrations are freed (see :class:`~landlord.LeaseManager`).
         clock: the clock leases are decided on.
         landlord_id: a stable identity (default: the store's, else a new random one).
-        mailer: delivers events (default: an :class:`~lookup.events.EventMailer` of its own).
+        mailer: delivers events (default: an :class:`~lookup.events.EventMailer`
+            of its own, which ends the registration of a listener it gives up
+            on; a mailer of yours can do the same with ``on_undeliverable=``
+            calling ``service.fanout.listener_gone``).
         store: keep registrations and event registrations (with their leases)
             in this :class:`~landlord.LeaseStore`, and take back what it holds:
             after a crash the service answers as before for every lease that
@@ -259,17 +91,14 @@ class LookupService(Landlord):
                  mailer: EventMailer | None = None, store: LeaseStore | None = None) -> None:
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
-        self._services: dict[str, _ServiceRecord] = {}
-        self._index = _ServiceIndex()  # mirrors _services: which registrations a template could match
-        self._events: dict[int, _EventRecord] = {}
-        self._event_ids = itertools.count(1)
-        self._mailer = mailer if mailer is not None else EventMailer(on_undeliverable=self._listener_gone)
+        self.registry = Registry(clock=clock)
+        self.fanout = EventFanout(clock=clock, cancel=self._cancel_lease, mailer=mailer,
+                                  persist=self._store_record if store is not None else None)
         super().__init__(policy=policy or LeaseDurationPolicy(maximum=DEFAULT_MAX_LEASE, default=DEFAULT_LEASE),
                          reaper=reaper, clock=clock, on_expire=self._lease_ended, on_cancel=self._lease_ended,
-                         landlord_id=landlord_id, store=store)
+                         landlord_id=landlord_id, store=store, codec=_StoredRecords(self.registry, self.fanout))
         if store is not None:  # event ids are never reused, not even those of registrations that ended
-            self._event_ids = itertools.count(max([store.get_setting(_NEXT_EVENT_ID, 1), *
-                                                   (event_id + 1 for event_id in self._events)]))
+            self.fanout.ids_from(store.get_setting(_NEXT_EVENT_ID, 1))
 
     # -- registering ------------------------------------------------------------
 
@@ -285,30 +114,18 @@ class LookupService(Landlord):
             ValueError: an invalid duration.
             LeaseDeniedError: the policy refused.
         """
-        if not isinstance(item, ServiceItem):
-            raise TypeError(f"register takes a ServiceItem, got {type(item).__name__}")
-        duration = check_duration(duration)
-        if item.service_id is None:
-            item = item.replace(service_id=str(uuid.uuid4()))
-        service_id = item.service_id
-        assert service_id is not None
-        record = _ServiceRecord(item)
+        item, duration = _check_item(item), check_duration(duration)
+        record = ServiceRecord(item)
         with self._lock:  # held from the grant on: a lease ending at once finds its record stored
             lease = self.new_lease(record, duration)  # a refusal changes nothing
             record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
-            old = self._services.get(service_id)
-            previous = old.item if old is not None and self._live(old) else None
-            if old is not None:
-                old.replaced = True
-                try:
-                    self.manager.cancel(old.cookie)
-                except UnknownLeaseError:
-                    pass  # it ended meanwhile; replaced, so its end is ignored
-            self._services[service_id] = record
-            self._index.put(service_id, item)
-            self._fire(service_id, previous, item)
-        log.info("registered %s %s for %.1f s", service_id, list(item.types), lease.remaining)
-        return ServiceRegistration(service_id, lease)
+            old = self.registry.add(record)
+            previous = old.item if old is not None and self.registry.live(old) else None
+            if old is not None:  # replaced, so the end of its lease is ignored
+                self._cancel_lease(old.cookie)
+            self.fanout.fire(record.service_id, previous, item)
+        log.info("registered %s %s for %.1f s", record.service_id, list(item.types), lease.remaining)
+        return ServiceRegistration(record.service_id, lease)
 
     @Pyro5.server.expose
     def add_attributes(self, cookie: str, entries: Sequence[Entry]) -> None:
@@ -332,28 +149,17 @@ class LookupService(Landlord):
                 a change of another entry class than its template's.
             UnknownLeaseError: no live registration has that lease.
         """
-        templates = _check_entries(templates)
-        if not isinstance(entries, (list, tuple)):
-            raise TypeError(f"expected a list of entries (or None), got {type(entries).__name__}")
-        changes = [None if e is None else _check_entries([e])[0] for e in entries]
-        modified_entries([], templates, changes)  # checks lengths and classes before anything changes
-        self._change_item(cookie, lambda item: item.replace(
-            attributes=modified_entries(item.attributes, templates, changes)))
+        self._change_item(cookie, _modification(templates, entries))
 
     def _change_item(self, cookie: str, change: Callable[[ServiceItem], ServiceItem]) -> None:
         record = self.get_resource(cookie)  # UnknownLeaseError once the lease is gone
-        if not isinstance(record, _ServiceRecord):
+        if not isinstance(record, ServiceRecord):
             raise UnknownLeaseError("that lease is not a service registration's")
         with self._lock:
-            if record.replaced or not self._live(record):
-                raise UnknownLeaseError("no such registration (it expired, was cancelled, or was replaced)")
-            before = record.item
-            record.item = change(before)
+            before = self.registry.change(record, change)
             if self.store is not None:
                 self.manager.resource_changed(record.cookie)
-            if self._services.get(before.service_id or "") is record:
-                self._index.put(before.service_id or "", record.item)
-            self._fire(before.service_id or "", before, record.item)
+            self.fanout.fire(record.service_id, before, record.item)
 
     # -- looking up -------------------------------------------------------------
 
@@ -376,9 +182,7 @@ class LookupService(Landlord):
             TypeError: ``template`` is not a ServiceTemplate, or ``max_matches`` not an int.
             ValueError: ``max_matches`` negative or above ``MAX_MATCHES``.
         """
-        if isinstance(max_matches, bool) or not isinstance(max_matches, int):
-            raise TypeError(f"max_matches must be an int, got {type(max_matches).__name__}")
-        if not 0 <= max_matches <= MAX_MATCHES:
+        if not 0 <= _check_int(max_matches, "max_matches") <= MAX_MATCHES:
             raise ValueError(f"max_matches must be 0 to {MAX_MATCHES}, got {max_matches}")
         items = self._matching(template)
         return ServiceMatches(items[:max_matches], len(items))
@@ -398,65 +202,27 @@ class LookupService(Landlord):
             TypeError: a bad template, index or field name.
             ValueError: ``index`` out of range, or a field the template entry does not have.
         """
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"index must be an int, got {type(index).__name__}")
-        if not isinstance(field, str):
-            raise TypeError(f"field must be a str, got {type(field).__name__}")
+        _check_int(index, "index")
+        _check_str(field, "field")
         items = self._matching(template)
         if not 0 <= index < len(template.attributes):
             raise ValueError(f"the template has {len(template.attributes)} attribute(s), no number {index}")
         wanted = template.attributes[index]
         if field not in entry_fields(wanted):
             raise ValueError(f"{entry_class_name(wanted)} has no field {field!r}")
-        values: list[Any] = []
-        for item in items:
-            for entry in item.attributes:
-                if entry_matches(wanted, entry):
-                    value = entry_fields(entry).get(field)
-                    if value is not None and value not in values:
-                        values.append(value)
-        return values
+        return _distinct_values(items, wanted, field)
 
     @Pyro5.server.expose
     def service_types(self, template: ServiceTemplate, prefix: str = "") -> list[str]:
         """The distinct type names of matching items that start with ``prefix``."""
-        if not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        _check_str(prefix, "prefix")
         return sorted({name for item in self._matching(template) for name in item.types if name.startswith(prefix)})
 
     def _matching(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceItem]:
-        if not isinstance(template, ServiceTemplate):
-            raise TypeError(f"expected a ServiceTemplate, got {type(template).__name__}")
+        _check_template(template)
         self.manager.reap()  # free what has run out, so its events go out now
-        found: list[ServiceItem] = []
         with self._lock:
-            candidates: Iterable[_ServiceRecord]
-            if template.service_id is not None:
-                record = self._services.get(template.service_id)
-                candidates = [record] if record is not None else []
-            else:
-                candidates = self._candidates(template)
-            for record in candidates:
-                if self._live(record) and template.matches(record.item):
-                    found.append(record.item)
-                    if limit is not None and len(found) >= limit:
-                        break
-        return found
-
-    def _candidates(self, template: ServiceTemplate) -> Iterable[_ServiceRecord]:
-        """The registrations ``template`` could match, in registration order (call with the lock held).
-
-        The index narrows them down; the caller still checks each with
-        ``template.matches`` and for liveness, so the answer is what scanning
-        every registration would give, in the same order.
-        """
-        ids = self._index.candidates(template)
-        if ids is None:
-            return self._services.values()
-        if len(ids) >= _SORT_BELOW * len(self._services):  # many of them: one pass in order beats sorting
-            return [record for service_id, record in self._services.items() if service_id in ids]
-        services, position = self._services, self._index.position
-        return [services[service_id] for service_id in sorted(ids, key=position.__getitem__)]
+            return self.registry.matching(template, limit)
 
     # -- events -------------------------------------------------------------------
 
@@ -478,137 +244,142 @@ class LookupService(Landlord):
             ValueError: ``transitions`` not in 1..7, or an invalid duration.
             LeaseDeniedError: the policy refused.
         """
-        if not isinstance(template, ServiceTemplate):
-            raise TypeError(f"expected a ServiceTemplate, got {type(template).__name__}")
-        if isinstance(transitions, bool) or not isinstance(transitions, int):
-            raise TypeError(f"transitions must be an int, got {type(transitions).__name__}")
-        if not 1 <= transitions <= ALL_TRANSITIONS:
+        _check_template(template)
+        if not 1 <= _check_int(transitions, "transitions") <= ALL_TRANSITIONS:
             raise ValueError(f"transitions must combine TRANSITION_* values (1 to 7), got {transitions}")
-        listener = _listener_address(listener)
-        duration = check_duration(duration)
+        listener, duration = _listener_address(listener), check_duration(duration)
         with self._lock:
-            record = _EventRecord(next(self._event_ids), template, transitions, listener, handback)
+            record = self.fanout.new_record(template, transitions, listener, handback)
             if self.store is not None:
                 self.store.set_setting(_NEXT_EVENT_ID, record.event_id + 1)
             lease = self.new_lease(record, duration)
             record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
-            self._events[record.event_id] = record
+            self.fanout.add(record)
         log.info("event registration %d for %r", record.event_id, template)
         return EventRegistration(record.event_id, lease, record.sequence_number)
-
-    def _fire(self, service_id: str, before: ServiceItem | None, after: ServiceItem | None) -> None:
-        """Post the events of one change (call with the lock held: sequence numbers follow changes)."""
-        for record in self._events.values():
-            if not self._live(record):
-                continue
-            matched = before is not None and record.template.matches(before)
-            matches = after is not None and record.template.matches(after)
-            if matched and matches:
-                transition = TRANSITION_MATCH_MATCH
-            elif matched:
-                transition = TRANSITION_MATCH_NOMATCH
-            elif matches:
-                transition = TRANSITION_NOMATCH_MATCH
-            else:
-                continue
-            if transition & record.transitions:
-                record.sequence_number += 1
-                if self.store is not None:  # before posting: a restart never repeats a number sent
-                    with contextlib.suppress(UnknownLeaseError):  # it ended this instant
-                        self.manager.resource_changed(record.cookie)
-                event = ServiceEvent(record.event_id, record.sequence_number, record.handback, service_id,
-                                     transition, after)
-                self._mailer.post(record.event_id, record.listener, event)
-
-    def _listener_gone(self, event_id: Any) -> None:
-        with self._lock:
-            record = self._events.get(event_id)
-        if record is not None:
-            log.info("listener of event registration %s is gone; cancelling it", event_id)
-            try:
-                self.manager.cancel(record.cookie)
-            except UnknownLeaseError:
-                pass
 
     # -- leases ending -----------------------------------------------------------------
 
     def _lease_ended(self, record: Any) -> None:
         """``on_expire`` and ``on_cancel``: a registration or event registration is over."""
         with self._lock:
-            if isinstance(record, _ServiceRecord):
-                if record.replaced or self._services.get(record.item.service_id or "") is not record:
-                    return
-                del self._services[record.item.service_id or ""]
-                self._index.remove(record.item.service_id or "")
-                log.info("registration %s ended", record.item.service_id)
-                self._fire(record.item.service_id or "", record.item, None)
-            elif isinstance(record, _EventRecord):
-                if self._events.pop(record.event_id, None) is not None:
-                    self._mailer.forget(record.event_id)
+            if isinstance(record, ServiceRecord):
+                if self.registry.end(record):
+                    log.info("registration %s ended", record.service_id)
+                    self.fanout.fire(record.service_id, record.item, None)
+            elif isinstance(record, EventRecord):
+                self.fanout.end(record)
 
-    # -- what the store keeps ---------------------------------------------------------
+    def _cancel_lease(self, cookie: str) -> None:
+        with contextlib.suppress(UnknownLeaseError):  # it ended meanwhile
+            self.manager.cancel(cookie)
 
-    def dump_resource(self, resource: Any) -> Any:
-        """A registration or event registration as the store keeps it (see :meth:`landlord.Landlord.dump_resource`)."""
-        if isinstance(resource, _ServiceRecord):
-            item = resource.item
-            return {"item": item.replace(service=item.service_uri)}  # a URI, not a proxy of this thread's
-        if isinstance(resource, _EventRecord):
-            if not isinstance(resource.listener, str):
-                return None  # an in-process listener cannot outlive the process
-            return {"event_id": resource.event_id, "template": resource.template,
-                    "transitions": resource.transitions, "listener": resource.listener,
-                    "handback": resource.handback, "sequence_number": resource.sequence_number}
-        return super().dump_resource(resource)
+    def _store_record(self, record: EventRecord) -> None:
+        with contextlib.suppress(UnknownLeaseError):  # it ended this instant
+            self.manager.resource_changed(record.cookie)
 
-    def load_resource(self, data: Any) -> Any:
-        """A record back from :meth:`dump_resource`'s form.
+    @property
+    def _events(self) -> dict[int, EventRecord]:
+        # the event registrations by id, for tests/test_cache.py (until it reads fanout.records)
+        return self.fanout.records
+
+    def registrations(self) -> list[tuple[ServiceItem, float]]:
+        """Every live registration and its seconds left (a local view, for operators)."""
+        with self._lock:
+            return self.registry.registrations()
+
+    def close(self) -> None:
+        """Stop the reaper and the event delivery."""
+        super().close()
+        self.fanout.close()
+
+
+class _StoredRecords:
+    """The lookup service's :class:`~landlord.grantor.ResourceCodec`: registrations
+    as the registry stores them, event registrations as the fan-out does."""
+
+    __slots__ = ("_registry", "_fanout")
+
+    def __init__(self, registry: Registry, fanout: EventFanout) -> None:
+        self._registry = registry
+        self._fanout = fanout
+
+    def dump(self, resource: Any) -> Any:
+        if isinstance(resource, ServiceRecord):
+            return self._registry.dump(resource)
+        if isinstance(resource, EventRecord):
+            return self._fanout.dump(resource)
+        return resource
+
+    def load(self, data: Any) -> Any:
+        """A record back from its stored form.
 
         Raises:
             TypeError, ValueError: not a record this service wrote.
         """
         if not isinstance(data, dict):
             raise TypeError(f"a stored lookup record is a dict, got {type(data).__name__}")
-        if "item" in data:
-            if not isinstance(data["item"], ServiceItem) or data["item"].service_id is None:
-                raise TypeError("a stored registration without a registered ServiceItem")
-            item = data["item"]
-            return _ServiceRecord(item.replace(service=item.service_uri))  # as stored: a URI, no proxy
-        event_id, template, transitions = data.get("event_id"), data.get("template"), data.get("transitions")
-        if not (isinstance(event_id, int) and isinstance(template, ServiceTemplate)
-                and isinstance(transitions, int) and isinstance(data.get("listener"), str)
-                and isinstance(data.get("sequence_number"), int)):
-            raise ValueError(f"not a stored lookup record: {sorted(data)!r:.200}")
-        record = _EventRecord(event_id, template, transitions, data["listener"], data.get("handback"))
-        record.sequence_number = data["sequence_number"]
-        return record
+        return self._registry.load(data) if "item" in data else self._fanout.load(data)
 
-    def _restored(self, leased: LeasedResource) -> None:
-        record = leased.resource
-        record.cookie, record.leased = leased.cookie, leased
-        if isinstance(record, _ServiceRecord):
-            service_id = record.item.service_id or ""
-            older = self._services.get(service_id)
-            if older is not None:  # the process died between a re-registration and the old lease's cancel
-                older.replaced = True
-            self._services[service_id] = record
-            self._index.put(service_id, record.item)
-        elif isinstance(record, _EventRecord):
-            self._events[record.event_id] = record
+    def restored(self, leased: LeasedResource) -> None:
+        if isinstance(leased.resource, ServiceRecord):
+            self._registry.restored(leased)
+        elif isinstance(leased.resource, EventRecord):
+            self._fanout.restored(leased)
 
-    def _live(self, record: _ServiceRecord | _EventRecord) -> bool:
-        return bool(record.leased is not None and record.leased.expiration > self.clock.monotonic())
 
-    def registrations(self) -> list[tuple[ServiceItem, float]]:
-        """Every live registration and its seconds left (a local view, for operators)."""
-        now = self.clock.monotonic()
-        with self._lock:
-            return [(r.item, r.leased.expiration - now) for r in self._services.values() if self._live(r)]
+def _modification(templates: object, entries: object) -> Callable[[ServiceItem], ServiceItem]:
+    """What ``modify_attributes(cookie, templates, entries)`` does to an item, checked before anything changes.
 
-    def close(self) -> None:
-        """Stop the reaper and the event delivery."""
-        super().close()
-        self._mailer.close()
+    Raises:
+        TypeError, ValueError: lists of different lengths, non-entries, or
+            a change of another entry class than its template's.
+    """
+    wanted = _check_entries(templates)
+    if not isinstance(entries, (list, tuple)):
+        raise TypeError(f"expected a list of entries (or None), got {type(entries).__name__}")
+    changes = [None if e is None else _check_entries([e])[0] for e in entries]
+    modified_entries([], wanted, changes)  # checks lengths and classes
+    return lambda item: item.replace(attributes=modified_entries(item.attributes, wanted, changes))
+
+
+def _check_item(item: object) -> ServiceItem:
+    """``item``, with a new service id if it has none.
+
+    Raises:
+        TypeError: not a ServiceItem.
+    """
+    if not isinstance(item, ServiceItem):
+        raise TypeError(f"register takes a ServiceItem, got {type(item).__name__}")
+    return item if item.service_id is not None else item.replace(service_id=str(uuid.uuid4()))
+
+
+def _check_template(template: object) -> ServiceTemplate:
+    if not isinstance(template, ServiceTemplate):
+        raise TypeError(f"expected a ServiceTemplate, got {type(template).__name__}")
+    return template
+
+
+def _check_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    return value
+
+
+def _check_str(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _distinct_values(items: list[ServiceItem], wanted: Entry, field: str) -> list[Any]:
+    """The distinct non-``None`` values of ``field`` in the attributes of ``items`` that ``wanted`` matches."""
+    values: list[Any] = []
+    for entry in (entry for item in items for entry in item.attributes if entry_matches(wanted, entry)):
+        value = entry_fields(entry).get(field)
+        if value is not None and value not in values:  # ==, not hashing: values may be lists or dicts
+            values.append(value)
+    return values
 
 
 def _check_entries(entries: object) -> list[Entry]:

@@ -45,9 +45,10 @@ class Scene:
         self.watch = self.service.notify(ServiceTemplate(), ALL_TRANSITIONS, Listener(), None, 50)
 
     def state(self) -> Any:
-        with self.service._lock:
-            return (sorted((sid, repr(r.item), r.leased.expiration) for sid, r in self.service._services.items()),
-                    sorted(self.service._events), len(self.service.manager))
+        registry, fanout = self.service.registry, self.service.fanout
+        return (sorted((sid, repr(r.item), r.leased and r.leased.expiration) for sid, r in registry.records.items()),
+                sorted((event_id, r.sequence_number) for event_id, r in fanout.records.items()),
+                len(self.service.manager))
 
     def close(self) -> None:
         self.service.close()

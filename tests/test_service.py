@@ -23,6 +23,7 @@ from lookup import (
     ServiceItem,
     ServiceTemplate,
 )
+from lookup.events import EventMailer
 from lookup.registration import ServiceRegistration
 from lookup.service import LookupService
 
@@ -185,7 +186,7 @@ def test_only_the_transitions_asked_for(service: LookupService) -> None:
     registration.add_attributes([Comment("changed")])
     registration.lease.cancel()
     service.register(item(Name("b")), 30)
-    assert service._mailer.wait_idle(10)
+    assert service.fanout.mailer.wait_idle(10)
     assert arrivals.transitions() == [TRANSITION_NOMATCH_MATCH, TRANSITION_NOMATCH_MATCH]
 
 
@@ -196,21 +197,22 @@ def test_an_ended_event_registration_sends_nothing_more(clock: FakeClock, servic
     listener.wait_for(1)  # cancelling drops what is not yet delivered
     watch.lease.cancel()
     service.register(item(Name("two")), 50)
-    assert service._mailer.wait_idle(10)
+    assert service.fanout.mailer.wait_idle(10)
     assert listener.transitions() == [TRANSITION_NOMATCH_MATCH]
 
 
 def test_a_listener_that_cannot_be_reached_loses_its_registration(clock: FakeClock) -> None:
-    from lookup.events import EventMailer
-    service = LookupService(clock=clock, reaper="lazy")
-    service._mailer.close()  # the same, but giving up at the first failure
-    service._mailer = EventMailer(on_undeliverable=service._listener_gone, retry_delays=())
+    # the default mailer's way, but giving up at the first failure
+    mailer = EventMailer(on_undeliverable=lambda event_id: service.fanout.listener_gone(event_id), retry_delays=())
+    service = LookupService(clock=clock, reaper="lazy", mailer=mailer)
     try:
         watch = service.notify(ServiceTemplate(), ALL, "PYRO:gone@127.0.0.1:1", None, 60)  # nobody listens there
+        kept = service.notify(ServiceTemplate(), ALL, Events(), None, 60)
         service.register(item(Name("x")), 30)
-        assert service._mailer.wait_idle(30)
+        assert service.fanout.mailer.wait_idle(30)
         with pytest.raises(UnknownLeaseError):
             watch.lease.renew(10)
+        assert kept.lease.renew(10) == 10 and list(service.fanout.records) == [kept.event_id]
     finally:
         service.close()
 
@@ -366,5 +368,50 @@ def test_stored_records_that_are_not_records_are_dropped(tmp_path: Any) -> None:
     try:
         assert len(again.manager) == 0 and len(again.store) == 0
         assert again.landlord_id == "forged"
+    finally:
+        again.close()
+
+
+def test_what_the_store_keeps_of_a_record(tmp_path: Any) -> None:
+    # the stored forms are the file format: what an earlier version wrote must load (see the next test)
+    clock = FakeClock()
+    first = durable_service(tmp_path / "lookup.sqlite", clock)
+    registration = first.register(item(Name("stored")), 60)
+    watch = first.notify(ServiceTemplate(types=[Quoter]), ALL, "PYRO:listener@127.0.0.1:1", ["hand", 1], 60)
+    first.close()
+    store = LeaseStore(tmp_path / "lookup.sqlite")
+    try:
+        rows = {row.cookie: row.resource for row in store.leases(clock.time())}
+    finally:
+        store.close()
+    assert rows[registration.lease.cookie] == {"item": item(Name("stored"), service_id=registration.service_id)}
+    assert rows[watch.lease.cookie] == {"event_id": watch.event_id, "template": ServiceTemplate(types=[Quoter]),
+                                        "transitions": ALL, "listener": "PYRO:listener@127.0.0.1:1",
+                                        "handback": ["hand", 1], "sequence_number": 0}
+
+
+def test_records_in_the_stored_form_of_earlier_versions_load(tmp_path: Any) -> None:
+    clock = FakeClock()
+    wall = clock.time()
+    store = LeaseStore(tmp_path / "lookup.sqlite")
+    store.claim("earlier")
+    stored = item(Name("from before"), Location(floor=2), service_id="svc-1")
+    store.put("a" * 22, wall + 40, {"item": stored}, now=wall)
+    store.put("b" * 22, wall + 50, {"event_id": 7, "template": ServiceTemplate(types=[Quoter]), "transitions": ALL,
+                                    "listener": "PYRO:listener@127.0.0.1:1", "handback": "h",
+                                    "sequence_number": 3}, now=wall)
+    store.set_setting("next_event_id", 9)
+    store.close()
+    again = durable_service(tmp_path / "lookup.sqlite", restarted(clock, downtime=10))
+    try:
+        assert again.landlord_id == "earlier"
+        [(found, left)] = again.registrations()
+        assert found == stored and left == pytest.approx(30)
+        assert again.lookup(ServiceTemplate(attributes=[Location(floor=2)])) == SERVICE_URI  # filed in the index
+        [record] = again.fanout.records.values()
+        assert (record.event_id, record.cookie, record.listener, record.handback, record.sequence_number,
+                record.transitions) == (7, "b" * 22, "PYRO:listener@127.0.0.1:1", "h", 3, ALL)
+        assert again.notify(ServiceTemplate(), ALL, Events(), None, 10).event_id == 9
+        assert again.renew("a" * 22, 60) == 60
     finally:
         again.close()

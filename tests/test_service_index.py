@@ -1,7 +1,7 @@
-"""LookupService's index: it only narrows the candidates, so every lookup answers
-exactly what a scan of every registration with ``template.matches`` answers,
-in the same order, through registrations, replacements, attribute changes,
-expiry and cancellation.
+"""LookupService's index, in the service: it only narrows the candidates, so every
+lookup answers exactly what a scan of every registration with ``template.matches``
+answers, in the same order, through registrations, replacements, attribute
+changes, expiry and cancellation. (The index alone: tests/test_index.py.)
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import lookup.service
 from landlord import FakeClock, LeaseDurationPolicy, UnknownLeaseError
 from lookup import Entry, Location, Name, ServiceItem, ServiceTemplate, UnknownEntry, entry_class_name
-from lookup.service import MAX_MATCHES, LookupService, _value_key
+from lookup.index import value_key
+from lookup.service import MAX_MATCHES, LookupService
 
 SERVICE_URI = "PYRO:indexed@127.0.0.1:9999"
 TYPES = ("idx.A", "idx.B", "idx.C", "idx.D")
@@ -48,9 +48,9 @@ VALUES = [None, "a", "b", "1", 1, 1.0, 2, 0, 0.0, -0.0, True, False, 1.5, [1, 2]
 
 def brute_force(service: LookupService, template: ServiceTemplate) -> list[ServiceItem]:
     """What the lookup service answered before it had an index: scan everything, in order."""
-    with service._lock:
-        return [record.item for record in service._services.values()
-                if service._live(record) and template.matches(record.item)]
+    now = service.clock.monotonic()
+    return [record.item for record in service.registry.records.values()
+            if record.leased is not None and record.leased.expiration > now and template.matches(record.item)]
 
 
 values = st.sampled_from(VALUES)
@@ -144,12 +144,13 @@ def apply(service: LookupService, clock: FakeClock, cookies: dict[int, str], ope
 
 def check(service: LookupService, template: ServiceTemplate) -> None:
     """Indexed lookups answer as the scan does, whether the candidates are sorted into order or scanned for."""
+    index = service.registry.index
     for sort_below in (0.0, 2.0):  # never sort (scan in order for the candidates), always sort
-        old, lookup.service._SORT_BELOW = lookup.service._SORT_BELOW, sort_below
+        old, index.sort_below = index.sort_below, sort_below
         try:
             check_once(service, template)
         finally:
-            lookup.service._SORT_BELOW = old
+            index.sort_below = old
 
 
 def check_once(service: LookupService, template: ServiceTemplate) -> None:
@@ -163,14 +164,13 @@ def check_once(service: LookupService, template: ServiceTemplate) -> None:
 
 
 def check_index_mirrors_services(service: LookupService) -> None:
-    index = service._index
-    with service._lock:
-        assert list(index.position) == [sid for sid in sorted(index.position, key=index.position.__getitem__)]
-        assert set(index.position) == set(service._services)
-        assert sorted(service._services, key=index.position.__getitem__) == list(service._services)
-        for table in (index.by_type, index.by_class, index.by_value, index.unkeyed):
-            for ids in table.values():
-                assert ids and ids <= set(service._services)  # no empty sets left, no stale ids
+    index, services = service.registry.index, service.registry.records
+    assert list(index.position) == [sid for sid in sorted(index.position, key=index.position.__getitem__)]
+    assert set(index.position) == set(services)
+    assert sorted(services, key=index.position.__getitem__) == list(services)
+    for table in (index.by_type, index.by_class, index.by_value, index.unkeyed):
+        for ids in table.values():
+            assert ids and ids <= set(services)  # no empty sets left, no stale ids
 
 
 @settings(max_examples=300, deadline=None)
@@ -191,8 +191,9 @@ def test_indexed_lookups_equal_a_scan(operations: list[tuple[Any, ...]], queries
                 pass
         clock.advance(1000)
         service.manager.reap()
-        index = service._index
-        assert len(index) == 0 and not (index.by_type or index.by_class or index.by_value or index.unkeyed)
+        index = service.registry.index
+        assert len(index) == 0 and len(service.registry) == 0
+        assert not (index.by_type or index.by_class or index.by_value or index.unkeyed)
 
 
 @settings(max_examples=100, deadline=None)
@@ -211,16 +212,17 @@ def test_expired_but_not_yet_freed_registrations_are_never_found(
             expected = brute_force(service, template)
             assert service.lookup_all(template, MAX_MATCHES).items == expected
             now = clock.monotonic()
-            assert all(service._services[item.service_id or ""].leased.expiration > now for item in expected)
+            leases = [service.registry.records[item.service_id or ""].leased for item in expected]
+            assert all(leased is not None and leased.expiration > now for leased in leases)
         check_index_mirrors_services(service)
 
 
 def test_value_keys_follow_wire_equal() -> None:
-    assert _value_key(1) == _value_key(1.0) and hash(_value_key(1)) == hash(_value_key(1.0))
-    assert _value_key(True) != _value_key(1) and _value_key(False) != _value_key(0)
-    assert _value_key("1") != _value_key(1)
+    assert value_key(1) == value_key(1.0) and hash(value_key(1)) == hash(value_key(1.0))
+    assert value_key(True) != value_key(1) and value_key(False) != value_key(0)
+    assert value_key("1") != value_key(1)
     for unkeyed in (None, [1], (1,), {"k": 1}, object()):
-        assert _value_key(unkeyed) is None
+        assert value_key(unkeyed) is None
 
 
 @pytest.mark.parametrize("stored, wanted, found", [
@@ -271,7 +273,7 @@ def test_attribute_changes_are_refiled(service: LookupService) -> None:
     service.set_attributes(cookie, [])
     assert service.lookup_all(ServiceTemplate(attributes=[Location()])).total == 0
     assert service.lookup_all(ServiceTemplate(attributes=[Name()])).total == 0
-    assert not service._index.by_class and not service._index.by_value
+    assert not service.registry.index.by_class and not service.registry.index.by_value
 
 
 def test_answers_keep_the_registration_order(service: LookupService, clock: FakeClock) -> None:
@@ -284,7 +286,8 @@ def test_answers_keep_the_registration_order(service: LookupService, clock: Fake
     service.register(ServiceItem("s20", next(_uris), ["idx.B"], [Name("n2")]), 50)
     service.register(ServiceItem("s10", next(_uris), ["idx.B"], [Name("n1")]), 50)  # replaced: keeps its place
     template = ServiceTemplate(types=["idx.B"])
-    assert len(service._index.candidates(template) or ()) < lookup.service._SORT_BELOW * 40  # sorted, not scanned
+    index = service.registry.index
+    assert len(index.candidates(template) or ()) < index.sort_below * 40  # sorted, not scanned
     assert [item.service_id for item in service.lookup_all(template).items] == ["s00", "s10", "s30", "s20"]
     check(service, template)
     check(service, ServiceTemplate(types=["idx.B"], attributes=[Name("n1")]))
@@ -295,8 +298,8 @@ def test_expiry_and_cancel_unfile(service: LookupService, clock: FakeClock) -> N
     service.register(ServiceItem(None, SERVICE_URI, ["idx.A"], [Name("long")]), 50)
     clock.advance(6)
     assert service.lookup_all(ServiceTemplate(types=["idx.A"])).total == 1
-    assert short.service_id not in service._index.position
+    assert short.service_id not in service.registry.index.position
     cancelled = service.register(ServiceItem(None, SERVICE_URI, ["idx.C"], []), 30)
     service.cancel(cancelled.lease.cookie)
     assert service.lookup_all(ServiceTemplate(types=["idx.C"])).total == 0
-    assert "idx.C" not in service._index.by_type
+    assert "idx.C" not in service.registry.index.by_type

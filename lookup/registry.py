@@ -1,0 +1,195 @@
+"""The lookup service's registrations: each :class:`ServiceRecord` (an item and
+its lease) by service id, filed in a :class:`~lookup.index.ServiceIndex`.
+
+The :class:`Registry` decides what is registered and what a template finds;
+it grants no leases and sends no events (the lookup service does, around its
+calls). It is also the store codec of registrations: :meth:`Registry.dump`,
+:meth:`Registry.load` and :meth:`Registry.restored` are the registrations' part
+of the lookup service's :class:`~landlord.grantor.ResourceCodec`.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from landlord import Clock, LeasedResource, UnknownLeaseError
+
+from .index import ServiceIndex
+from .item import ServiceItem, ServiceTemplate
+
+__all__ = ["ServiceRecord", "Registry"]
+
+log = logging.getLogger(__name__)
+
+
+class ServiceRecord:
+    """A registered item and its lease (the lease manager's resource for it).
+
+    Args:
+        item: the item, with its service id.
+
+    Attributes:
+        item: the item as registered (attribute changes put a new one here).
+        cookie: its lease's cookie, once granted.
+        leased: its lease's :class:`~landlord.LeasedResource`, once granted:
+            its expiration says whether the registration is live.
+        replaced: registered again under the same id: the end of this
+            record's lease is not the end of the service's registration.
+    """
+
+    __slots__ = ("item", "cookie", "leased", "replaced")
+
+    def __init__(self, item: ServiceItem) -> None:
+        self.item = item
+        self.cookie = ""
+        self.leased: LeasedResource | None = None
+        self.replaced = False
+
+    @property
+    def service_id(self) -> str:
+        return self.item.service_id or ""
+
+    def __repr__(self) -> str:
+        return f"<registration {self.item.service_id}>"
+
+
+class Registry:
+    """Every registration by service id, live or expired but not yet freed, and the index of their items.
+
+    Not thread-safe: its owner (the lookup service) calls it under one lock,
+    the same under which it sends the events of each change, so that events
+    follow changes in order.
+
+    Args:
+        clock: decides whether a lease is live (its monotonic time).
+        index: where items are filed (default: a new :class:`~lookup.index.ServiceIndex`).
+    """
+
+    def __init__(self, *, clock: Clock, index: ServiceIndex | None = None) -> None:
+        self.clock = clock
+        self.index = index if index is not None else ServiceIndex()
+        self._records: dict[str, ServiceRecord] = {}  # in the order first registered: the order of answers
+
+    @property
+    def records(self) -> Mapping[str, ServiceRecord]:
+        """Every stored record by service id, in registration order (a read-only view)."""
+        return types.MappingProxyType(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def get(self, service_id: str) -> ServiceRecord | None:
+        """The record stored under ``service_id`` (live or not), or ``None``."""
+        return self._records.get(service_id)
+
+    def live(self, record: ServiceRecord) -> bool:
+        """Whether ``record``'s lease has not run out (whether or not it is still stored)."""
+        return record.leased is not None and record.leased.expiration > self.clock.monotonic()
+
+    # -- changes --------------------------------------------------------------------
+
+    def add(self, record: ServiceRecord) -> ServiceRecord | None:
+        """Store ``record`` (its lease granted) under its service id, and file its item.
+
+        Returns:
+            The record it replaces, if any, now marked ``replaced`` (its lease
+            is the caller's to cancel), else ``None``.
+
+        Raises:
+            ValueError: ``record`` has no service id or no lease.
+        """
+        if not record.item.service_id or record.leased is None:
+            raise ValueError(f"{record!r} has no service id or no lease")
+        service_id = record.item.service_id
+        old = self._records.get(service_id)
+        if old is not None:
+            old.replaced = True
+        self._records[service_id] = record
+        self.index.put(service_id, record.item)
+        return old
+
+    def change(self, record: ServiceRecord, change: Callable[[ServiceItem], ServiceItem]) -> ServiceItem:
+        """Give ``record`` the item ``change`` makes of its item, and file it; return the item before.
+
+        Raises:
+            UnknownLeaseError: ``record`` was replaced or its lease has run out.
+        """
+        if record.replaced or not self.live(record):
+            raise UnknownLeaseError("no such registration (it expired, was cancelled, or was replaced)")
+        before = record.item
+        record.item = change(before)
+        if self._records.get(record.service_id) is record:
+            self.index.put(record.service_id, record.item)
+        return before
+
+    def end(self, record: ServiceRecord) -> bool:
+        """Remove ``record`` as its lease ends; whether the service's registration ended with it
+        (not if it was replaced, or is not the record stored)."""
+        service_id = record.service_id
+        if record.replaced or self._records.get(service_id) is not record:
+            return False
+        del self._records[service_id]
+        self.index.remove(service_id)
+        return True
+
+    # -- answers --------------------------------------------------------------------
+
+    def matching(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceItem]:
+        """The items of live registrations ``template`` matches, in registration order, at most ``limit``."""
+        now = self.clock.monotonic()
+        candidates: Iterable[ServiceRecord]
+        if template.service_id is not None:
+            record = self._records.get(template.service_id)
+            candidates = (record,) if record is not None else ()
+        else:
+            candidates = self.index.in_order(template, self._records)
+        found: list[ServiceItem] = []
+        for record in candidates:
+            leased = record.leased
+            if leased is not None and leased.expiration > now and template.matches(record.item):
+                found.append(record.item)
+                if limit is not None and len(found) >= limit:
+                    break
+        return found
+
+    def registrations(self) -> list[tuple[ServiceItem, float]]:
+        """Every live registration's item and its seconds left, in registration order."""
+        now = self.clock.monotonic()
+        return [(record.item, record.leased.expiration - now) for record in self._records.values()
+                if record.leased is not None and record.leased.expiration > now]
+
+    # -- the store codec of registrations ---------------------------------------------
+
+    def dump(self, record: ServiceRecord) -> dict[str, Any]:
+        """What the store keeps of ``record``: ``{"item": item}``, the service as its URI."""
+        item = record.item
+        return {"item": item.replace(service=item.service_uri)}  # a URI, not a proxy of this thread's
+
+    def load(self, data: Mapping[str, Any]) -> ServiceRecord:
+        """A record (with no lease yet) back from what :meth:`dump` made of it.
+
+        Raises:
+            TypeError: not a registered :class:`ServiceItem` under ``"item"``.
+        """
+        item = data.get("item")
+        if not isinstance(item, ServiceItem) or item.service_id is None:
+            raise TypeError("a stored registration without a registered ServiceItem")
+        return ServiceRecord(item.replace(service=item.service_uri))  # as stored: a URI, no proxy
+
+    def restored(self, leased: LeasedResource) -> None:
+        """Store a record taken back from the store with its lease, ``leased``.
+
+        A record stored under the same id before it is marked replaced: the
+        process died between a registration again and the old lease's cancel.
+
+        Raises:
+            TypeError: ``leased`` is not a registration's.
+        """
+        record = leased.resource
+        if not isinstance(record, ServiceRecord):
+            raise TypeError(f"not a registration: {record!r:.80}")
+        record.cookie, record.leased = leased.cookie, leased
+        self.add(record)
