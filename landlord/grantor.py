@@ -7,6 +7,7 @@ import logging
 import secrets
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import Pyro5.server
@@ -31,26 +32,27 @@ def new_cookie() -> str:
     return secrets.token_urlsafe(COOKIE_BYTES)
 
 
+@dataclass(frozen=True, slots=True)
 class RenewResults:
     """The answer to a batch renewal.
+
+    Two are equal when they grant the same and deny with errors of the same
+    type and arguments (exceptions themselves compare by identity).
 
     Args:
         granted: seconds granted per lease, in request order; ``-1`` where that renewal failed.
         denied: the exceptions of the failed renewals, in order.
     """
 
-    __slots__ = ("granted", "denied")
-
-    def __init__(self, granted: list[float], denied: list[Exception]) -> None:
-        self.granted = granted
-        self.denied = denied
+    granted: list[float]
+    denied: list[Exception]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RenewResults):
             return NotImplemented
         return self.granted == other.granted and [repr(e) for e in self.denied] == [repr(e) for e in other.denied]
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # a batch may hold 10,000 leases: kept short for logs
         return f"RenewResults(granted={self.granted!r:.80}, denied={self.denied!r:.80})"
 
 

@@ -214,3 +214,19 @@ def test_the_remote_surface_is_four_methods_and_none_lists_cookies(daemon: Any, 
         proxy._pyroBind()  # fetches the metadata a client sees
         assert proxy._pyroMethods == {"renew", "cancel", "renew_all", "cancel_all"}
         assert proxy._pyroAttrs == set() and proxy._pyroOneway == set()
+
+
+def test_renew_results_are_a_frozen_value() -> None:
+    results = RenewResults([10.0, -1], [UnknownLeaseError("gone")])
+    assert results.granted == [10.0, -1] and RenewResults(granted=[10.0, -1], denied=results.denied) == results
+    assert results == RenewResults([10.0, -1], [UnknownLeaseError("gone")])  # errors compare by type and args
+    assert results != RenewResults([10.0, -1], [LeaseDeniedError("gone")])
+    assert results != RenewResults([10.0, -1], [UnknownLeaseError("other")])
+    assert results != RenewResults([10.0, 5.0], [])
+    assert results.__eq__("not results") is NotImplemented
+    with pytest.raises(AttributeError):
+        results.granted = []  # type: ignore[misc]
+    assert not hasattr(results, "__dict__")
+    with pytest.raises(TypeError):
+        hash(results)  # lists inside: unhashable, as before
+    assert len(repr(RenewResults([1.0] * 10_000, []))) < 250  # a batch's repr stays short for logs
