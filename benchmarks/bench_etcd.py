@@ -1,68 +1,21 @@
-"""Landlord against etcd: granting leases and keeping them alive, from one Python client thread.
+"""Landlord against etcd: granting leases and keeping them alive from one Python client thread (issue 5, item 3).
 
-Issue 5, item 3: "grant and keep-alive through a Python etcd client against
-landlord grant and renew ... Goal: landlord >= 3x etcd." Users choosing
-between this project and etcd leases will do it from Python, so this is what
-is compared: what one Python thread gets out of each, on the same machine, in
-the same run.
+A landlord in another process (``--child landlord``, a Pyro5 daemon on
+loopback, exposing ``grant``, ``grant_many`` and a no-op ``ping``) against
+Debian's etcd (``etcd-server``), started here as a single member on free
+loopback ports with a temporary data directory (tmpfs by default, etcd's best
+case; ``--etcd-dir`` for a disk), through ``etcd-sdk-python`` (``pyetcd``;
+``benchmarks/setup_etcd.sh`` installs both). Four rows, items per second, goal
+>= 3x etcd on each: grant one at a time (against ``LeaseGrant``), grant in a
+batch of N (against N pipelined ``LeaseGrant`` RPCs: etcd has no batch grant),
+keep-alive one at a time (against the faster of ``Lease.refresh()`` and one
+long-lived ``LeaseKeepAlive`` stream), keep-alive of N (``LeaseMap.renew_all``
+against one stream carrying N requests). Every answer is checked. The no-op
+``ping``, timed beside row 3, is the ceiling of any one-at-a-time call.
 
-The two servers
----------------
-* **landlord**: a :class:`landlord.Landlord` in its own process (this script
-  started again with a hidden ``--serve`` flag), on a Pyro5 daemon on
-  127.0.0.1, with its default sleeper reaper. Besides the landlord's own
-  remote methods it exposes ``grant(duration)`` (one new lease, returned as a
-  ``LandlordLease``) and ``grant_many(count, duration)`` (that many).
-* **etcd**: Debian's etcd (``etcd-server``), started by this script on
-  127.0.0.1 on free ports, a single member with a fresh temporary data
-  directory that is removed afterwards. By default the directory is on tmpfs
-  (``/dev/shm``), so that etcd's fsync of every lease grant costs nothing:
-  that is etcd's best case, and fair to a landlord that keeps its leases in
-  memory only. ``--etcd-dir /tmp`` (or any directory on a disk) measures
-  etcd as it would run in production. The client is ``etcd-sdk-python``
-  (module ``pyetcd``), the maintained fork of the ``etcd3`` gRPC client;
-  ``benchmarks/setup_etcd.sh`` installs both.
-
-What is measured (every figure is items per second, one client thread)
---------------------------------------------------------------------------
-1. **grant, sequential**: ``proxy.grant(60)`` one after the other, against
-   ``client.lease(60)`` (a ``LeaseGrant`` RPC) one after the other.
-2. **grant, batched (N)**: ``proxy.grant_many(N, 60)`` (one call, N leases
-   back), against N ``LeaseGrant`` RPCs pipelined on the client's gRPC
-   channel (``LeaseGrant.future``; all N in flight at once up to 1,000, since
-   etcd refuses with "too many requests" once its apply falls 5,000 behind).
-   etcd has no batch grant (a ``Txn`` cannot grant leases), so pipelining is
-   the fastest one thread can get out of it.
-3. **keep-alive, sequential**: ``lease.renew(60)`` on one lease, one call
-   after the other, against the faster of two etcd ways of refreshing one
-   lease: the client's ``Lease.refresh()`` (which opens a ``LeaseKeepAlive``
-   stream per refresh) and one long-lived ``LeaseKeepAlive`` stream with one
-   request in flight (what etcd's Go client does). Both are printed.
-4. **keep-alive, batched (N)**: ``LeaseMap.renew_all()`` on N leases (one
-   ``renew_all`` call), against one ``LeaseKeepAlive`` stream carrying N
-   requests, all written without waiting, and its N responses read. etcd's
-   keep-alive takes one lease per message and has no batch form; this is
-   the fastest the client allows.
-
-Every answer is checked (a grant has an id, a keep-alive a positive TTL, a
-renewal grants time), so neither side is timed failing.
-
-A yardstick, printed but not a row: a Pyro5 call that does nothing
-(``proxy.ping()``), timed in turns with row 3. No one-at-a-time landlord call
-can beat it, so it shows how much of rows 1 and 3 is the landlord and how
-much the transport, and the script prints what 3x etcd would need. For each metric the
-two sides take turns, ``--rounds`` rounds each of ``--seconds / --rounds``
-seconds, after a warm-up; the best round of each side is kept (noise only
-slows a round down). The ratio is landlord / etcd; the goal is 3x.
-
-If etcd or its client cannot be had, the script says why ("etcd:
-unavailable (reason)"), measures the landlord alone and exits 0; it never
-fails for want of etcd. ``--json PATH`` writes the rows as
-``{"name", "rows": [{"metric", "landlord", "baseline", "unit", "ratio",
-"goal", "met"}], "machine"}``.
-
-Run ``python benchmarks/bench_etcd.py --help`` for the options. This file is
-not a test: pytest collects only ``tests/``.
+Without etcd or its client it says why, measures the landlord alone and exits
+0. The method in full: ``benchmarks/README.md``; the options, rounds, table
+and JSON: ``harness.py``. Not a test: pytest collects only ``tests/``.
 """
 
 from __future__ import annotations
@@ -73,42 +26,29 @@ import importlib.metadata
 import json
 import math
 import os
-import platform
 import queue
 import shutil
-import signal
-import socket
+import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import harness
 import Pyro5
 import Pyro5.api
 import serpent
-from common import (  # the benchmarks' shared pieces
-    ServerProcess,
-    positive_int,
-    positive_seconds,
-    serve_forever,
-    stop_on_sigterm,
-    stop_process,
-)
+from harness import Report, Row, ServerProcess, compare, positive_seconds, progress, rate
 
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap
 from landlord.grantor import MAX_BATCH
+from landlord.testing import free_port
 
-NAME = "etcd"
 GOAL = 3.0                 # landlord >= 3x etcd, on every row
 TTL = 60                   # seconds asked for on both sides (etcd TTLs are whole seconds)
-DEFAULT_SECONDS = 3.0      # per metric and side, split into --rounds rounds
-DEFAULT_ROUNDS = 3
-DEFAULT_BATCH = 1000
 WARM_UP_SECONDS = 0.2
 
 ETCD_START_TIMEOUT = 30.0    # until /health answers true
@@ -149,9 +89,9 @@ class BenchLandlord(Landlord):
         return [self.new_lease(first + i, duration) for i in range(count)]
 
 
-def serve() -> int:
+def serve(args: argparse.Namespace) -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
-    return serve_forever(BenchLandlord())
+    return harness.serve_forever(BenchLandlord())
 
 
 # -- the etcd process ----------------------------------------------------------------------
@@ -159,20 +99,6 @@ def serve() -> int:
 
 class EtcdUnavailable(Exception):
     """etcd or its client cannot be had; the message says why."""
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports free on 127.0.0.1 just now."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def filesystem_of(path: str) -> str:
@@ -230,7 +156,8 @@ class EtcdProcess:
     def _start(self) -> None:
         status: int | None = None
         for attempt in range(ETCD_START_ATTEMPTS):
-            self.port, peer_port = free_ports(2)
+            # taken by then, or the same twice: etcd exits, and the next attempt has others
+            self.port, peer_port = free_port(), free_port()
             client_url, peer_url = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{peer_port}"
             data_dir = os.path.join(self.workdir, f"data{attempt}")
             command = [self.binary, "--name", "bench", "--data-dir", data_dir,
@@ -274,11 +201,11 @@ class EtcdProcess:
 
     def stop(self) -> None:
         """Stop etcd (SIGTERM, then a kill) and remove its directory."""
-        if self.process is not None and stop_process(self.process) is None:
-            print("warning: etcd ignored SIGTERM and had to be killed", file=sys.stderr)
+        if self.process is not None and harness.stop_process(self.process) is None:
+            progress("warning: etcd ignored SIGTERM and had to be killed")
         shutil.rmtree(self.workdir, ignore_errors=True)
         if os.path.exists(self.workdir):
-            print(f"warning: could not remove etcd's directory {self.workdir}", file=sys.stderr)
+            progress(f"warning: could not remove etcd's directory {self.workdir}")
 
 
 def client_description() -> str:
@@ -395,105 +322,27 @@ class KeepAliveStream:
 # -- measuring -------------------------------------------------------------------------------
 
 
-def throughput(op: Callable[[], int], seconds: float) -> float:
-    """Items per second: ``op()`` (which returns the items it did) called until ``seconds`` have passed."""
-    done = 0
-    start = now = time.perf_counter()
-    deadline = start + seconds
-    while now < deadline:
-        done += op()
-        now = time.perf_counter()
-    return done / (now - start)
-
-
-@dataclass
-class Contender:
-    """One way of doing the metric's work; ``best`` is its best round."""
-
-    label: str
-    op: Callable[[], int]
-    best: float = 0.0
-
-
-@dataclass
-class Row:
-    metric: str
-    unit: str
-    what: str                       # what exactly was compared
-    landlord: Contender
-    etcd: list[Contender] = field(default_factory=list)
-    references: list[Contender] = field(default_factory=list)  # landlord-side yardsticks, printed only
-
-    @property
-    def baseline(self) -> Contender | None:
-        """The best etcd way: the figure landlord is held against."""
-        measured = [c for c in self.etcd if c.best > 0]
-        return max(measured, key=lambda c: c.best) if measured else None
-
-    @property
-    def ratio(self) -> float | None:
-        base = self.baseline
-        return self.landlord.best / base.best if base is not None else None
-
-    def as_json(self) -> dict[str, Any]:
-        base, ratio = self.baseline, self.ratio
-        return {"metric": self.metric, "landlord": self.landlord.best,
-                "baseline": base.best if base is not None else None, "unit": self.unit,
-                "ratio": ratio, "goal": GOAL, "met": ratio >= GOAL if ratio is not None else None}
+Side = Callable[[float], float]  # one way of doing a row's work: its items per second over so many seconds
 
 
 class Bench:
-    """Both sides set up, and the rows measured side by side."""
+    """Both sides set up, and the rows measured side by side; if etcd fails, it is dropped and the landlord goes
+    on alone."""
 
     def __init__(self, proxy: Any, etcd: EtcdSide | None, args: argparse.Namespace) -> None:
         self.proxy = proxy
         self.etcd = etcd
         self.etcd_reason = "" if etcd is not None else "not started"
         self.args = args
+        self.notes = ["what was compared (landlord | etcd):"]
         self.ceiling = math.nan  # raw Pyro5 no-op calls per second, one at a time
 
     def _etcd_failed(self, exc: BaseException) -> None:
         self.etcd_reason = f"failed while measuring ({type(exc).__name__}: {str(exc)[:200]})"
-        print(f"etcd: {self.etcd_reason}; going on with landlord figures only", file=sys.stderr)
+        progress(f"etcd: {self.etcd_reason}; going on with landlord figures only")
         etcd, self.etcd = self.etcd, None
         if etcd is not None:
             etcd.close()
-
-    def measure(self, row: Row) -> Row:
-        """Warm up, then alternate the contenders round by round, keeping each one's best round."""
-        progress(f"measuring {row.metric}...")
-        per_round = self.args.seconds / self.args.rounds
-        for contender in [row.landlord] + row.references + row.etcd:
-            if not self._run(row, contender, WARM_UP_SECONDS, keep=False):
-                return row
-        for _ in range(self.args.rounds):
-            for contender in [row.landlord] + row.references + row.etcd:
-                if not self._run(row, contender, per_round):
-                    return row
-        return row
-
-    def _run(self, row: Row, contender: Contender, seconds: float, *, keep: bool = True) -> bool:
-        """One round (kept if it is the contender's best, unless a warm-up); False if etcd failed
-        (its contenders are then dropped from the row, and the landlord measured alone)."""
-        if not any(contender is c for c in row.etcd):
-            rate = throughput(contender.op, seconds)
-            contender.best = max(contender.best, rate) if keep else contender.best
-            return True
-        try:
-            rate = throughput(contender.op, seconds)
-            contender.best = max(contender.best, rate) if keep else contender.best
-            return True
-        except Exception as exc:  # etcd trouble never stops the landlord's figures
-            row.etcd.clear()
-            self._etcd_failed(exc)
-            self._measure_landlord_only(row)
-            return False
-
-    def _measure_landlord_only(self, row: Row) -> None:
-        per_round = self.args.seconds / self.args.rounds
-        for _ in range(self.args.rounds):
-            for contender in [row.landlord] + row.references:
-                contender.best = max(contender.best, throughput(contender.op, per_round))
 
     def _guarded(self, setup: Callable[[], Any]) -> Any:
         """Run an etcd set-up step; None (and etcd dropped) if it fails."""
@@ -505,217 +354,156 @@ class Bench:
             self._etcd_failed(exc)
             return None
 
+    def etcd_side(self, op: Callable[[], object], items: int = 1) -> Side:
+        """An etcd way of doing a row's work: NaN once etcd is gone; failing drops etcd."""
+        def side(seconds: float) -> float:
+            if self.etcd is None:
+                return math.nan
+            try:
+                return rate(op, seconds, items)
+            except Exception as exc:  # etcd trouble never stops the landlord's figures
+                self._etcd_failed(exc)
+                return math.nan
+        return side
+
+    def measure(self, metric: str, unit: str, what: str, landlord_side: Side, etcd: Mapping[str, Side],
+                references: Mapping[str, Side] | None = None) -> tuple[Row, dict[str, list[float]]]:
+        """Warm up, then every side in turns, round by round; the row, against etcd's faster way, and the rounds."""
+        progress(f"measuring {metric}...")
+        sides = {"landlord": landlord_side, **(references or {}), **etcd}
+        for side in sides.values():
+            side(WARM_UP_SECONDS)
+        per_round = self.args.seconds / self.args.rounds
+        figures = harness.alternate({name: lambda side=side: side(per_round) for name, side in sides.items()},
+                                    self.args.rounds)
+        medians = {name: statistics.median_low(xs) for name in etcd if (xs := [x for x in figures[name] if x > 0])}
+        best = max(medians, key=medians.__getitem__, default=None)
+        self.notes.append(f"  {metric}: {what}")
+        if len(etcd) > 1:
+            self.notes.append("    etcd ways (median): " + "; ".join(
+                f"{name} {harness.figure(medians.get(name))} {unit}" for name in etcd) + f" (baseline: {best})")
+        return compare(metric, unit, figures["landlord"], figures[best] if best else None, goal=GOAL), figures
+
     def rows(self) -> list[Row]:
         n = self.args.batch
         proxy = self.proxy
         rows = []
 
         # 1. grant, sequential
-        def landlord_grant() -> int:
+        def landlord_grant() -> None:
             if not isinstance(proxy.grant(TTL), LandlordLease):
                 raise RuntimeError("the landlord granted no lease")
-            return 1
 
-        row = Row("grant, sequential", "grants/s",
-                  "proxy.grant(60) -> LandlordLease, one call at a time | client.lease(60), one LeaseGrant RPC "
-                  "at a time",
-                  Contender("landlord grant()", landlord_grant))
-        if self.etcd is not None:
-            etcd = self.etcd
-            row.etcd.append(Contender("etcd client.lease()", lambda: (etcd.grant(), 1)[1]))
-        rows.append(self.measure(row))
+        etcd_grant = self.etcd_side(lambda: self.etcd.grant())  # type: ignore[union-attr]
+        rows.append(self.measure("grant, sequential", "grants/s",
+                                 "proxy.grant(60) -> LandlordLease, one call at a time | client.lease(60), one "
+                                 "LeaseGrant RPC at a time",
+                                 lambda s: rate(landlord_grant, s), {"etcd client.lease()": etcd_grant})[0])
 
         # 2. grant, batched
-        def landlord_grant_many() -> int:
-            leases = proxy.grant_many(n, TTL)
-            if len(leases) != n:
+        def landlord_grant_many() -> None:
+            if len(leases := proxy.grant_many(n, TTL)) != n:
                 raise RuntimeError(f"the landlord granted {len(leases)} of {n} leases")
-            return n
 
-        row = Row(f"grant, batched (N={n:,})", "grants/s",
-                  f"proxy.grant_many({n}, 60), one call | {n} LeaseGrant RPCs pipelined on one gRPC channel, "
-                  f"{min(n, ETCD_MAX_IN_FLIGHT)} in flight at once (etcd has no batch grant)",
-                  Contender("landlord grant_many()", landlord_grant_many))
-        if self.etcd is not None:
-            etcd = self.etcd
-            row.etcd.append(Contender("etcd pipelined LeaseGrant", lambda: len(etcd.grant_pipelined(n))))
-        rows.append(self.measure(row))
+        etcd_pipelined = self.etcd_side(lambda: self.etcd.grant_pipelined(n), n)  # type: ignore[union-attr]
+        rows.append(self.measure(f"grant, batched (N={n:,})", "grants/s",
+                                 f"proxy.grant_many({n}, 60), one call | {n} LeaseGrant RPCs pipelined on one gRPC "
+                                 f"channel, {min(n, ETCD_MAX_IN_FLIGHT)} in flight at once (etcd has no batch grant)",
+                                 lambda s: rate(landlord_grant_many, s, n),
+                                 {"etcd pipelined LeaseGrant": etcd_pipelined})[0])
 
         # 3. keep-alive, sequential
         lease: LandlordLease = proxy.grant(TTL)
 
-        def landlord_renew() -> int:
+        def landlord_renew() -> None:
             if not lease.renew(TTL) > 0:
                 raise RuntimeError("the landlord granted no time")
-            return 1
 
-        row = Row("keep-alive, sequential", "renewals/s",
-                  "lease.renew(60) on one lease, one call at a time | the better of the client's "
-                  "Lease.refresh() (a LeaseKeepAlive stream per refresh) and one long-lived stream with one "
-                  "request in flight",
-                  Contender("landlord lease.renew()", landlord_renew))
-        # the ceiling of rows 1 and 3 on the landlord's side: a raw Pyro5 call that does nothing
-        ping = Contender("raw Pyro5 no-op call", lambda: (proxy.ping(), 1)[1])
-        row.references.append(ping)
+        etcd_ways: dict[str, Side] = {}
         stream: KeepAliveStream | None = None
         etcd_lease = self._guarded(lambda: self.etcd.grant())  # type: ignore[union-attr]
         if etcd_lease is not None:
-            def etcd_refresh() -> int:
+            def etcd_refresh() -> None:
                 answers = etcd_lease.refresh()
                 if not answers or answers[0].TTL <= 0:
                     raise RuntimeError("etcd did not keep the lease alive")
-                return 1
 
-            row.etcd.append(Contender("etcd Lease.refresh()", etcd_refresh))
+            etcd_ways["etcd Lease.refresh()"] = self.etcd_side(etcd_refresh)
             stream = self._guarded(lambda: KeepAliveStream(self.etcd))  # type: ignore[arg-type]
             if stream is not None:
                 live_stream = stream
-                row.etcd.append(Contender("etcd long-lived stream",
-                                          lambda: 1 if live_stream.refresh(etcd_lease.id) > 0 else 0))
+                etcd_ways["etcd long-lived stream"] = self.etcd_side(lambda: live_stream.refresh(etcd_lease.id))
         try:
-            rows.append(self.measure(row))
+            # the ceiling of rows 1 and 3 on the landlord's side: a raw Pyro5 call that does nothing
+            row, figures = self.measure(
+                "keep-alive, sequential", "renewals/s",
+                "lease.renew(60) on one lease, one call at a time | the better of the client's Lease.refresh() (a "
+                "LeaseKeepAlive stream per refresh) and one long-lived stream with one request in flight",
+                lambda s: rate(landlord_renew, s), etcd_ways, {"ping": lambda s: rate(proxy.ping, s)})
+            rows.append(row)
+            self.ceiling = statistics.median_low(figures["ping"])
         finally:
             if stream is not None:
                 stream.close()
-        self.ceiling = ping.best
 
         # 4. keep-alive, batched
         lease_map = LeaseMap(dict.fromkeys(proxy.grant_many(n, TTL), float(TTL)))
-
-        def landlord_renew_all() -> int:
-            lease_map.renew_all()  # raises LeaseMapError if any renewal failed
-            return n
-
-        row = Row(f"keep-alive, batched (N={n:,})", "renewals/s",
-                  f"LeaseMap.renew_all() of {n} leases (one renew_all call) | one LeaseKeepAlive stream with "
-                  f"{n} requests (one per lease) sent at once, {n} responses read",
-                  Contender("landlord renew_all()", landlord_renew_all))
         etcd_ids = self._guarded(lambda: self.etcd.grant_pipelined(n))  # type: ignore[union-attr]
-        if etcd_ids is not None and self.etcd is not None:
-            etcd = self.etcd
-            row.etcd.append(Contender("etcd keep-alive stream", lambda: etcd.keep_alive_stream(etcd_ids)))
-        rows.append(self.measure(row))
+        etcd_stream = {"etcd keep-alive stream": self.etcd_side(
+            lambda: self.etcd.keep_alive_stream(etcd_ids), n)} if etcd_ids is not None else {}  # type: ignore
+        rows.append(self.measure(f"keep-alive, batched (N={n:,})", "renewals/s",
+                                 f"LeaseMap.renew_all() of {n} leases (one renew_all call) | one LeaseKeepAlive "
+                                 f"stream with {n} requests (one per lease) sent at once, {n} responses read",
+                                 # renew_all raises LeaseMapError if any renewal failed
+                                 lambda s: rate(lease_map.renew_all, s, n), etcd_stream)[0])
         return rows
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-# -- output ------------------------------------------------------------------------------
-
-
-def machine(etcd_status: str, client: str, etcd_storage: str) -> dict[str, Any]:
-    """What the figures were measured on."""
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "cpu_count": os.cpu_count(),
-        "landlord": landlord.__version__,
-        "Pyro5": Pyro5.__version__,
-        "serpent": serpent.__version__,
-        "etcd": etcd_status,
-        "etcd_client": client,
-        "etcd_data_dir": etcd_storage,
-    }
-
-
-def figure(value: float | None) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:,.0f}"
-
-
-def format_ceiling(rows: list[Row], ceiling: float) -> list[str]:
-    """How the one-at-a-time rows compare with a raw Pyro5 call that does nothing."""
-    sequential = [row for row in rows if row.metric.endswith("sequential")]
-    if not sequential or math.isnan(ceiling):
-        return []
-    shares = ", ".join(f"{row.metric.split(',')[0]} at {100 * row.landlord.best / ceiling:.0f}%" for row in sequential)
-    lines = [f"raw Pyro5 no-op call, one at a time: {figure(ceiling)} calls/s, the ceiling of every one-at-a-time "
-             f"landlord call here ({shares} of it)"]
-    needed = [f"{row.metric.split(',')[0]} {figure(GOAL * base.best)}/s" for row in sequential
-              if (base := row.baseline) is not None]
-    if needed:
-        lines.append(f"  {GOAL:g}x etcd one at a time would need: " + ", ".join(needed))
-    return lines
-
-
-def format_results(rows: list[Row], info: dict[str, Any], args: argparse.Namespace, wall: float,
-                   ceiling: float = math.nan) -> str:
-    lines = [
-        f"landlord (Pyro5, another process) against etcd (gRPC, another process), one Python client thread, "
-        f"TTL {TTL} s on both sides; best of {args.rounds} round(s) of {args.seconds / args.rounds:.2g} s each, "
-        "the sides taking turns",
-    ]
-    if info["etcd"].startswith("unavailable"):
-        lines.append(f"etcd: {info['etcd']}: landlord figures only")
-    elif "failed while measuring" in info["etcd"]:
-        lines.append(f"etcd: {info['etcd']}")
-    lines += [
-        "",
-        f"{'metric':<30} {'landlord':>12} {'etcd':>12} {'unit':<11} {'ratio':>7} {'goal':>6}  result",
-    ]
-    for row in rows:
-        base, ratio = row.baseline, row.ratio
-        result = "n/a (no etcd)" if ratio is None else ("PASS" if ratio >= GOAL else "MISS")
-        lines.append(f"{row.metric:<30} {figure(row.landlord.best):>12} "
-                     f"{figure(base.best if base else None):>12} {row.unit:<11} "
-                     f"{'n/a' if ratio is None else f'{ratio:.2f}x':>7} {f'>={GOAL:g}x':>6}  {result}")
-    lines += [""] + format_ceiling(rows, ceiling)
-    lines += ["", "what was compared (landlord | etcd):"]
-    for row in rows:
-        lines.append(f"  {row.metric}: {row.what}")
-        if len(row.etcd) > 1:
-            lines.append("    etcd ways: " + "; ".join(f"{c.label} {figure(c.best)} {row.unit}" for c in row.etcd)
-                         + f" (baseline: {row.baseline.label if row.baseline else 'n/a'})")
-    lines += [
-        "",
-        f"etcd:      {info['etcd']}",
-        f"client:    {info['etcd_client']}",
-        f"data dir:  {info['etcd_data_dir']}",
-        f"machine:   {info['platform']} ({info['processor']}), {info['cpu_count']} CPUs",
-        f"python:    {info['python']}; landlord {info['landlord']}, Pyro5 {info['Pyro5']}, "
-        f"serpent {info['serpent']}",
-        f"wall time: {wall:.1f} s",
-    ]
-    return "\n".join(lines)
-
-
-def write_json(path: str, rows: list[Row], info: dict[str, Any]) -> None:
-    """Write {"name", "rows", "machine"} to ``path``."""
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump({"name": NAME, "rows": [row.as_json() for row in rows], "machine": info}, out, indent=2)
-        out.write("\n")
 
 
 # -- running -------------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> tuple[list[Row], dict[str, Any], float]:
+def ceiling_lines(rows: list[Row], ceiling: float) -> list[str]:
+    """How the one-at-a-time rows compare with a raw Pyro5 call that does nothing."""
+    sequential = [row for row in rows if row.metric.endswith("sequential") and row.landlord]
+    if not sequential or math.isnan(ceiling):
+        return []
+    shares = ", ".join(f"{row.metric.split(',')[0]} at {100 * (row.landlord or 0) / ceiling:.0f}%"
+                       for row in sequential)
+    lines = [f"raw Pyro5 no-op call, one at a time: {ceiling:,.0f} calls/s, the ceiling of every one-at-a-time "
+             f"landlord call here ({shares} of it)"]
+    needed = [f"{row.metric.split(',')[0]} {GOAL * row.baseline:,.0f}/s" for row in sequential if row.baseline]
+    if needed:
+        lines.append(f"  {GOAL:g}x etcd one at a time would need: " + ", ".join(needed))
+    return lines
+
+
+def start_etcd(args: argparse.Namespace) -> tuple[EtcdSide | None, str, str, str]:
+    """etcd and its client, if they can be had: the side, how it started, why not, and where its data is."""
+    if args.no_etcd:
+        return None, "", "skipped (--no-etcd)", "n/a"
+    progress("setting up etcd...")
+    try:
+        etcd = EtcdSide(args.etcd, args.etcd_dir)
+    except EtcdUnavailable as exc:
+        reason = str(exc)
+    except Exception as exc:  # anything else etcd-side: still report the landlord
+        reason = f"{type(exc).__name__}: {exc}"
+    else:
+        storage = f"{etcd.server.workdir} ({etcd.server.filesystem}), removed afterwards"
+        if etcd.server.filesystem == "tmpfs":
+            storage += "; tmpfs: etcd's fsyncs cost nothing (its best case)"
+        return etcd, f"{etcd.server.version} ({etcd.server.binary}, single member on 127.0.0.1)", "", storage
+    progress(f"etcd: unavailable ({reason}); measuring the landlord alone")
+    return None, "", reason, "n/a"
+
+
+def measure(args: argparse.Namespace) -> Report:
     """Start both servers, measure, stop both (also on errors and Ctrl-C)."""
     etcd: EtcdSide | None = None
-    reason = started = ""
-    client = client_description()
-    storage = "n/a"
-    server = ServerProcess(__file__, "--serve", "landlord", new_session=True)
+    server = ServerProcess(__file__, "landlord", "landlord", new_session=True)
     try:
         uri = server.uri()
-        if args.no_etcd:
-            reason = "skipped (--no-etcd)"
-        else:
-            progress("setting up etcd...")
-            try:
-                etcd = EtcdSide(args.etcd, args.etcd_dir)
-                started = f"{etcd.server.version} ({etcd.server.binary}, single member on 127.0.0.1)"
-                storage = f"{etcd.server.workdir} ({etcd.server.filesystem}), removed afterwards"
-                if etcd.server.filesystem == "tmpfs":
-                    storage += "; tmpfs: etcd's fsyncs cost nothing (its best case)"
-            except EtcdUnavailable as exc:
-                reason = str(exc)
-            except Exception as exc:  # anything else etcd-side: still report the landlord
-                reason = f"{type(exc).__name__}: {exc}"
-            if etcd is None:
-                print(f"etcd: unavailable ({reason}); measuring the landlord alone", file=sys.stderr)
+        etcd, started, reason, storage = start_etcd(args)
         landlord.set_call_timeout(CALL_TIMEOUT)
         with Pyro5.api.Proxy(uri) as proxy:
             proxy._pyroTimeout = CALL_TIMEOUT
@@ -726,62 +514,39 @@ def run(args: argparse.Namespace) -> tuple[list[Row], dict[str, Any], float]:
                 etcd, bench.etcd = bench.etcd, None
                 if etcd is None and not reason:
                     reason = bench.etcd_reason
-        if etcd is not None:
-            status = started
-        elif started:  # it started, then failed: the rows measured before that keep their etcd figures
-            status = f"{started}; {reason}: no etcd figures from then on"
-        else:
-            status = f"unavailable ({reason})"
-        return rows, machine(status, client, storage), bench.ceiling
     finally:
         if etcd is not None:
             etcd.close()
         server.stop()
+    if etcd is not None:
+        status = started
+    elif started:  # it started, then failed: the rows measured before that keep their etcd figures
+        status = f"{started}; {reason}: no etcd figures from then on"
+    else:
+        status = f"unavailable ({reason})"
+    title = [f"landlord (Pyro5, another process) against etcd (gRPC, another process), one Python client thread, "
+             f"TTL {TTL} s on both sides; {args.rounds} round(s) of {args.seconds / args.rounds:.2g} s each, "
+             "the sides taking turns"]
+    if etcd is None:
+        title.append(f"etcd: {status}" + (": landlord figures only" if status.startswith("unavailable") else ""))
+    return Report(rows, title="\n".join(title), notes=ceiling_lines(rows, bench.ceiling) + [""] + bench.notes,
+                  machine={"etcd": status, "etcd_client": client_description(), "etcd_data_dir": storage})
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Lease grants and keep-alives per second from one Python client thread: a landlord "
-                    "(Pyro5, in another process) against etcd (started here on loopback, through the "
-                    "etcd-sdk-python gRPC client), measured side by side in the same run. Goal: landlord "
-                    f">= {GOAL:g}x etcd. Without etcd or its client it says why and measures the landlord alone.")
-    parser.add_argument("--seconds", type=positive_seconds, default=DEFAULT_SECONDS,
-                        help="time per metric and side, split into --rounds rounds (default: %(default)s)")
-    parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS,
-                        help="rounds per metric and side, the sides taking turns; the best is kept "
-                             "(default: %(default)s)")
-    parser.add_argument("--batch", type=positive_int, default=DEFAULT_BATCH,
-                        help="N, the leases per batch in the batched rows (default: %(default)s)")
-    parser.add_argument("--etcd", metavar="BINARY", help="the etcd binary (default: etcd on PATH)")
-    parser.add_argument("--etcd-dir", metavar="DIR", default=default_etcd_parent(),
-                        help="where etcd's temporary data directory goes (default: %(default)s, tmpfs: etcd's "
-                             "best case; a directory on a disk makes every grant wait for an fsync)")
-    parser.add_argument("--no-etcd", action="store_true", help="measure the landlord alone")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON to PATH")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the landlord process
-    args = parser.parse_args(argv)
-    if args.batch > MAX_BATCH:
-        parser.error(f"--batch is at most {MAX_BATCH}")
-    return args
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.serve:
-        return serve()
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that run() stops etcd and the landlord on SIGTERM too
-    started = time.monotonic()
-    try:
-        rows, info, ceiling = run(args)
-    except KeyboardInterrupt:
-        print("interrupted; etcd and the landlord were stopped", file=sys.stderr)
-        return 130
-    wall = time.monotonic() - started
-    print(format_results(rows, info, args, wall, ceiling))
-    if args.json:
-        write_json(args.json, rows, info)
-    return 0
+BENCH = harness.Benchmark(
+    "etcd", "Lease grants and keep-alives per second from one Python client thread: a landlord (Pyro5, in "
+    "another process) against etcd (started here on loopback, through the etcd-sdk-python gRPC client), "
+    f"measured side by side in the same run. Goal: landlord >= {GOAL:g}x etcd. Without etcd or its client it "
+    "says why and measures the landlord alone.", modules=(landlord, Pyro5, serpent),
+    quick={"seconds": 0.6, "rounds": 2, "batch": 100})
+BENCH.option("--seconds", positive_seconds, 3.0, "time per metric and side, split into --rounds rounds")
+BENCH.option("--batch", harness.at_most(MAX_BATCH), 1000, "N, the leases per batch in the batched rows")
+BENCH.parser.add_argument("--etcd", metavar="BINARY", help="the etcd binary (default: etcd on PATH)")
+BENCH.parser.add_argument("--etcd-dir", metavar="DIR", default=default_etcd_parent(),
+                          help="where etcd's temporary data directory goes (default: %(default)s, tmpfs: etcd's "
+                               "best case; a directory on a disk makes every grant wait for an fsync)")
+BENCH.parser.add_argument("--no-etcd", action="store_true", help="measure the landlord alone")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCH.main(measure, children={"landlord": serve}))

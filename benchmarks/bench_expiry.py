@@ -1,102 +1,49 @@
-"""Expiry: how promptly, how fast and at what idle cost a landlord frees expired leases.
+"""Expiry: how promptly, how fast and at what idle cost a landlord frees expired leases (issue 5, item 5).
 
-Issue 5, item 5: per reaper, the delay from a lease's expiration to its
-``on_expire`` call with 100,000 live leases; expirations handled per second
-when 1,000,000 expire together; CPU used by an idle manager holding
-1,000,000 leases. Expiry is the grantor's own business, so everything runs
-in-process on an in-process :class:`landlord.Landlord` (no Pyro5 daemon, no
-network), on the real monotonic clock, once per reaper:
+Per reaper (``sleeper``, ``polling`` at its default 1 s, ``lazy``), on an
+in-process :class:`landlord.Landlord` and the real monotonic clock, with a
+trickle thread renewing an unrelated lease every ``--period`` (what drives
+the lazy reaper), once each:
 
-* ``sleeper`` -- one thread asleep until the earliest expiration;
-* ``polling`` -- one thread waking every second (its default interval);
-* ``lazy``    -- no thread: expired leases are freed when the manager is next
-  used. Its "delay" is therefore until the next use, and depends only on how
-  often the landlord is used: here a steady trickle, one ``renew`` of an
-  unrelated lease every ``--period`` seconds (10 ms by default).
+(a) **expiry delay**: p50, p99 and max from a lease's scheduled expiration to
+    its ``on_expire``, ``--short`` leases ending at random over
+    ``[1 s, 1 s + --spread]`` among ``--long`` live ones;
+(b) **mass expiry**: ``--burst`` leases granted on a paused clock so that
+    they end at one instant; expirations per second, the delay to the first
+    callback and the longest renew meanwhile;
+(c) **idle CPU**: that population, before it ends, for ``--idle`` seconds.
 
-The same trickle runs for every reaper (and the baseline), so that the only
-difference between the runs is the reaper.
-
-What is measured
-----------------
-(a) **Expiry delay.** ``--long`` leases (100,000) of an hour or more are
-    granted, then ``--short`` leases (2,000) whose terms are spread at random
-    over ``[1 s, 1 s + --spread]`` (7 s by default), so that they expire one
-    by one while the long ones stay live. Right after each short grant the
-    scheduled expiration is read back from the manager
-    (``landlord.manager.get(cookie).expiration``, the landlord's monotonic
-    clock); ``on_expire`` records ``time.monotonic()`` minus it. Printed:
-    p50, p99 and max, in milliseconds. Every short lease must be freed: a
-    missing one is an error.
-
-(b) **Mass expiry.** ``--burst`` leases (1,000,000) are granted with one
-    short duration through ``new_lease``, so that they all end at the same
-    instant. Granting a million leases takes about 15 s, which would spread
-    their ends over 15 s, so the landlord's clock is *paused* while they are
-    granted: it is the real ``time.monotonic()`` minus a constant, stopped
-    during the fill and running again (at the real rate, with real sleeps)
-    afterwards. From their common expiration until ``on_expire`` has been
-    called for every one of them we count the expirations per second (and
-    print the delay to the first call). The trickle keeps renewing an
-    unrelated lease throughout: for ``lazy`` its first use after the
-    expiration is the one that frees them all; for all reapers, the longest
-    of those renew calls shows how long the mass expiry blocks the landlord.
-
-    For context, etcd revokes at most 1,000 expired leases per second by
-    default (``leaseRevokeRate`` in etcd's ``server/lease/lessor.go``). That
-    figure is etcd's documented default, *not* measured here.
-
-(c) **Idle CPU.** The same population of (b), before it expires: for
-    ``--idle`` seconds (10) nothing is due and nothing uses the landlord.
-    The process's CPU time (``time.process_time()``, all threads) over that
-    window, as a percentage of one core. A sleeper should use next to none;
-    the polling reaper pays one wake-up per interval.
-
-Why a baseline
---------------
-Timer wake-ups and per-item costs depend on the machine and the Python
-build, so the same run also measures the floor, the *bare sleeper*: the
-minimal structure that does a sleeper reaper's job -- a ``dict`` from
-``secrets.token_urlsafe(16)`` cookies to ``(expiration, resource)``, a
-``sortedcontainers.SortedList`` of ``(expiration, cookie)`` (the baseline of
-``scale.py``), one lock, and one thread that waits on a condition until the
-earliest expiration, pops what is due and calls the callback. It gets the
-same leases, granted one by one as the landlord's are (so its memory is laid
-out alike), the same trickle and the same callbacks. Its delays (a) are what
-a Python thread's timed wait achieves on this machine; its rate (b) is what
-popping a sorted list and calling a function costs. The ratio is landlord /
-baseline (for delays lower is better, for rates higher). The polling and lazy
-reapers' delays are set by their interval and by the use pattern, so only the
-sleeper's delays get a baseline; every reaper's rate is compared to it.
-
-Run ``python benchmarks/bench_expiry.py --help`` for the options. This file is
-not a test: pytest collects only ``tests/``.
+The baseline, in the same run, is the *bare sleeper*: a dict + SortedList
+(``scale.py``'s), one lock and one thread asleep until the earliest
+expiration, given the same leases, trickle and callbacks. It is the floor for
+the sleeper's delays and for every reaper's rate. The method in full:
+``benchmarks/README.md``; the options, table and JSON (with the raw delays of
+(a) under ``samples``): ``harness.py``. Exit status 1 if a lease was never
+freed. Not a test: pytest collects only ``tests/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
 import math
 import os
 import random
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import harness
 import sortedcontainers
-from common import machine_info, positive_int, positive_seconds  # the benchmarks' shared pieces
+from harness import Report, Row, positive_int, positive_seconds, progress
 from sortedcontainers import SortedList
 
 import landlord
 from landlord import SystemClock
 
-NAME = "expiry"
 REAPERS = ("sleeper", "polling", "lazy")
 POLLING_INTERVAL = 1.0  # PollingReaper's default, which the "polling" name gets
 ETCD_REVOKE_RATE = 1000  # etcd's default leaseRevokeRate; documented, not measured
@@ -493,36 +440,6 @@ def downsample(values: list[float], limit: int = MAX_SAMPLES) -> list[float]:
     return [values[int(i * step)] for i in range(limit)]
 
 
-@dataclass
-class Row:
-    """One line of the table (and of the JSON)."""
-
-    metric: str
-    landlord: float
-    baseline: float | None
-    unit: str
-    goal: float | None = None
-
-    @property
-    def ratio(self) -> float | None:
-        if self.baseline is None or not self.baseline or math.isnan(self.baseline):
-            return None
-        return self.landlord / self.baseline
-
-    @property
-    def met(self) -> bool | None:
-        ratio = self.ratio
-        return None if self.goal is None or ratio is None else ratio >= self.goal
-
-    def as_json(self) -> dict[str, Any]:
-        def clean(x: float | None) -> float | None:
-            return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
-
-        return {"metric": self.metric, "landlord": clean(self.landlord),
-                "baseline": clean(self.baseline), "unit": self.unit, "ratio": clean(self.ratio),
-                "goal": self.goal, "met": self.met}
-
-
 def delay_rows(runs: dict[str, DelayRun]) -> list[Row]:
     base = runs.get("baseline")
     base_sorted = sorted(base.delays) if base else []
@@ -562,11 +479,6 @@ def idle_rows(runs: dict[str, BurstRun]) -> list[Row]:
             for kind, run in runs.items() if kind != "baseline" and not math.isnan(run.idle_seconds)]
 
 
-def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    return machine_info(landlord, sortedcontainers)
-
-
 def load_average() -> list[float] | None:
     """The system's 1, 5 and 15 minute load averages, where the platform has them."""
     try:
@@ -575,31 +487,7 @@ def load_average() -> list[float] | None:
         return None
 
 
-def fmt_load(load: list[float] | None) -> str:
-    return "n/a" if load is None else " ".join(f"{x:.2f}" for x in load)
-
-
-def fmt(value: float | None, unit: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if unit == "expirations/s":
-        return f"{value:,.0f}"
-    if unit == "ms":
-        return f"{value:,.3f}" if value < 10 else f"{value:,.1f}"
-    return f"{value:.3f}"
-
-
-def format_table(rows: list[Row]) -> str:
-    width = max(len(r.metric) for r in rows)
-    lines = [f"{'metric':<{width}}  {'landlord':>12} {'baseline':>12} {'ratio':>8}  unit"]
-    for r in rows:
-        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
-        lines.append(f"{r.metric:<{width}}  {fmt(r.landlord, r.unit):>12} "
-                     f"{fmt(r.baseline, r.unit):>12} {ratio:>8}  {r.unit}")
-    return "\n".join(lines)
-
-
-# -- command line ----------------------------------------------------------------------------
+# -- the run ---------------------------------------------------------------------------------
 
 
 def parse_reapers(text: str) -> list[str]:
@@ -610,53 +498,34 @@ def parse_reapers(text: str) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Per reaper, on an in-process landlord.Landlord and the real clock: (a) the "
-                    "delay from expiration to on_expire with 100,000 live leases, (b) expirations "
-                    "per second when 1,000,000 end together, (c) idle CPU holding 1,000,000 leases; "
-                    "against a bare sleeper thread over a dict + SortedList, measured in the same run.")
-    parser.add_argument("--reapers", type=parse_reapers, default=",".join(REAPERS),
-                        help="comma-separated reapers to measure (default: %(default)s)")
-    parser.add_argument("--long", type=positive_int, default=100_000,
-                        help="(a) live long leases held while the short ones expire "
-                             "(default: %(default)s)")
-    parser.add_argument("--short", type=positive_int, default=2_000,
-                        help="(a) short leases whose expiry delays are measured (default: %(default)s)")
-    parser.add_argument("--spread", type=positive_seconds, default=6.0,
-                        help="(a) the short leases end at random over [1 s, 1 s + SPREAD] "
-                             "(default: %(default)s)")
-    parser.add_argument("--period", type=positive_seconds, default=0.01,
-                        help="seconds between the trickle's renewals of an unrelated lease, "
-                             "which is what drives the lazy reaper (default: %(default)s)")
-    parser.add_argument("--burst", type=positive_int, default=1_000_000,
-                        help="(b, c) leases that end together, held idle first (default: %(default)s)")
-    parser.add_argument("--idle", type=positive_seconds, default=10.0,
-                        help="(c) seconds of the idle CPU window (default: %(default)s)")
-    parser.add_argument("--no-baseline", dest="baseline", action="store_false",
-                        help="skip the bare-sleeper baseline")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the short leases' terms")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    return parser.parse_args(argv)
+BENCH = harness.Benchmark(
+    "expiry", "Per reaper, on an in-process landlord.Landlord and the real clock: (a) the delay from expiration "
+    "to on_expire with 100,000 live leases, (b) expirations per second when 1,000,000 end together, (c) idle CPU "
+    "holding 1,000,000 leases; against a bare sleeper thread over a dict + SortedList, measured in the same run.",
+    rounds=None, modules=(landlord, sortedcontainers),
+    quick={"long": 10_000, "short": 200, "spread": 1.0, "burst": 20_000, "idle": 1.0})
+BENCH.option("--reapers", parse_reapers, ",".join(REAPERS), "comma-separated reapers to measure")
+BENCH.option("--long", positive_int, 100_000, "(a) live long leases held while the short ones expire")
+BENCH.option("--short", positive_int, 2000, "(a) short leases whose expiry delays are measured")
+BENCH.option("--spread", positive_seconds, 6.0, "(a) the short leases end at random over [1 s, 1 s + SPREAD]")
+BENCH.option("--period", positive_seconds, 0.01, "seconds between the trickle's renewals of an unrelated lease, which "
+             "is what drives the lazy reaper")
+BENCH.option("--burst", positive_int, 1_000_000, "(b, c) leases that end together, held idle first")
+BENCH.option("--idle", positive_seconds, 10.0, "(c) seconds of the idle CPU window")
+BENCH.parser.add_argument("--no-baseline", dest="baseline", action="store_false",
+                          help="skip the bare-sleeper baseline")
+BENCH.parser.add_argument("--seed", type=int, default=0, help="seed of the short leases' terms")
 
 
-def progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    started = time.perf_counter()
+def measure(args: argparse.Namespace) -> Report:
     load_before = load_average()
     kinds = list(args.reapers) + (["baseline"] if args.baseline else [])
-
     delays: dict[str, DelayRun] = {}
     for kind in kinds:
         progress(f"(a) {kind}: {args.long:,} long leases, {args.short:,} expiring over "
                  f"{SHORT_LEAD:g}-{SHORT_LEAD + args.spread:g} s...")
         delays[kind] = measure_delays(kind, long=args.long, short=args.short, spread=args.spread,
                                       period=args.period, rng=random.Random(args.seed))
-
     bursts: dict[str, BurstRun] = {}
     for kind in kinds:
         idle = kind != "baseline"
@@ -664,59 +533,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                  f"{f', idle {args.idle:g} s' if idle else ''}, then all expire...")
         bursts[kind] = measure_burst(kind, leases=args.burst, idle=args.idle, period=args.period,
                                      measure_idle=idle)
-    wall = time.perf_counter() - started
-    info = machine()
-    info["load_average"] = {"start": load_before, "end": load_average()}
-
     problems = [f"(a) {k}: {len(r.delays)} of {r.expected} short leases freed"
                 for k, r in delays.items() if len(r.delays) != r.expected]
-    problems += [f"(b) {k}: {r.freed:,} of {r.leases:,} leases freed"
-                 for k, r in bursts.items() if r.freed != r.leases]
-
-    rows = delay_rows(delays) + burst_rows(bursts) + idle_rows(bursts)
-    print("expiry, in-process landlord.Landlord on the real clock; baseline = bare sleeper "
-          "(dict + SortedList, one thread); ratio = landlord / baseline")
-    print(f"(a) {args.long:,} long leases live, {args.short:,} short ones ending at random over "
-          f"{SHORT_LEAD:g}-{SHORT_LEAD + args.spread:g} s; polling interval {POLLING_INTERVAL:g} s")
-    print(f"    trickle: one renew of an unrelated lease every {args.period * 1e3:g} ms, for every "
-          f"reaper (for lazy, the delay is until that next use)")
-    print(f"(b) {args.burst:,} leases granted with one duration on a paused clock, so all end at "
-          f"one instant; rate = leases / (last on_expire - expiration)")
-    print(f"(c) process CPU over {args.idle:g} s with nothing due and no use, % of one core")
-    print()
-    print(format_table(rows))
-    print()
-    print(f"etcd, for context: {ETCD_REVOKE_RATE:,} lease revocations per second by default "
-          f"({ETCD_SOURCE})")
-    for kind, run in bursts.items():
-        print(f"fill {kind}: {run.leases:,} grants in {run.fill_seconds:.1f} s "
-              f"({run.leases / run.fill_seconds:,.0f}/s)")
-    for problem in problems:
-        print(f"PROBLEM: {problem}")
-    print()
-    print(f"machine: {info['platform']} ({info['processor']}), {info['cpu_count']} CPUs")
-    print(f"python:  {info['python']}; landlord {info['landlord']}, "
-          f"sortedcontainers {info['sortedcontainers']}")
-    print(f"load average (1, 5, 15 min): {fmt_load(load_before)} at the start, "
-          f"{fmt_load(info['load_average']['end'])} at the end (other processes skew the figures)")
-    print(f"wall time: {wall:.1f} s")
-
-    if args.json:
-        report = {
-            "name": NAME,
-            "rows": [r.as_json() for r in rows],
-            "machine": info,
-            "samples": {kind: [d * 1e3 for d in downsample(run.delays)]
-                        for kind, run in delays.items()},
-            "reference": {"metric": "etcd lease revocations per second (default)",
-                          "value": ETCD_REVOKE_RATE, "unit": "expirations/s",
-                          "measured": False, "source": ETCD_SOURCE},
-        }
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(report, out, indent=2)
-            out.write("\n")
-    return 1 if problems else 0
+    problems += [f"(b) {k}: {r.freed:,} of {r.leases:,} leases freed" for k, r in bursts.items() if r.freed != r.leases]
+    title = [
+        "expiry, in-process landlord.Landlord on the real clock; baseline = bare sleeper (dict + SortedList, one "
+        "thread)",
+        f"(a) {args.long:,} long leases live, {args.short:,} short ones ending at random over "
+        f"{SHORT_LEAD:g}-{SHORT_LEAD + args.spread:g} s; polling interval {POLLING_INTERVAL:g} s",
+        f"    trickle: one renew of an unrelated lease every {args.period * 1e3:g} ms, for every reaper (for lazy, "
+        "the delay is until that next use)",
+        f"(b) {args.burst:,} leases granted with one duration on a paused clock, so all end at one instant; "
+        "rate = leases / (last on_expire - expiration)",
+        f"(c) process CPU over {args.idle:g} s with nothing due and no use, % of one core"]
+    notes = [f"etcd, for context: {ETCD_REVOKE_RATE:,} lease revocations per second by default ({ETCD_SOURCE})"]
+    notes += [f"fill {kind}: {run.leases:,} grants in {run.fill_seconds:.1f} s "
+              f"({run.leases / run.fill_seconds:,.0f}/s)" for kind, run in bursts.items()]
+    return Report(
+        delay_rows(delays) + burst_rows(bursts) + idle_rows(bursts), title="\n".join(title), notes=notes,
+        problems=problems, machine={"load_average": {"start": load_before, "end": load_average()}},
+        extra={"samples": {kind: [d * 1e3 for d in downsample(run.delays)] for kind, run in delays.items()},
+               "reference": {"metric": "etcd lease revocations per second (default)", "value": ETCD_REVOKE_RATE,
+                             "unit": "expirations/s", "measured": False, "source": ETCD_SOURCE}})
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCH.main(measure))

@@ -1,58 +1,21 @@
-"""Lookups at 10,000 registrations: the lookup service against the Pyro5 name server.
+"""Lookups at 10,000 registrations: the lookup service against the Pyro5 name server (issue 5, item 4).
 
-Issue 5, item 4: "lookups by type and attribute at 10,000 registrations,
-against the Pyro5 name server's ``lookup`` and ``yplookup`` on the same data.
-Goal: >= 1x."
+Two child processes on loopback: the lookup service as ``python -m lookup
+serve`` runs it (``--child lookup``) and Pyro5's name server (``--child
+ns``, in-memory, broadcast off). Both get the same ``--services``
+registrations: service ``i`` is ``svc-i``, of one of ``--kinds`` types plus a
+common base, with ``Name``, ``Location(floor, room, building)``,
+``ServiceInfo`` and ``Comment`` entries (on the name server, the same facts
+as metadata strings). One client then makes sequential lookups from random
+queries drawn beforehand, the two servers taking turns: by unique name
+(against ``lookup(name)``), by type (against ``yplookup(meta_all={"type:T"})``)
+and by type and floor. Both hand back everything they know about every
+match, and a sample of answers is compared first. Goal >= 1x on each.
 
-What is measured
-----------------
-Two servers run as child processes of this script, each on a free loopback
-port:
-
-* the lookup service, served as ``python -m lookup serve`` serves it
-  (:func:`lookup.server.serve`: a :class:`~lookup.server.ServedLookupService`
-  on Pyro5's multiplex server; this script started again with a hidden
-  ``--serve-lookup`` flag);
-* the Pyro5 name server (:func:`Pyro5.nameserver.start_ns`, its default
-  in-memory storage and thread server, broadcast off; ``--serve-ns``).
-
-Both get the same ``--services`` registrations (10,000 by default). Service
-``i`` is named ``svc-i``, implements one of ``--kinds`` types (``i % kinds``)
-and a common base type, and sits on floor ``(i // kinds) % 20``, so that every
-type has ``services / kinds`` services and every (type, floor) pair
-``services / (kinds * 20)``. On the lookup service it registers a
-:class:`~lookup.ServiceItem` with types ``benchsvc.Kind07, benchsvc.Service``
-and the entries ``Name``, ``Location(floor, room, building)``,
-``ServiceInfo`` and ``Comment``; on the name server the name ``svc-i`` with
-the same facts as metadata strings (``type:benchsvc.Kind07``, ``floor:3``,
-``room:...``, ``building:...``, ``manufacturer:...``, ``version:...``).
-
-Then one client, sequentially, makes as many lookups as it can in
-``--seconds`` per side and query kind (in ``--rounds`` alternating windows,
-the best kept: noise only ever slows a window down), from a list of random
-queries drawn before the clock starts:
-
-(a) by unique name: ``lookup(ServiceTemplate(attributes=[Name("svc-1234")]))``
-    against the name server's ``lookup("svc-1234")``;
-(b) by type: ``lookup_all(ServiceTemplate(types=[T]), MAX)`` against
-    ``yplookup(meta_all={"type:T"})``;
-(c) by type and attribute: a template with a type and ``Location(floor="3")``
-    against ``yplookup(meta_all={"type:T", "floor:3"})``.
-
-``yplookup`` returns each match's name, URI and metadata (its default), the
-lookup service each match's item (id, service, types, entries): both hand
-back everything they know about every match. Before timing, a sample of
-queries is asked of both servers and the answers compared (the same services,
-the same counts), so both really answer the same question.
-
-The figure is lookups per second; the ratio lookup service / name server is
-what the row is judged on (goal: >= 1x, PASS or MISS). A last section times
-the three lookups on an in-process :class:`~lookup.LookupService` holding the
-same items (no network, no serialization: the matching alone), and
-``--profile`` adds a cProfile of it.
-
-Run ``python benchmarks/bench_lookup.py --help`` for the options. This file
-is not a test: pytest collects only ``tests/``.
+Printed besides: each answer's size and decoding time, and the same lookups
+on an in-process ``LookupService`` (``--profile``: with a cProfile). The
+method in full: ``benchmarks/README.md``; the options, rounds, table and JSON:
+``harness.py``. Not a test: pytest collects only ``tests/``.
 """
 
 from __future__ import annotations
@@ -60,39 +23,28 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import json
+import itertools
 import math
 import pstats
 import random
 import signal
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import harness
 import Pyro5
 import Pyro5.api
 import Pyro5.nameserver
 import Pyro5.serializers
 import serpent
-from common import (  # the benchmarks' shared pieces
-    ServerProcess,
-    machine_info,
-    positive_int,
-    positive_seconds,
-    stop_on_sigterm,
-)
+from harness import Report, Row, ServerProcess, compare, positive_int, positive_seconds, progress
 
 import landlord
 from lookup import Comment, Location, LookupService, Name, ServiceInfo, ServiceItem, ServiceTemplate, locate
 from lookup.service import MAX_MATCHES
 
-DEFAULT_SERVICES = 10_000
-DEFAULT_KINDS = 50
-DEFAULT_SECONDS = 3.0   # per side and query kind, split over the rounds
-DEFAULT_ROUNDS = 3
-DEFAULT_SEED = 1
 FLOORS = 20
 GOAL = 1.0              # lookup service / name server
 
@@ -104,6 +56,18 @@ QUERIES = 1000                  # random queries drawn per kind (cycled through)
 CHECKED_QUERIES = 20            # of them, asked of both servers and compared before timing
 CALL_TIMEOUT = 60.0
 IN_PROCESS_SECONDS = 0.3        # per query kind, for the in-process timing
+
+BENCH = harness.Benchmark(
+    "lookup", "Lookups per second at 10,000 registrations: the lookup service (served as `python -m lookup "
+    "serve` serves it) against the Pyro5 name server's lookup and yplookup on the same data, both in child "
+    "processes, measured in the same run.", modules=(landlord, Pyro5, serpent),
+    quick={"services": 1000, "kinds": 10, "seconds": 0.6, "rounds": 2})
+BENCH.option("--services", positive_int, 10_000, "registrations in each server")
+BENCH.option("--kinds", positive_int, 50, "distinct service types")
+BENCH.option("--seconds", positive_seconds, 3.0, "timed seconds per server and kind of lookup, split over the rounds")
+BENCH.parser.add_argument("--seed", type=int, default=1, help="seed of the random queries")
+BENCH.parser.add_argument("--profile", action="store_true",
+                          help="also print a cProfile of the lookups on the in-process lookup service")
 
 
 # -- the data ------------------------------------------------------------------------------
@@ -167,7 +131,7 @@ class Service:
 # -- the server processes -------------------------------------------------------------------
 
 
-def serve_lookup() -> int:
+def serve_lookup(args: argparse.Namespace) -> int:
     """The lookup-service process: :func:`lookup.server.serve` on a free port, as ``python -m lookup serve``."""
     from lookup.server import serve
 
@@ -179,9 +143,9 @@ def serve_lookup() -> int:
     return 0
 
 
-def serve_ns() -> int:
+def serve_ns(args: argparse.Namespace) -> int:
     """The name-server process: Pyro5's name server on a free port, broadcast off, until SIGTERM."""
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    signal.signal(signal.SIGTERM, harness.stop_on_sigterm)
     try:
         uri, daemon, _ = Pyro5.nameserver.start_ns(host=HOST, port=0, enableBroadcast=False)
         try:
@@ -249,64 +213,6 @@ def query_kinds(lookup_proxy: Any, ns_proxy: Any, services: int, kinds: int, see
     ]
 
 
-def rate(call: Callable[[Any], Any], queries: list[Any], seconds: float) -> tuple[float, int]:
-    """Calls per second of ``call`` over ``queries`` (cycled) for about ``seconds``; and the calls made."""
-    count = 0
-    started = time.perf_counter()
-    deadline = started + seconds
-    while True:
-        call(queries[count % len(queries)])
-        count += 1
-        now = time.perf_counter()
-        if now >= deadline:
-            return count / (now - started), count
-
-
-@dataclass
-class Row:
-    """One line of the table (and of the JSON)."""
-
-    metric: str
-    landlord: float   # lookups per second, the lookup service
-    baseline: float   # lookups per second, the name server
-    calls: int        # lookups made in all windows, both sides
-    answer_bytes: int = 0           # one answer as the serializer writes it, the lookup service's
-    baseline_answer_bytes: int = 0  # the name server's
-    decode_us: float = 0.0          # the client's time to read one answer back into objects
-    baseline_decode_us: float = 0.0
-    unit: str = "lookups/s"
-    goal: float = GOAL
-
-    @property
-    def ratio(self) -> float:
-        return self.landlord / self.baseline if self.baseline > 0 else math.nan
-
-    @property
-    def met(self) -> bool:
-        return self.ratio >= self.goal
-
-
-def measure(kinds: list[QueryKind], seconds: float, rounds: int) -> list[Row]:
-    """Each kind: compare sample answers, then alternate timed windows of both sides, keeping the best."""
-    rows = []
-    window = seconds / rounds
-    for kind in kinds:
-        for query in kind.queries[:CHECKED_QUERIES]:
-            kind.check(query, kind.landlord_call(query), kind.baseline_call(query))
-        best_ours, best_theirs, calls = 0.0, 0.0, 0
-        for _ in range(rounds):
-            ours, ours_calls = rate(kind.landlord_call, kind.queries, window)
-            theirs, theirs_calls = rate(kind.baseline_call, kind.queries, window)
-            best_ours, best_theirs = max(best_ours, ours), max(best_theirs, theirs)
-            calls += ours_calls + theirs_calls
-        row = Row(kind.metric, best_ours, best_theirs, calls)
-        query = kind.queries[0]
-        row.answer_bytes, row.decode_us = answer_cost(kind.landlord_call(query))
-        row.baseline_answer_bytes, row.baseline_decode_us = answer_cost(kind.baseline_call(query))
-        rows.append(row)
-    return rows
-
-
 def answer_cost(answer: Any) -> tuple[int, float]:
     """An answer's size as the client's serializer writes it, and the microseconds the
     client takes to read it back into objects (the best of a few tries)."""
@@ -341,31 +247,6 @@ def register_all(lookup_proxy: Any, ns_proxy: Any, services: list[Service]) -> S
     for service in services:
         ns_proxy.register(service.name, service.uri, metadata=service.metadata())
     return Setup(lookup_seconds, time.monotonic() - started)
-
-
-def run(args: argparse.Namespace) -> tuple[list[Row], Setup]:
-    """Start both servers, fill them, measure, stop them."""
-    progress = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
-    servers = [ServerProcess(__file__, "--serve-lookup", "lookup service"),
-               ServerProcess(__file__, "--serve-ns", "name server")]
-    try:
-        lookup_uri, ns_uri = servers[0].uri(), servers[1].uri()
-        port = int(lookup_uri.rsplit(":", 1)[1])
-        with locate(HOST, port, timeout=CALL_TIMEOUT) as lookup_proxy, Pyro5.api.Proxy(ns_uri) as ns_proxy:
-            ns_proxy._pyroTimeout = CALL_TIMEOUT
-            services = [Service(i, args.kinds) for i in range(args.services)]
-            progress(f"registering {args.services:,} services with the lookup service and the name server...")
-            setup = register_all(lookup_proxy, ns_proxy, services)
-            if ns_proxy.count() != args.services + 1:  # the name server lists itself too
-                raise RuntimeError(f"the name server holds {ns_proxy.count()} names")
-            progress(f"measuring ({args.rounds} rounds of {args.seconds / args.rounds:.2f} s per side and kind)...")
-            rows = measure(query_kinds(lookup_proxy, ns_proxy, args.services, args.kinds, args.seed),
-                           args.seconds, args.rounds)
-        return rows, setup
-    finally:
-        for server in servers:
-            if server.stop() is None:
-                print(f"warning: the {server.what} ignored SIGTERM and had to be killed", file=sys.stderr)
 
 
 def run_for(calls: list[Callable[[], Any]], seconds: float) -> tuple[int, float]:
@@ -425,123 +306,66 @@ def in_process(args: argparse.Namespace) -> tuple[list[tuple[str, float]], str]:
         service.close()
 
 
-# -- output ------------------------------------------------------------------------------------
+
+def measure_kind(kind: QueryKind, seconds: float, rounds: int) -> tuple[Row, str]:
+    """One kind: compare sample answers, then time windows of both sides in turns; the row and its answers' cost."""
+    for query in kind.queries[:CHECKED_QUERIES]:
+        kind.check(query, kind.landlord_call(query), kind.baseline_call(query))
+
+    def window(call: Callable[[Any], Any]) -> float:
+        queries = itertools.cycle(kind.queries)
+        return harness.rate(lambda: call(next(queries)), seconds / rounds)
+
+    figures = harness.alternate({"lookup": lambda: window(kind.landlord_call),
+                                 "ns": lambda: window(kind.baseline_call)}, rounds)
+    ours, theirs = answer_cost(kind.landlord_call(kind.queries[0])), answer_cost(kind.baseline_call(kind.queries[0]))
+    return (compare(kind.metric, "lookups/s", figures["lookup"], figures["ns"], goal=GOAL),
+            f"  {kind.metric:<34} {ours[0]:>9,} B {ours[1]:>7,.0f} us {theirs[0]:>9,} B {theirs[1]:>7,.0f} us")
 
 
-def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    return machine_info(landlord, Pyro5, serpent)
-
-
-def format_results(args: argparse.Namespace, rows: list[Row], setup: Setup,
-                   timings: list[tuple[str, float]], info: dict[str, Any], wall: float) -> str:
-    per_type = args.services // args.kinds
-    per_pair = args.services // (args.kinds * FLOORS)
-    lines = [
-        f"Lookups at {args.services:,} registrations: the lookup service (lookup.server.serve, another process) "
-        f"against the Pyro5 name server (another process), one client, sequential",
-        f"data: {args.kinds} types + a common base, Name(unique), Location(floor of {FLOORS}, room, building), "
-        f"ServiceInfo, Comment; about {per_type} services per type, {per_pair} per (type, floor)",
-        f"setup: registered in {setup.lookup_seconds:.1f} s (lookup service), {setup.ns_seconds:.1f} s "
-        f"(name server), one call each",
-        "",
-        f"{'':<34} {'lookup service':>15} {'name server':>12} {'ratio':>7} {'goal':>6}",
-    ]
-    for row in rows:
-        lines.append(f"{row.metric:<34} {row.landlord:>15,.0f} {row.baseline:>12,.0f} {row.ratio:>6.2f}x "
-                     f"{'>=' + format(row.goal, 'g') + 'x':>6}  {'PASS' if row.met else 'MISS'}")
-    lines += [
-        f"(lookups per second, the best of {args.rounds} alternating windows of "
-        f"{args.seconds / args.rounds:.2f} s per side;",
-        " name server: lookup(name), yplookup(meta_all={'type:T'}), yplookup(meta_all={'type:T', 'floor:F'}))",
-        "",
-        f"one answer, as the client's serializer ({Pyro5.config.SERIALIZER}) writes it, "
-        "and the client's time to read it back into objects:",
-        f"{'':<34} {'lookup service':>22} {'name server':>22}",
-    ]
-    for row in rows:
-        lines.append(f"{row.metric:<34} {row.answer_bytes:>9,} B {row.decode_us:>7,.0f} us "
-                     f"{row.baseline_answer_bytes:>9,} B {row.baseline_decode_us:>7,.0f} us")
-    lines += [
-        "",
-        "the same lookups on an in-process LookupService (no network, no serialization), us per call:",
-    ]
-    for metric, us in timings:
-        lines.append(f"  {metric:<34} {us:>10.1f}")
-    lines += [
-        "",
-        f"machine: {info['platform']} ({info['processor']}), {info['cpu_count']} CPUs",
-        f"python:  {info['python']}; landlord {info['landlord']}, Pyro5 {info['Pyro5']}, serpent {info['serpent']}",
-        f"wall time: {wall:.1f} s",
-    ]
-    return "\n".join(lines)
-
-
-def write_json(path: str, rows: list[Row], info: dict[str, Any]) -> None:
-    """Write the rows as JSON to ``path``, in the keys every benchmark of this project uses."""
-    report = {
-        "name": "lookup",
-        "rows": [{"metric": row.metric, "landlord": row.landlord, "baseline": row.baseline, "unit": row.unit,
-                  "ratio": row.ratio, "goal": row.goal, "met": row.met} for row in rows],
-        "machine": info,
-    }
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(report, out, indent=2)
-        out.write("\n")
-
-
-# -- command line ------------------------------------------------------------------------------
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Lookups per second at 10,000 registrations: the lookup service (served as "
-                    "`python -m lookup serve` serves it) against the Pyro5 name server's lookup and "
-                    "yplookup on the same data, both in child processes, measured in the same run.")
-    parser.add_argument("--services", type=positive_int, default=DEFAULT_SERVICES,
-                        help="registrations in each server (default: %(default)s)")
-    parser.add_argument("--kinds", type=positive_int, default=DEFAULT_KINDS,
-                        help="distinct service types (default: %(default)s)")
-    parser.add_argument("--seconds", type=positive_seconds, default=DEFAULT_SECONDS,
-                        help="timed seconds per server and kind of lookup (default: %(default)s)")
-    parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS,
-                        help="alternating windows the seconds are split into; the best is kept "
-                             "(default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the random queries")
-    parser.add_argument("--profile", action="store_true",
-                        help="also print a cProfile of the lookups on the in-process lookup service")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    parser.add_argument("--serve-lookup", action="store_true", help=argparse.SUPPRESS)  # child processes
-    parser.add_argument("--serve-ns", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.kinds * FLOORS > args.services:
-        parser.error(f"--services must be at least --kinds x {FLOORS}, so that every (type, floor) has a service")
-    return args
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.serve_lookup:
-        return serve_lookup()
-    if args.serve_ns:
-        return serve_ns()
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that run() stops the servers on SIGTERM too
-    started = time.monotonic()
+def served(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
+    """Start both servers, fill them, measure, stop them; the rows and the lines on set-up and answers."""
+    servers = [ServerProcess(__file__, "lookup", "lookup service"), ServerProcess(__file__, "ns", "name server")]
     try:
-        rows, setup = run(args)
-        timings, profile = in_process(args)
-    except KeyboardInterrupt:
-        print("interrupted; the servers were stopped", file=sys.stderr)
-        return 130
-    wall = time.monotonic() - started
-    info = machine()
-    print(format_results(args, rows, setup, timings, info, wall))
+        lookup_uri, ns_uri = servers[0].uri(), servers[1].uri()
+        port = int(lookup_uri.rsplit(":", 1)[1])
+        with locate(HOST, port, timeout=CALL_TIMEOUT) as lookup_proxy, Pyro5.api.Proxy(ns_uri) as ns_proxy:
+            ns_proxy._pyroTimeout = CALL_TIMEOUT
+            services = [Service(i, args.kinds) for i in range(args.services)]
+            progress(f"registering {args.services:,} services with the lookup service and the name server...")
+            setup = register_all(lookup_proxy, ns_proxy, services)
+            if ns_proxy.count() != args.services + 1:  # the name server lists itself too
+                raise RuntimeError(f"the name server holds {ns_proxy.count()} names")
+            progress(f"measuring ({args.rounds} rounds of {args.seconds / args.rounds:.2f} s per side and kind)...")
+            measured = [measure_kind(kind, args.seconds, args.rounds)
+                        for kind in query_kinds(lookup_proxy, ns_proxy, args.services, args.kinds, args.seed)]
+    finally:
+        for server in servers:
+            server.stop()
+    notes = [f"setup: registered in {setup.lookup_seconds:.1f} s (lookup service), {setup.ns_seconds:.1f} s "
+             f"(name server), one call each",
+             f"one answer, as the client's serializer ({Pyro5.config.SERIALIZER}) writes it, and the client's time "
+             "to read it back into objects:", f"  {'':<34} {'lookup service':>22} {'name server':>22}"]
+    return [row for row, _ in measured], notes + [line for _, line in measured]
+
+
+def measure(args: argparse.Namespace) -> Report:
+    if args.kinds * FLOORS > args.services:
+        BENCH.error(f"--services must be at least --kinds x {FLOORS}, so that every (type, floor) has a service")
+    rows, notes = served(args)
+    timings, profile = in_process(args)
+    notes += ["", "the same lookups on an in-process LookupService (no network, no serialization), us per call:"]
+    notes += [f"  {metric:<34} {us:>10.1f}" for metric, us in timings]
     if profile:
-        print("\ncProfile of the in-process lookups (by internal time):\n" + profile)
-    if args.json:
-        write_json(args.json, rows, info)
-    return 0
+        notes += ["", "cProfile of the in-process lookups (by internal time):", profile]
+    return Report(rows, notes=notes, title=(
+        f"Lookups at {args.services:,} registrations: the lookup service (lookup.server.serve, another process) "
+        f"against the Pyro5 name server (another process), one client, sequential\n"
+        f"data: {args.kinds} types + a common base, Name(unique), Location(floor of {FLOORS}, room, building), "
+        f"ServiceInfo, Comment; about {args.services // args.kinds} services per type, "
+        f"{args.services // (args.kinds * FLOORS)} per (type, floor)\n"
+        "name server: lookup(name), yplookup(meta_all={'type:T'}), yplookup(meta_all={'type:T', 'floor:F'})"))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCH.main(measure, children={"lookup": serve_lookup, "ns": serve_ns}))

@@ -1,113 +1,49 @@
-"""What a renewal costs over the wire: landlord against a raw Pyro5 call of the same shape.
+"""What a renewal costs over the wire: landlord against a raw Pyro5 call of the same shape (issue 5, items 1-2).
 
-Issue 5, items 1 and 2. Users choosing between this project and a raw Pyro5
-object with hand-rolled heartbeats want to know what the lease machinery adds
-to the round trip they would pay anyway. So every figure here is measured
-against a raw Pyro5 call that carries the same data to the same daemon, in the
-same run, interleaved with it.
+A landlord runs in another process (``--child landlord``: one Pyro5 daemon on
+loopback, thread server) that also exposes the baselines, methods that only
+answer: ``echo(cookie, duration)``, the shape of ``renew``, and
+``echo_all(cookies, durations)``, the shape of ``renew_all``. This process is
+one client thread.
 
-Set-up
-------
-A landlord runs in a separate process (this script started again with a
-hidden ``--serve`` flag): one Pyro5 daemon on loopback, server type "thread"
-(Pyro5's default), serving a :class:`landlord.Landlord` subclass that grants
-up to an hour (``TERM``) and also exposes the baselines, plain methods on the
-same object that do nothing but answer:
+1. **Renew round trip**: ``lease.renew(TERM)`` on a ``LandlordLease`` received
+   over the wire against ``echo`` through a plain ``Pyro5.api.Proxy``, taking
+   turns in blocks of ``--block`` calls until each has had ``--seconds``.
+   Goal >= 0.9x. A printed breakdown (``--no-breakdown`` skips it) shows
+   where a gap comes from.
+2. **Batched keep-alive**, for each of ``--sizes``: ``LeaseMap.renew_all()``
+   and a ``LeaseRenewalManager`` round (timed from the moment its leases fall
+   due to the moment its thread sleeps again with all of them renewed, seen
+   through an instrumented clock) against ``echo_all`` carrying the same
+   lists. Goals >= 0.7x and >= 50,000 leases/s.
 
-* ``echo(cookie: str, duration: float) -> float`` -- the shape of ``renew``;
-* ``echo_all(cookies: list[str], durations: list[float]) -> list[float]`` --
-  the shape of ``renew_all``, answering as many floats as it got cookies.
-
-This process is the holder: one client thread.
-
-1. Renew round trip
--------------------
-Sequential ``lease.renew(TERM)`` calls on one :class:`landlord.LandlordLease`
-(received over the wire, so it reaches its landlord through the library's own
-per-thread proxy, with its default call timeout) against sequential
-``proxy.echo(cookie, TERM)`` calls through a plain ``Pyro5.api.Proxy`` with
-Pyro5's defaults. The two alternate in blocks of ``--block`` calls (the order
-swapped each time) until each has run ``--seconds``; that is a round, and
-its calls per second give the round's ratio. Of ``--rounds`` rounds the one
-with the **median ratio** is reported (both its rates and its ratio), so a
-noisy neighbour slows both sides alike and one lucky round decides nothing.
-Goal: ratio >= 0.9 (the lease machinery costs under 10%).
-
-A breakdown follows (printed, not a goal; ``--no-breakdown`` skips it), in
-shorter interleaved rounds, to show where a gap comes from: the raw call with
-the library's call timeout set on its proxy, a raw call to the landlord's own
-``renew`` (the grantor's work, no holder-side lease code), and ``lease.renew``
-with no call timeout.
-
-2. Batched keep-alive
----------------------
-``--sizes`` leases (default 10,000 and 100,000) are rented and kept alive
-three ways, each round measuring them all back to back:
-
-* **raw**: ``proxy.echo_all(cookies, durations)``, the lists built beforehand
-  (a raw client already has them);
-* **LeaseMap.renew_all()**: one :class:`landlord.LeaseMap` of the leases, each
-  asking for ``FOREVER`` (the landlord grants ``TERM``); the raw call
-  carries the same durations;
-* **LeaseRenewalManager**: the leases are handed to a manager (default
-  settings) with ``renew_for(lease, FOREVER, renew_duration=FOREVER)``,
-  their holder-side expirations set so that they all fall due together a moment after the last one is
-  added. The round is timed from the moment they fall due (the manager's own
-  schedule, :func:`landlord.renewal_time`) to the moment the manager's thread
-  goes back to sleep with every lease renewed and rescheduled an hour ahead
-  (seen through an instrumented clock, the manager's ``clock`` argument). The
-  landlord counts its ``renew_all`` calls so a round split in several calls
-  would show.
-
-Figures are leases renewed per second (for the small size, each round makes
-enough calls to renew ``MIN_ROUND_LEASES`` leases). Of ``--rounds`` rounds the
-median ratio is reported, as above. Goals: >= 0.7 of raw, and >= 50,000
-leases per second.
-
-Output: one table with both sides, the ratio, the goal and PASS/MISS, then
-the machine and the wall time; ``--json PATH`` writes the same rows. The exit
-status is 0 whether goals are met or not (1 only if something went wrong).
-Run ``python benchmarks/bench_renew.py --help`` for the options. This file is
-not a test: pytest collects only ``tests/``.
+The method in full: ``benchmarks/README.md``; the options, rounds, table and
+JSON: ``harness.py``. Not a test: pytest collects only ``tests/``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import signal
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import harness
 import Pyro5
 import Pyro5.api
 import serpent
-from common import (  # the benchmarks' shared pieces
-    ServerProcess,
-    machine_info,
-    positive_int,
-    positive_seconds,
-    serve_forever,
-    stop_on_sigterm,
-)
+from harness import Report, Row, ServerProcess, compare, interleave, positive_int, positive_seconds, progress
 
 import landlord
 import landlord.renewal
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, SystemClock
 from landlord.grantor import MAX_BATCH
 
-NAME = "bench_renew"
 TERM = 3600.0                   # the landlord's longest grant: nothing expires during the run
-DEFAULT_SECONDS = 3.0           # per side, per round, of the renew round trip
-DEFAULT_ROUNDS = 3
-DEFAULT_BLOCK = 25              # calls per block while alternating (a few ms: load bursts hit both sides)
-DEFAULT_SIZES = "10000,100000"
 BREAKDOWN_SECONDS = 0.6         # per contender, per round, of the breakdown
 MIN_ROUND_LEASES = 100_000      # a batch round renews at least this many leases (several calls if small)
 RENT_CHUNK = 10_000             # leases rented per call while setting up
@@ -123,6 +59,17 @@ ASLEEP_HORIZON = 600.0          # the manager sleeping longer than this: the rou
 ROUND_TIMEOUT = 120.0
 
 CALL_TIMEOUT = 120.0            # renting or renewing 100,000 leases in one call takes a while
+
+BENCH = harness.Benchmark(
+    "bench_renew", "Renew round trip and batched keep-alive through landlord (landlord in another process), "
+    "against a raw Pyro5 call of the same shape on the same daemon, measured in the same run.",
+    sizes="10000,100000", max_size=MAX_BATCH, modules=(landlord, Pyro5, serpent),
+    quick={"seconds": 0.3, "rounds": 2, "sizes": "1000"})
+BENCH.option("--seconds", positive_seconds, 3.0, "renew round trip: seconds per side per round")
+BENCH.option("--block", positive_int, 25, "renew round trip: calls per block while taking turns")
+BENCH.parser.add_argument("--skip-renew", action="store_true", help="skip the renew round trip")
+BENCH.parser.add_argument("--no-breakdown", dest="breakdown", action="store_false",
+                          help="skip the renew round trip's breakdown")
 
 
 # -- the landlord process ----------------------------------------------------------------
@@ -169,95 +116,16 @@ class BenchLandlord(Landlord):
         return [TERM] * len(durations)
 
 
-def serve() -> int:
+def serve(args: argparse.Namespace) -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
-    return serve_forever(BenchLandlord())
-
-
-# -- results -------------------------------------------------------------------------------
-
-
-@dataclass
-class Row:
-    """One line of the table (and of the JSON)."""
-
-    metric: str
-    landlord: float
-    baseline: float
-    unit: str
-    goal: float
-    rate_goal: float | None = None  # a floor on ``landlord`` itself, besides the ratio
-
-    @property
-    def ratio(self) -> float:
-        return self.landlord / self.baseline if self.baseline > 0 else math.nan
-
-    @property
-    def met(self) -> bool:
-        return self.ratio >= self.goal and (self.rate_goal is None or self.landlord >= self.rate_goal)
-
-    def goal_text(self) -> str:
-        text = f">= {self.goal:g}x"
-        if self.rate_goal is not None:
-            text += f", >= {self.rate_goal:,.0f}/s"
-        return text
-
-    def as_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "landlord": self.landlord, "baseline": self.baseline,
-                "unit": self.unit, "ratio": self.ratio, "goal": self.goal, "met": self.met}
-
-
-@dataclass
-class Round:
-    """One round: both sides' rates (per second) and their ratio."""
-
-    ours: float
-    raw: float
-
-    @property
-    def ratio(self) -> float:
-        return self.ours / self.raw if self.raw > 0 else math.nan
-
-
-def median_round(rounds: list[Round]) -> Round:
-    """The round with the median ratio (the lower middle one for an even count)."""
-    ordered = sorted(rounds, key=lambda r: r.ratio)
-    return ordered[(len(ordered) - 1) // 2]
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    return harness.serve_forever(BenchLandlord())
 
 
 # -- 1. renew round trip ---------------------------------------------------------------------
 
 
-def interleave(contenders: dict[str, Callable[[], object]], seconds: float, block: int) -> dict[str, float]:
-    """Calls per second of each contender, run in alternating blocks until each has had ``seconds``.
-
-    The order of the contenders is rotated after every pass, so none always
-    runs first (or right after another).
-    """
-    names = list(contenders)
-    spent = dict.fromkeys(names, 0.0)
-    calls = dict.fromkeys(names, 0)
-    clock = time.perf_counter
-    turn = 0
-    while min(spent.values()) < seconds:
-        order = names[turn % len(names):] + names[:turn % len(names)]
-        turn += 1
-        for name in order:
-            call = contenders[name]
-            started = clock()
-            for _ in range(block):
-                call()
-            spent[name] += clock() - started
-            calls[name] += block
-    return {name: calls[name] / spent[name] for name in names}
-
-
-def measure_renew(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> tuple[Row, list[Round], list[str]]:
-    """Item 1: ``lease.renew`` against a raw call of the same shape. Returns the row, the rounds, the breakdown."""
+def measure_renew(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> tuple[Row, list[str]]:
+    """Item 1: ``lease.renew`` against a raw call of the same shape; the row and the breakdown's lines."""
     lease = landlord_proxy.rent(1)[0]
     other = landlord_proxy.rent(1)[0]  # the raw calls to Landlord.renew use another lease: same work
     cookie = lease.cookie
@@ -273,10 +141,9 @@ def measure_renew(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> tu
         rounds = []
         for number in range(args.rounds):
             progress(f"renew round trip: round {number + 1} of {args.rounds} ({2 * args.seconds:g} s)...")
-            rates = interleave(contenders, args.seconds, args.block)
-            rounds.append(Round(rates["lease"], rates["raw"]))
-        best = median_round(rounds)
-        row = Row("renew round trip (1 client thread)", best.ours, best.raw, "calls/s", RENEW_GOAL)
+            rounds.append(interleave(contenders, args.seconds, args.block))
+        row = compare("renew round trip (1 client thread)", "calls/s", [r["lease"] for r in rounds],
+                      [r["raw"] for r in rounds], goal=RENEW_GOAL)
 
         breakdown: list[str] = []
         if args.breakdown:
@@ -308,12 +175,13 @@ def measure_renew(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> tu
                 (f"lease.renew (library proxy, {timeout:g} s call timeout)", share(per_round, "lease")),
                 ("lease.renew with set_call_timeout(None)", share(no_timeout, "lease")),
             ]
-            breakdown = [f"  {label:<58} {figure}" for label, figure in labels]
-        return row, rounds, breakdown
+            breakdown = [f"renew round trip, breakdown against a raw echo without timeout, {args.rounds} "
+                         f"interleaved rounds of {BREAKDOWN_SECONDS:g} s each (median):"]
+            breakdown += [f"  {label:<58} {figure}" for label, figure in labels]
+        return row, breakdown
     finally:
         raw._pyroRelease()
         timed_raw._pyroRelease()
-
 
 # -- 2. batched keep-alive -------------------------------------------------------------------
 
@@ -404,6 +272,44 @@ def rent_cookies(landlord_proxy: Any, count: int) -> list[str]:
     return cookies
 
 
+def batch_rows(size: int, raw: Any, manager: landlord.LeaseRenewalManager, clock: WatchedClock,
+               landlord_proxy: Any, uri: str, landlord_id: str, rounds: int) -> tuple[list[Row], str]:
+    """Item 2 at one size: raw ``echo_all``, ``LeaseMap.renew_all`` and the manager's round, taking turns."""
+    progress(f"batched keep-alive: renting {size:,} leases...")
+    cookies = rent_cookies(landlord_proxy, size)
+    durations = [FOREVER] * size
+    lease_map = LeaseMap({LandlordLease(cookie, uri, landlord_id, time.time() + TERM): FOREVER
+                          for cookie in cookies})
+    calls = max(1, math.ceil(MIN_ROUND_LEASES / size))
+    raw.echo_all(cookies, durations)  # warm up both
+    lease_map.renew_all()
+    details: list[ManagerRound] = []
+
+    def timed(call: Callable[[], object]) -> float:
+        started = time.perf_counter()
+        for _ in range(calls):
+            call()
+        return calls * size / (time.perf_counter() - started)
+
+    def raw_call() -> None:
+        if len(answer := raw.echo_all(cookies, durations)) != size:
+            raise RuntimeError(f"echo_all answered {len(answer)} floats for {size} cookies")
+
+    def manager_side() -> float:
+        per_lease = max((d.setup / size for d in details), default=FIRST_GUESS_PER_LEASE)
+        details.append(manager_round(manager, clock, landlord_proxy, uri, landlord_id, cookies, per_lease))
+        return details[-1].rate
+
+    figures = harness.alternate({"raw": lambda: timed(raw_call), "map": lambda: timed(lease_map.renew_all),
+                                 "manager": manager_side}, rounds, what=f"batched keep-alive, {size:,} leases")
+    rows = [compare(f"LeaseMap.renew_all, {size:,} leases/call", "leases/s", figures["map"], figures["raw"],
+                    goal=BATCH_GOAL, limit=BATCH_RATE_GOAL),
+            compare(f"LeaseRenewalManager, {size:,} leases", "leases/s", figures["manager"], figures["raw"],
+                    goal=BATCH_GOAL, limit=BATCH_RATE_GOAL)]
+    return rows, (f"  {size:,} leases: manager round {', '.join(f'{d.seconds:.3f}' for d in details)} s, "
+                  f"{', '.join(str(d.calls) for d in details)} renew_all call(s)")
+
+
 def measure_batches(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     """Item 2: LeaseMap.renew_all and LeaseRenewalManager against a raw call carrying the same lists."""
     landlord_id = landlord_proxy.rent(1)[0].landlord_id
@@ -411,54 +317,17 @@ def measure_batches(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> 
     raw = Pyro5.api.Proxy(uri)  # Pyro5's defaults, bar a timeout long enough for the biggest call
     raw._pyroTimeout = CALL_TIMEOUT
     rows: list[Row] = []
-    notes: list[str] = []
+    notes = ["batched keep-alive, every round (raw echo_all carries the same cookies and durations; "
+             "manager: from falling due to rescheduled):"]
     clock = WatchedClock()
     # max_batch: one group per round, so that the round ends with one reschedule (the lease still
     # sends it in calls of CALL_BATCH; the default max_batch would make ten groups of 10,000)
     manager = landlord.LeaseRenewalManager(clock=clock, max_batch=MAX_BATCH)
     try:
         for size in args.sizes:
-            progress(f"batched keep-alive: renting {size:,} leases...")
-            cookies = rent_cookies(landlord_proxy, size)
-            durations = [FOREVER] * size
-            lease_map = LeaseMap({LandlordLease(cookie, uri, landlord_id, time.time() + TERM): FOREVER
-                                  for cookie in cookies})
-            calls = max(1, math.ceil(MIN_ROUND_LEASES / size))
-            raw.echo_all(cookies, durations)  # warm up both
-            lease_map.renew_all()
-            map_rounds: list[Round] = []
-            manager_rounds: list[Round] = []
-            details: list[ManagerRound] = []
-            per_lease = FIRST_GUESS_PER_LEASE
-            for number in range(args.rounds):
-                progress(f"batched keep-alive, {size:,} leases: round {number + 1} of {args.rounds}...")
-                started = time.perf_counter()
-                for _ in range(calls):
-                    answer = raw.echo_all(cookies, durations)
-                raw_rate = calls * size / (time.perf_counter() - started)
-                if len(answer) != size:
-                    raise RuntimeError(f"echo_all answered {len(answer)} floats for {size} cookies")
-                started = time.perf_counter()
-                for _ in range(calls):
-                    lease_map.renew_all()
-                map_rate = calls * size / (time.perf_counter() - started)
-                detail = manager_round(manager, clock, landlord_proxy, uri, landlord_id, cookies, per_lease)
-                per_lease = max(per_lease if number else 0.0, detail.setup / size)
-                map_rounds.append(Round(map_rate, raw_rate))
-                manager_rounds.append(Round(detail.rate, raw_rate))
-                details.append(detail)
-            best_map, best_manager = median_round(map_rounds), median_round(manager_rounds)
-            rows.append(Row(f"LeaseMap.renew_all, {size:,} leases/call", best_map.ours, best_map.raw,
-                            "leases/s", BATCH_GOAL, BATCH_RATE_GOAL))
-            rows.append(Row(f"LeaseRenewalManager, {size:,} leases", best_manager.ours, best_manager.raw,
-                            "leases/s", BATCH_GOAL, BATCH_RATE_GOAL))
-            notes.append(
-                f"  {size:,} leases: raw echo_all {', '.join(f'{r.raw:,.0f}' for r in map_rounds)}; "
-                f"LeaseMap {', '.join(f'{r.ours:,.0f}' for r in map_rounds)}; "
-                f"manager {', '.join(f'{d.rate:,.0f}' for d in details)} leases/s "
-                f"(round {', '.join(f'{d.seconds:.3f}' for d in details)} s, "
-                f"{', '.join(str(d.calls) for d in details)} renew_all call(s))")
-            del lease_map
+            size_rows, note = batch_rows(size, raw, manager, clock, landlord_proxy, uri, landlord_id, args.rounds)
+            rows += size_rows
+            notes.append(note)
     finally:
         manager.close()
         raw._pyroRelease()
@@ -468,140 +337,29 @@ def measure_batches(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> 
 # -- running ---------------------------------------------------------------------------------
 
 
-@dataclass
-class Results:
-    rows: list[Row]
-    renew_rounds: list[Round]
-    breakdown: list[str]
-    batch_notes: list[str]
-
-
-def run(args: argparse.Namespace) -> Results:
+def measure(args: argparse.Namespace) -> Report:
     """Start the landlord, measure both items, stop the landlord."""
-    server = ServerProcess(__file__, "--serve", "landlord")
+    server = ServerProcess(__file__, "landlord", "landlord")
+    rows: list[Row] = []
+    notes: list[str] = []
     try:
         uri = server.uri()
         with Pyro5.api.Proxy(uri) as landlord_proxy:
             landlord_proxy._pyroTimeout = CALL_TIMEOUT
-            rows: list[Row] = []
-            renew_rounds: list[Round] = []
-            breakdown: list[str] = []
-            batch_notes: list[str] = []
             if not args.skip_renew:
-                row, renew_rounds, breakdown = measure_renew(uri, landlord_proxy, args)
+                row, notes = measure_renew(uri, landlord_proxy, args)
                 rows.append(row)
             if args.sizes:
-                batch_rows, batch_notes = measure_batches(uri, landlord_proxy, args)
-                rows += batch_rows
-            return Results(rows, renew_rounds, breakdown, batch_notes)
+                batches, batch_notes = measure_batches(uri, landlord_proxy, args)
+                rows += batches
+                notes += batch_notes
     finally:
-        status = server.stop()
-        if status is None:
-            print("warning: the landlord ignored SIGTERM and had to be killed", file=sys.stderr)
-
-
-# -- output ------------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    return machine_info(landlord, Pyro5, serpent)
-
-
-def format_results(results: Results, args: argparse.Namespace, info: dict[str, Any], wall: float) -> str:
-    header = f"{'metric':<40} {'landlord':>12} {'raw Pyro5':>12} {'unit':<9} {'ratio':>7}  {'goal':<22} {'met'}"
-    lines = [
+        server.stop()
+    return Report(rows, notes=notes, title=(
         f"landlord against a raw Pyro5 call of the same shape, same daemon (server type "
-        f"{Pyro5.config.SERVERTYPE!r}, serializer {Pyro5.config.SERIALIZER!r}), landlord in another "
-        f"process on loopback; one client thread; median-ratio round of {args.rounds}",
-        "",
-        header,
-        "-" * len(header),
-    ]
-    for row in results.rows:
-        lines.append(f"{row.metric:<40} {row.landlord:>12,.0f} {row.baseline:>12,.0f} {row.unit:<9} "
-                     f"{row.ratio:>6.2f}x  {row.goal_text():<22} {'PASS' if row.met else 'MISS'}")
-    if results.renew_rounds:
-        lines += ["", f"renew round trip, rounds of {args.seconds:g} s a side in blocks of {args.block} calls "
-                      f"(lease.renew / raw echo): " + ", ".join(
-                          f"{r.ours:,.0f} / {r.raw:,.0f} = {r.ratio:.2f}" for r in results.renew_rounds)]
-    if results.breakdown:
-        lines += [f"breakdown against a raw echo without timeout, {args.rounds} interleaved rounds of "
-                  f"{BREAKDOWN_SECONDS:g} s each (median):"] + results.breakdown
-    if results.batch_notes:
-        lines += ["", "batched keep-alive, every round (raw echo_all carries the same cookies and durations; "
-                      "manager: from falling due to rescheduled):"] + results.batch_notes
-    lines += [
-        "",
-        f"machine: {info['platform']} ({info['processor']}), {info['cpu_count']} CPUs",
-        f"python:  {info['python']}; landlord {info['landlord']}, Pyro5 {info['Pyro5']}, "
-        f"serpent {info['serpent']}",
-        f"wall time: {wall:.1f} s",
-    ]
-    return "\n".join(lines)
-
-
-def write_json(path: str, results: Results, info: dict[str, Any]) -> None:
-    report = {"name": NAME, "rows": [row.as_json() for row in results.rows], "machine": info}
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(report, out, indent=2)
-        out.write("\n")
-
-
-# -- command line --------------------------------------------------------------------------
-
-
-def sizes(text: str) -> list[int]:
-    """An argparse type: comma-separated batch sizes, 1 to MAX_BATCH each (empty: skip item 2)."""
-    if not text.strip():
-        return []
-    values = [positive_int(part.strip()) for part in text.split(",")]
-    if any(value > MAX_BATCH for value in values):
-        raise argparse.ArgumentTypeError(f"a size is at most {MAX_BATCH:,} (one renew_all call)")
-    return values
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Renew round trip and batched keep-alive through landlord (landlord in another "
-                    "process), against a raw Pyro5 call of the same shape on the same daemon, "
-                    "measured in the same run.")
-    parser.add_argument("--seconds", type=positive_seconds, default=DEFAULT_SECONDS,
-                        help="renew round trip: seconds per side per round (default: %(default)s)")
-    parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS,
-                        help="rounds of every measurement; the median-ratio round is reported "
-                             "(default: %(default)s)")
-    parser.add_argument("--block", type=positive_int, default=DEFAULT_BLOCK,
-                        help="renew round trip: calls per block while alternating (default: %(default)s)")
-    parser.add_argument("--sizes", type=sizes, default=sizes(DEFAULT_SIZES),
-                        help=f"batched keep-alive: leases per call, comma-separated; '' skips it "
-                             f"(default: {DEFAULT_SIZES})")
-    parser.add_argument("--skip-renew", action="store_true", help="skip the renew round trip")
-    parser.add_argument("--no-breakdown", dest="breakdown", action="store_false",
-                        help="skip the renew round trip's breakdown")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON to PATH")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the landlord process
-    return parser.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.serve:
-        return serve()
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that run() stops the landlord on SIGTERM too
-    started = time.monotonic()
-    try:
-        results = run(args)
-    except KeyboardInterrupt:
-        print("interrupted; the landlord was stopped", file=sys.stderr)
-        return 130
-    wall = time.monotonic() - started
-    info = machine()
-    print(format_results(results, args, info, wall))
-    if args.json:
-        write_json(args.json, results, info)
-    return 0
+        f"{Pyro5.config.SERVERTYPE!r}, serializer {Pyro5.config.SERIALIZER!r}), landlord in another process on "
+        f"loopback; one client thread; renew round trip in blocks of {args.block} calls, {args.seconds:g} s a side"))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCH.main(measure, children={"landlord": serve}))

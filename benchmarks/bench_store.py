@@ -15,29 +15,31 @@ without (the baseline, in the same run, same operations, same order):
   (reading every lease back), per lease; the baseline has nothing to restart
   from, so only the landlord's figure is printed.
 
-Each section runs ``--rounds`` times and the best round is kept (noise on a
-shared machine only ever adds time). The file is on ``--dir`` (default: a
+Each section runs ``--rounds`` times, durable and in memory taking turns, and
+the median-ratio round is reported with the min and max; the ratio (in-memory
+/ durable time) is below 1 by what durability costs. The file is on ``--dir`` (default: a
 temporary directory; on tmpfs the figures are the CPU cost alone, on a disk
 they include the WAL's writes). ``--synchronous FULL`` adds an fsync per
-transaction. Run ``python benchmarks/bench_store.py --help`` for the options.
+transaction. Options, rounds, the table and the JSON are the harness's
+(``harness.py``); ``python benchmarks/bench_store.py --help`` lists them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import harness
+from harness import Report, positive_int
+
 import landlord
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, positive_int  # noqa: E402
+OPERATIONS = ("grant", "renew", "renew_all", "cancel", "restart")
 
 
 def timed(operation: Callable[[], Any]) -> float:
@@ -46,8 +48,8 @@ def timed(operation: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
-def measure(leases: int, batch: int, store_path: Path | None, synchronous: str) -> dict[str, float]:
-    """Seconds per lease for each operation, on one landlord (durable when ``store_path`` is given)."""
+def one_round(leases: int, batch: int, store_path: Path | None, synchronous: str) -> dict[str, float]:
+    """Microseconds per lease for each operation, on one landlord (durable when ``store_path`` is given)."""
     def open_landlord() -> Landlord:
         store = LeaseStore(store_path, synchronous=synchronous) if store_path is not None else None
         return Landlord(policy=LeaseDurationPolicy(maximum=3600), reaper="lazy", store=store)
@@ -72,49 +74,32 @@ def measure(leases: int, batch: int, store_path: Path | None, synchronous: str) 
         cookies = [grantor.new_lease(i, 600).cookie for i in range(leases)]
     figures["cancel"] = timed(lambda: [grantor.cancel(cookie) for cookie in cookies])
     grantor.close()
-    return {name: seconds / leases for name, seconds in figures.items()}
+    return {name: 1e6 * seconds / leases for name, seconds in figures.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="The cost of a durable LeaseStore against an in-memory landlord.")
-    parser.add_argument("--leases", type=positive_int, default=20_000, help="leases per round (default 20,000)")
-    parser.add_argument("--batch", type=positive_int, default=10_000, help="leases per renew_all (default 10,000)")
-    parser.add_argument("--rounds", type=positive_int, default=3, help="rounds; the best is kept (default 3)")
-    parser.add_argument("--dir", type=Path, default=None, help="where the SQLite file goes (default: a temp dir)")
-    parser.add_argument("--synchronous", choices=landlord.store.SYNCHRONOUS_MODES, default="NORMAL")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    args = parser.parse_args(argv)
+BENCH = harness.Benchmark("store", "The cost of a durable LeaseStore against an in-memory landlord.",
+                          modules=(landlord,), quick={"leases": 2000, "rounds": 2})
+BENCH.option("--leases", positive_int, 20_000, "leases per round")
+BENCH.option("--batch", positive_int, 10_000, "leases per renew_all")
+BENCH.parser.add_argument("--dir", type=Path, default=None, help="where the SQLite file goes (default: a temp dir)")
+BENCH.parser.add_argument("--synchronous", choices=landlord.store.SYNCHRONOUS_MODES, default="NORMAL")
 
-    started = time.monotonic()
+
+def measure(args: argparse.Namespace) -> Report:
     with tempfile.TemporaryDirectory(dir=args.dir) as scratch:
         path = Path(scratch) / "leases.sqlite"
-        durable: dict[str, float] = {}
-        memory: dict[str, float] = {}
-        for _ in range(args.rounds):  # alternated, so that a noisy moment hits both
-            for best, store_path in ((durable, path), (memory, None)):
-                for name, seconds in measure(args.leases, args.batch, store_path, args.synchronous).items():
-                    best[name] = min(best.get(name, seconds), seconds)
-
-    rows = []
-    print(f"{'operation':<10} {'durable µs':>11} {'in memory µs':>13} {'cost':>7}")
-    for name in ("grant", "renew", "renew_all", "cancel", "restart"):
-        on_disk, in_memory = durable[name] * 1e6, memory.get(name, 0.0) * 1e6
-        cost = f"{on_disk / in_memory:.1f}x" if in_memory else "—"
-        print(f"{name:<10} {on_disk:>11.1f} {f'{in_memory:.1f}' if in_memory else '—':>13} {cost:>7}")
-        rows.append({"metric": f"{name}, durable ({args.synchronous}) vs in memory, per lease",
-                     "landlord": on_disk, "baseline": in_memory or None, "unit": "µs/lease", "goal": None,
-                     "met": None})
-    wall = time.monotonic() - started
-    info = machine_info(landlord)
-    print(f"\n{args.leases:,} leases, best of {args.rounds}, synchronous={args.synchronous}, "
-          f"file in {args.dir or tempfile.gettempdir()}; {info['python']} on {info['platform']}; {wall:.0f} s")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"name": "store", "rows": rows, "machine": info, "wall_seconds": wall,
-                       "config": {"leases": args.leases, "batch": args.batch, "rounds": args.rounds,
-                                  "synchronous": args.synchronous}}, out, indent=2)
-    return 0
+        figures = harness.alternate({"durable": lambda: one_round(args.leases, args.batch, path, args.synchronous),
+                                     "memory": lambda: one_round(args.leases, args.batch, None, args.synchronous)},
+                                    args.rounds, what="durable and in memory")
+    rows = [harness.compare(f"{name}, durable ({args.synchronous}) vs in memory, per lease", "µs/lease",
+                            [r[name] for r in figures["durable"]],
+                            [r[name] for r in figures["memory"] if name in r] or None)
+            for name in OPERATIONS]
+    return Report(rows, title=f"{args.leases:,} leases, synchronous={args.synchronous}, file in "
+                              f"{args.dir or tempfile.gettempdir()}; the baseline has no restart",
+                  extra={"config": {"leases": args.leases, "batch": args.batch, "rounds": args.rounds,
+                                    "synchronous": args.synchronous}})
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCH.main(measure))

@@ -1,83 +1,37 @@
-"""What keeping many leases alive costs: a LeaseRenewalManager against a landlord in another process.
+"""What keeping many leases alive costs: a LeaseRenewalManager against a landlord in another process (issue 3).
 
-Issue 3 asks for the figure: "Keeping 100,000 leases on one landlord alive
-must cost a small fraction of one core; measure it and report the figure."
+The landlord runs in its own process (``--child landlord``), counting and
+timing its ``renew_all`` calls. This process, the holder, rents ``--leases``
+leases, renews them all once so that they end together, caps the landlord's
+grants at ``--term`` and hands every lease to one manager (defaults) with
+``renew_for(lease, FOREVER)``. After the first round it measures
+``--seconds`` from one quiet moment to another: both processes' CPU (as a
+share of a core and per renewal), the rounds and calls, the tightest margin,
+and the leases lost (must be 0).
 
-What is measured
-----------------
-A landlord runs in a separate process (this script started again with a
-hidden ``--serve`` flag: a Pyro5 daemon serving a :class:`landlord.Landlord`
-subclass). This process, the *holder*, sets up in three steps:
-
-1. rent ``--leases`` leases in calls of ``--chunk`` (on a long first term:
-   renting 100,000 leases takes seconds);
-2. renew them all in one batch so that they end together, a little later
-   than the time step 3 needs, and switch the landlord to granting at most
-   ``--term`` seconds from then on;
-3. hand every lease to one :class:`landlord.LeaseRenewalManager` (default
-   settings) with ``renew_for(lease, FOREVER)``.
-
-The manager's first round then renews them all together, and every round
-after it comes at the pace of ``--term``: short terms make several rounds
-happen in ``--seconds``. The measured window opens at a quiet moment after
-that first round and closes at a quiet moment ``--seconds`` later ("quiet":
-neither process used CPU for a tenth of a second, so no round was in
-flight). Over it we read:
-
-* the holder's CPU seconds (``time.process_time()``: every thread of this process);
-* the landlord's CPU seconds (its own ``time.process_time()``, asked over Pyro5);
-* the renewals the landlord granted and its ``renew_all`` calls (it counts them);
-* the leases lost (calls of the manager's listener): must be 0;
-* the tightest margin: how long before its end the last lease of each
-  ``renew_all`` call (renewed last) was renewed, as the landlord saw it.
-
-and print each side's CPU as a percentage of one core and in microseconds per
-lease renewal, the renewal rounds (renewals / leases, and the bursts of
-``renew_all`` calls the landlord saw) and the calls per round.
-
-Why a baseline
---------------
-Microseconds depend on the machine, so the same run also measures the
-floor: a raw Pyro5 call of the same shape. The holder sends the same cookies
-and durations, in calls of exactly the sizes the manager's ``renew_all``
-calls had in the window, to an exposed method on the same daemon that does
-nothing but return a list of that many floats. Its CPU per lease, on both
-sides, is what moving the data costs; the ratio manager / raw is what the
-renewal manager (scheduling, bookkeeping, checking the answers) and the
-landlord (validation, policy, expiration index) add on top.
-
-The CPU a holder spends is per *renewal*, so the percentage of a core
-scales with how often leases are renewed: the script also projects it to
-longer terms with the manager's own schedule (:func:`landlord.renewal_time`).
-
-Run ``python benchmarks/renewal.py --help`` for the options. This file is not
-a test: pytest collects only ``tests/``.
+The baseline, in the same run: the same cookies and durations, in calls of
+exactly the sizes the manager's had, as a raw Pyro5 call to a method that only
+answers as many floats. The holder's CPU is also projected to longer terms
+with the manager's own schedule. The method in full: ``benchmarks/README.md``;
+the options, table and JSON: ``harness.py``. Exit status 1 if a lease was
+lost. Not a test: pytest collects only ``tests/``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import signal
-import sys
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import harness
 import Pyro5
 import Pyro5.api
 import serpent
-from common import (  # the benchmarks' shared pieces
-    ServerProcess,
-    machine_info,
-    positive_int,
-    positive_seconds,
-    serve_forever,
-    stop_on_sigterm,
-)
+from harness import Report, Row, ServerProcess, positive_int, positive_seconds, progress
 
 import landlord
 import landlord.renewal
@@ -85,10 +39,6 @@ from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, Leas
 from landlord.grantor import MAX_BATCH
 from landlord.landlordlease import CALL_BATCH
 
-DEFAULT_LEASES = 100_000
-DEFAULT_SECONDS = 30.0
-DEFAULT_TERM = 5.0
-DEFAULT_CHUNK = 10_000
 PROJECTED_TERMS = (60.0, 300.0, 3600.0)
 RENEW_AFTER = landlord.renewal.RENEW_AFTER  # the manager's default share of the term, to project and group rounds
 
@@ -186,9 +136,9 @@ class BenchLandlord(Landlord):
             return [list(call) for call in self._calls[index:]]
 
 
-def serve() -> int:
+def serve(args: argparse.Namespace) -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
-    return serve_forever(BenchLandlord())
+    return harness.serve_forever(BenchLandlord())
 
 
 # -- measuring -------------------------------------------------------------------------------
@@ -371,24 +321,8 @@ def project(us_per_renewal: float, leases: int, renew_after: float) -> list[dict
     return rows
 
 
-def run(args: argparse.Namespace) -> Results:
-    """Start the landlord, measure the manager then the raw baseline, stop the landlord."""
-    server = ServerProcess(__file__, "--serve", "landlord")
-    try:
-        uri = server.uri()
-        landlord.set_call_timeout(CALL_TIMEOUT)  # the manager's calls: 100,000 leases take a while
-        with Pyro5.api.Proxy(uri) as landlord_proxy:
-            landlord_proxy._pyroTimeout = CALL_TIMEOUT
-            return measure(landlord_proxy, args)
-    finally:
-        status = server.stop()
-        if status is None:
-            print("warning: the landlord ignored SIGTERM and had to be killed", file=sys.stderr)
-
-
-def measure(landlord_proxy: Any, args: argparse.Namespace) -> Results:
-    progress = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
-
+def keep_alive(landlord_proxy: Any, args: argparse.Namespace) -> Results:
+    """Rent, synchronise, hand the leases to a manager, measure a steady window, then the raw replay."""
     progress(f"renting {args.leases:,} leases...")
     started = time.monotonic()
     leases, rent_calls = rent(landlord_proxy, args.leases, args.chunk)
@@ -451,39 +385,25 @@ def measure(landlord_proxy: Any, args: argparse.Namespace) -> Results:
     )
 
 
-# -- output ------------------------------------------------------------------------------
+# -- the run -------------------------------------------------------------------------------
 
 
-def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    return machine_info(landlord, Pyro5, serpent)
-
-
-def ratio(ours: float, base: float) -> str:
-    return f"{ours / base:.2f}x" if base > 0 else "n/a"
-
-
-def format_results(r: Results, info: dict[str, Any], wall: float) -> str:
+def notes(r: Results) -> list[str]:
+    """What the table does not say: set-up, rounds, margins, both sides' CPU, the projection."""
     m, b, c = r.manager, r.baseline, r.config
     holder_us, landlord_us = m.us_per_renewal(m.holder_cpu), m.us_per_renewal(m.landlord_cpu)
     raw_holder_us, raw_landlord_us = b.us_per_renewal(b.holder_cpu), b.us_per_renewal(b.landlord_cpu)
     lines = [
-        f"LeaseRenewalManager keeping {c['leases']:,} leases on one landlord (another process) alive; "
-        f"term {c['term']:g} s, renew_for(lease, FOREVER), manager defaults "
-        f"(renewed after {c['renew_after']:.3g} of the term, batch window {c['batch_window']:g} s, "
-        f"max batch {c['max_batch']:,})",
         f"setup: rented {c['leases']:,} leases in {r.setup.rent_calls} calls in {r.setup.rent_seconds:.1f} s, "
-        f"renewed them to end together in {r.setup.sync_term:.1f} s; "
-        f"renew_for x{c['leases']:,} took {r.setup.add_seconds:.2f} s "
-        f"({1e6 * r.setup.add_holder_cpu / c['leases']:.1f} us CPU per lease)",
-        f"steady state: {m.seconds:.1f} s window, {m.renewals:,} renewals, "
-        f"{r.rounds_by_renewals:.1f} rounds (renewals / leases), {r.rounds_observed} rounds observed, "
-        f"{r.renew_all_calls_per_round:.2f} renew_all calls per round, "
-        f"{r.mean_leases_per_call:,.0f} leases per call",
+        f"renewed them to end together in {r.setup.sync_term:.1f} s; renew_for x{c['leases']:,} took "
+        f"{r.setup.add_seconds:.2f} s ({1e6 * r.setup.add_holder_cpu / c['leases']:.1f} us CPU per lease)",
+        f"steady state: {m.seconds:.1f} s window, {m.renewals:,} renewals, {r.rounds_by_renewals:.1f} rounds "
+        f"(renewals / leases), {r.rounds_observed} rounds observed, {r.renew_all_calls_per_round:.2f} renew_all "
+        f"calls per round, {r.mean_leases_per_call:,.0f} leases per call",
         f"tightest margin: a lease renewed {r.tightest_margin:.2f} s before it would have expired "
         f"(the last lease of each call, renewed last, as the landlord saw it)",
-        f"leases lost: {r.leases_lost}" + ("" if not r.leases_lost else
-                                           "  <-- SHOULD BE 0; e.g. " + "; ".join(r.lost_examples)),
+        f"leases lost: {r.leases_lost}" + ("  <-- SHOULD BE 0; e.g. " + "; ".join(r.lost_examples)
+                                           if r.leases_lost else ""),
         "",
         f"{'':<36} {'holder':>10} {'landlord':>10}",
         f"{'CPU % of one core':<36} {m.percent_of_core(m.holder_cpu):>9.1f}% "
@@ -497,24 +417,27 @@ def format_results(r: Results, info: dict[str, Any], wall: float) -> str:
         "",
         "holder CPU projected to longer terms (same us per renewal, the manager's schedule):",
     ]
-    for row in r.projections:
-        lines.append(f"  term {row['term']:>6g} s: renewed every {row['renewed_every']:>7.1f} s -> "
-                     f"{row['holder_percent_of_core']:6.2f}% of one core")
-    lines += [
-        "",
-        f"machine: {info['platform']} ({info['processor']}), {info['cpu_count']} CPUs",
-        f"python:  {info['python']}; landlord {info['landlord']}, Pyro5 {info['Pyro5']}, "
-        f"serpent {info['serpent']}",
-        f"wall time: {wall:.1f} s",
-    ]
-    return "\n".join(lines)
+    return lines + [f"  term {row['term']:>6g} s: renewed every {row['renewed_every']:>7.1f} s -> "
+                    f"{row['holder_percent_of_core']:6.2f}% of one core" for row in r.projections]
 
 
-def write_json(path: str, results: Results, info: dict[str, Any], wall: float) -> None:
-    """Write the figures as JSON to ``path``."""
-    m, b = results.manager, results.baseline
-    report = asdict(results)
-    report["figures"] = {
+def ratio(ours: float, base: float) -> str:
+    return f"{ours / base:.2f}x" if base > 0 else "n/a"
+
+
+def measure(args: argparse.Namespace) -> Report:
+    """Start the landlord, measure the manager then the raw baseline, stop the landlord."""
+    server = ServerProcess(__file__, "landlord", "landlord")
+    try:
+        uri = server.uri()
+        landlord.set_call_timeout(CALL_TIMEOUT)  # the manager's calls: 100,000 leases take a while
+        with Pyro5.api.Proxy(uri) as landlord_proxy:
+            landlord_proxy._pyroTimeout = CALL_TIMEOUT
+            results = keep_alive(landlord_proxy, args)
+    finally:
+        server.stop()
+    m, b, c = results.manager, results.baseline, results.config
+    figures = {
         "holder_percent_of_core": m.percent_of_core(m.holder_cpu),
         "landlord_percent_of_core": m.percent_of_core(m.landlord_cpu),
         "holder_us_per_renewal": m.us_per_renewal(m.holder_cpu),
@@ -522,71 +445,31 @@ def write_json(path: str, results: Results, info: dict[str, Any], wall: float) -
         "raw_holder_us_per_lease": b.us_per_renewal(b.holder_cpu),
         "raw_landlord_us_per_lease": b.us_per_renewal(b.landlord_cpu),
     }
-    figures = report["figures"]
-    # the rows every benchmark writes, for run_all's one table; ratio > 1: landlord does better
-    report["name"] = "renewal"
-    report["rows"] = [
-        {"metric": f"keep {results.config.get('leases', 0):,} leases alive: holder CPU", "landlord":
-         figures["holder_percent_of_core"], "baseline": None, "unit": "% of a core", "ratio": None,
-         "goal": None, "met": None},
-        {"metric": "holder CPU per renewal vs raw call", "landlord": figures["holder_us_per_renewal"],
-         "baseline": figures["raw_holder_us_per_lease"], "unit": "µs", "ratio":
-         figures["raw_holder_us_per_lease"] / figures["holder_us_per_renewal"], "goal": None, "met": None},
-        {"metric": "leases lost", "landlord": results.leases_lost, "baseline": None, "unit": "leases",
-         "ratio": None, "goal": 0, "met": results.leases_lost == 0},
-    ]
-    report["machine"] = info
-    report["wall_seconds"] = wall
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(report, out, indent=2)
-        out.write("\n")
+    rows = [Row(f"keep {c['leases']:,} leases alive: holder CPU", figures["holder_percent_of_core"], None,
+                "% of a core"),
+            Row("holder CPU per renewal vs raw call", figures["holder_us_per_renewal"],
+                figures["raw_holder_us_per_lease"], "µs"),
+            Row("leases lost", results.leases_lost, None, "leases", limit=0)]
+    return Report(
+        rows, notes=notes(results), extra=dict(asdict(results), figures=figures),
+        problems=[f"{results.leases_lost:,} leases lost"] if results.leases_lost else [],
+        title=f"LeaseRenewalManager keeping {c['leases']:,} leases on one landlord (another process) alive; term "
+              f"{c['term']:g} s, renew_for(lease, FOREVER), manager defaults (renewed after {c['renew_after']:.3g} "
+              f"of the term, batch window {c['batch_window']:g} s, max batch {c['max_batch']:,})")
 
 
-# -- command line --------------------------------------------------------------------------
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="CPU cost of a LeaseRenewalManager keeping many leases on one landlord (in another "
-                    "process) alive, on both sides, against a raw Pyro5 call of the same shape "
-                    "measured in the same run.")
-    parser.add_argument("--leases", type=positive_int, default=DEFAULT_LEASES,
-                        help="leases to keep alive (default: %(default)s)")
-    parser.add_argument("--seconds", type=positive_seconds, default=DEFAULT_SECONDS,
-                        help="length of the measured steady state (default: %(default)s)")
-    parser.add_argument("--term", type=positive_seconds, default=DEFAULT_TERM,
-                        help="the landlord's longest grant, in seconds; short, so that several renewal "
-                             "rounds fall in the window (default: %(default)s)")
-    parser.add_argument("--chunk", type=positive_int, default=DEFAULT_CHUNK,
-                        help="leases rented per call while setting up (default: %(default)s)")
-    parser.add_argument("--renew-after", type=float, default=RENEW_AFTER, metavar="SHARE",
-                        help="renew once this share of the term has passed (default a third; 0.5: at half)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the landlord process
-    args = parser.parse_args(argv)
-    if args.chunk > MAX_BATCH:
-        parser.error(f"--chunk is at most {MAX_BATCH}")
-    return args
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.serve:
-        return serve()
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that run() stops the landlord on SIGTERM too
-    started = time.monotonic()
-    try:
-        results = run(args)
-    except KeyboardInterrupt:
-        print("interrupted; the landlord was stopped", file=sys.stderr)
-        return 130
-    wall = time.monotonic() - started
-    info = machine()
-    print(format_results(results, info, wall))
-    if args.json:
-        write_json(args.json, results, info, wall)
-    return 0 if results.leases_lost == 0 else 1
+BENCH = harness.Benchmark(
+    "renewal", "CPU cost of a LeaseRenewalManager keeping many leases on one landlord (in another process) alive, "
+    "on both sides, against a raw Pyro5 call of the same shape measured in the same run.", rounds=None,
+    modules=(landlord, Pyro5, serpent), quick={"leases": 5000, "seconds": 4.0, "term": 3.0})
+BENCH.option("--leases", positive_int, 100_000, "leases to keep alive")
+BENCH.option("--seconds", positive_seconds, 30.0, "length of the measured steady state")
+BENCH.option("--term", positive_seconds, 5.0, "the landlord's longest grant, in seconds; short, so that several "
+             "renewal rounds fall in the window")
+BENCH.option("--chunk", harness.at_most(MAX_BATCH), 10_000, "leases rented per call while setting up")
+BENCH.parser.add_argument("--renew-after", type=float, default=RENEW_AFTER, metavar="SHARE",
+                          help="renew once this share of the term has passed (default a third; 0.5: at half)")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCH.main(measure, children={"landlord": serve}))

@@ -2,9 +2,15 @@
 
 Each benchmark script runs in its own process with ``--json``; this script
 collects their rows (metric, landlord figure, baseline figure, unit, ratio,
-goal, met) into one table, writes them all to ``benchmarks/results.json``, and
-draws the plots of docs/performance.md into ``docs/img/`` when matplotlib is
-installed (``pip install -e '.[bench]'``).
+goal, met: the harness's, ``harness.py``) into one table, writes them all to
+``benchmarks/results.json``, and draws the plots of docs/performance.md into
+``docs/img/`` when matplotlib is installed (``pip install -e '.[bench]'``).
+
+A benchmark that fails (exits non-zero, times out, writes no report) or leaves
+a row without a figure fails the run: the table of what was got is printed
+all the same, then what failed, and the exit status is 1. Goals missed are
+measurements, not failures. ``--quick`` runs every benchmark with its
+``--quick`` (small, fast, figures meaning little): a check that they all work.
 
 Never part of ``make test``: every figure here is a measurement, and
 measurements are not assertions.
@@ -22,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import ratio_of, table
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 IMAGES = ROOT / "docs" / "img"
@@ -38,8 +46,9 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
 ]
 
 
-def run(script: str, args: list[str], out: Path, timeout: float) -> dict[str, Any] | None:
-    """Run one benchmark; its JSON results, or None (with the reason printed) when it failed."""
+def run(script: str, args: list[str], out: Path, timeout: float) -> tuple[dict[str, Any] | None, str]:
+    """Run one benchmark: its JSON report (even when it failed, if it wrote one), and what went wrong ('' if
+    nothing), printed."""
     started = time.monotonic()
     print(f"== {script} {' '.join(args)}", flush=True)
     try:
@@ -47,51 +56,20 @@ def run(script: str, args: list[str], out: Path, timeout: float) -> dict[str, An
                               timeout=timeout, text=True, capture_output=True)
     except subprocess.TimeoutExpired:
         print(f"   {script}: no result within {timeout:g} s", flush=True)
-        return None
+        return None, f"no result within {timeout:g} s"
     took = time.monotonic() - started
-    if done.returncode != 0 or not out.exists():
-        print(f"   {script}: failed (exit {done.returncode}) after {took:.0f} s", flush=True)
+    result = json.loads(out.read_text()) if out.exists() else None
+    rows = result.get("rows", []) if result else []
+    failures = [f"exit status {done.returncode}"] if done.returncode else []
+    failures += ["no report"] if result is None else [] if rows else ["no rows"]
+    missing = [str(row.get("metric")) for row in rows if row.get("landlord") is None]
+    failures += [f"no figure for {', '.join(missing)}"] if missing else []
+    if failures:
+        print(f"   {script}: failed ({'; '.join(failures)}) after {took:.0f} s", flush=True)
         print("   " + "\n   ".join((done.stdout + done.stderr).strip().splitlines()[-15:]), flush=True)
-        return None
-    print(f"   done in {took:.0f} s", flush=True)
-    return json.loads(out.read_text())  # type: ignore[no-any-return]
-
-
-def figure(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
-    return str(value)
-
-
-def better(row: dict[str, Any]) -> float | None:
-    """How many times better landlord does than the baseline (> 1: better), whatever the unit.
-
-    Rates (a unit ending in ``/s``) are better high, costs and delays low.
-    """
-    landlord, baseline, unit = row.get("landlord"), row.get("baseline"), str(row.get("unit") or "")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (landlord, baseline)):
-        return None
-    return landlord / baseline if unit.endswith("/s") else baseline / landlord  # type: ignore[operator]
-
-
-def table(results: list[dict[str, Any]]) -> str:
-    # as wide as the longest metric: a label cut short reads as another measurement
-    width = max([len(str(row.get("metric"))) for result in results for row in result.get("rows", [])] + [6])
-    header = (f"{'benchmark':<14} {'metric':<{width}} {'landlord':>12} {'baseline':>12} {'unit':<14} "
-              f"{'ratio':>7} {'goal':>7}  met")
-    lines = [header, "-" * len(header)]
-    for result in results:
-        for row in result.get("rows", []):
-            met = {True: "PASS", False: "MISS", None: ""}.get(row.get("met"), str(row.get("met")))
-            ratio = better(row)
-            lines.append(f"{result.get('name', '?'):<14} {str(row.get('metric')):<{width}} "
-                         f"{figure(row.get('landlord')):>12} {figure(row.get('baseline')):>12} "
-                         f"{str(row.get('unit') or '')[:14]:<14} "
-                         f"{(f'{ratio:.2f}x' if isinstance(ratio, (int, float)) else '—'):>7} "
-                         f"{figure(row.get('goal')):>7}  {met}")
-    return "\n".join(lines)
+    else:
+        print(f"   done in {took:.0f} s", flush=True)
+    return result, "; ".join(failures)
 
 
 def plot(results: list[dict[str, Any]]) -> list[Path]:
@@ -106,6 +84,9 @@ def plot(results: list[dict[str, Any]]) -> list[Path]:
     IMAGES.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
     by_name = {r.get("name"): r for r in results}
+
+    def better(row: dict[str, Any]) -> float | None:
+        return ratio_of(row.get("landlord"), row.get("baseline"), row.get("unit"))
 
     ratios = [(f"{r.get('name')}: {row['metric']}", better(row), row.get("goal"))
               for r in results for row in r.get("rows", [])
@@ -169,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=HERE / "results.json", help="where to write all results")
     parser.add_argument("--from-results", action="store_true",
                         help="run nothing: print the table and draw the plots from --results")
+    parser.add_argument("--quick", action="store_true",
+                        help="run every benchmark with --quick: small and fast, a check that they all work")
     args = parser.parse_args(argv)
     if args.from_results:
         saved = json.loads(args.results.read_text())
@@ -179,14 +162,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     results: list[dict[str, Any]] = []
+    failures: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
         for script, extra in BENCHMARKS:
             if args.only and script not in args.only:
                 continue
-            result = run(script, extra, Path(scratch) / f"{script}.json", args.timeout)
+            result, failure = run(script, extra + ["--quick"] * args.quick, Path(scratch) / f"{script}.json",
+                                  args.timeout)
             if result is not None:
                 result.setdefault("name", script.removesuffix(".py"))
                 results.append(result)
+            if failure:
+                failures.append(f"{script}: {failure}")
     print()
     print(table(results))
     print()
@@ -196,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"results: {args.results}")
     for path in plot(results):
         print(f"plot: {path}")
-    return 0
+    for failure in failures:
+        print(f"FAILED: {failure}")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

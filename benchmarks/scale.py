@@ -1,59 +1,27 @@
-"""How the grantor's bookkeeping scales: time per operation and memory per lease.
+"""How the grantor's bookkeeping scales: time per operation and memory per lease, against a bare structure.
 
-What is measured
-----------------
-An in-process :class:`landlord.Landlord` (no Pyro5 daemon, so no network and
-no serialization: only the grantor's own bookkeeping) is filled with N leases,
-for each N in ``--sizes``. At that population we time, per operation:
+An in-process :class:`landlord.Landlord` (no daemon: the bookkeeping alone),
+filled with N leases for each N in ``--sizes``, times ``grant``
+(``new_lease``), ``renew``, ``renew_all`` (in batches of ``--batch``, per
+lease) and ``cancel`` at that population, ``--sample`` operations a section,
+plus the mean grant while filling. Durations vary so that every renewal moves
+its lease in the expiration index; a round leaves the population at N. Below
+``--sample`` leases the sections are shorter and repeated more, so every size
+times as many operations.
 
-* ``grant``     -- ``landlord.new_lease(resource, duration)``;
-* ``renew``     -- ``landlord.renew(cookie, duration)``, the remote method called locally;
-* ``renew_all`` -- ``landlord.renew_all(cookies, durations)`` in batches of
-  ``--batch`` cookies, reported per lease;
-* ``cancel``    -- ``landlord.cancel(cookie)``;
-* ``fill``      -- the mean cost of a grant while filling from 0 to N (it
-  includes the growth of the indexes and the garbage collector's passes).
-
-Durations vary (``3600 + i % 1000`` seconds) so that the expiration index is
-really sorted and every renewal moves its lease within it. Each timed section
-is ``--sample`` operations (at most N); the section is repeated ``--rounds``
-times and the best round is kept, since on a shared machine noise only ever
-adds time. Every size times the same number of operations: below
-``--sample`` leases the sections are shorter and repeated proportionally more.
-A round leaves the population at N: it grants a sample, renews and cancels
-random old leases, and puts the new ones in the place of the cancelled ones.
-
-Why a baseline
---------------
-Absolute microseconds depend on the machine, so every figure is printed next
-to a baseline measured in the same run with the same operations in the same
-order: the minimal data structure that does the grantor's job, a ``dict``
-from ``secrets.token_urlsafe(16)`` cookies to ``(expiration, resource)`` plus
-a ``sortedcontainers.SortedList`` of ``(expiration, cookie)``. The ratio
-landlord / baseline is the price of everything the library adds (validation,
-policy, reaper hooks, locking, the lease object it hands out). Both are
-O(log n) per operation; the growth lines compare the cost at the largest size
-with the cost at the smallest, next to what a pure log n would predict.
-
-Memory
-------
-Memory is measured in a separate pass, because tracemalloc slows every
-allocation down. tracemalloc counts the bytes requested from Python's
-allocators (a little less than the process's resident size). All leases are
-on one shared resource object, so the figures are the bookkeeping alone:
-
-* grantor state: ``LeasedResource`` + cookie + the dict and sorted index;
-* the ``LandlordLease`` objects a holder keeps, and the list that keeps them.
-
-Run ``python benchmarks/scale.py --help`` for the options. This file is not a
-test: pytest collects only ``tests/``.
+The baseline, same operations in the same order, in turns: a ``dict`` of
+``secrets.token_urlsafe(16)`` cookies and a ``sortedcontainers.SortedList``
+of ``(expiration, cookie)``, the minimal structure that does the job. Printed
+besides: growth from the smallest size to the largest next to log n, and
+(unless ``--no-memory``) bytes per lease under tracemalloc. The method in
+full: ``benchmarks/README.md``; the options, rounds, table and JSON:
+``harness.py``. Not a test: pytest collects only ``tests/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
 import math
 import random
 import secrets
@@ -64,19 +32,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import harness
 import sortedcontainers
-from common import machine_info, positive_int  # the benchmarks' shared pieces
+from harness import Report, Row, compare, positive_int, progress
 from sortedcontainers import SortedList
 
 import landlord
 
-DEFAULT_SIZES = "1000,100000,1000000"
-DEFAULT_SAMPLE = 20_000
-DEFAULT_BATCH = 1_000
-DEFAULT_ROUNDS = 3
 REAPERS = ("lazy", "sleeper", "polling")
 OPS = ("fill", "grant", "renew", "renew_all", "cancel")
 GROWTH_OPS = ("grant", "renew", "renew_all", "cancel")
+UNIT = "µs/op"
 
 # Every lease is on this one object, so memory figures count bookkeeping only.
 RESOURCE = object()
@@ -269,23 +235,8 @@ def run_round(subject: Subject, live: list[str], plan: Round, batch: int) -> dic
     return seconds
 
 
-@dataclass
-class Timing:
-    """Best per-operation cost at one size, in microseconds."""
-
-    size: int
-    op: str
-    landlord_us: float
-    baseline_us: float
-
-    @property
-    def ratio(self) -> float:
-        return self.landlord_us / self.baseline_us
-
-
-def time_size(size: int, *, reaper: str, sample: int, batch: int, rounds: int,
-              seed: int) -> list[Timing]:
-    """The timing pass at one size: fill both subjects, then time rounds, keeping the best.
+def time_size(size: int, *, reaper: str, sample: int, batch: int, rounds: int, seed: int) -> list[Row]:
+    """The timing pass at one size: fill both subjects, then rounds of every op, the subjects taking turns.
 
     A size below ``sample`` gets proportionally more (shorter) rounds, so that
     every size times about ``rounds * sample`` operations.
@@ -293,25 +244,28 @@ def time_size(size: int, *, reaper: str, sample: int, batch: int, rounds: int,
     repeats = rounds * math.ceil(sample / min(size, sample))
     sample = min(size, sample)
     subjects = [make_landlord(reaper), make_baseline()]
-    best: dict[tuple[str, str], float] = {}
+    fills: dict[str, float] = {}
     live: dict[str, list[str]] = {}
     try:
         for subject in subjects:
             elapsed, live[subject.name] = fill(subject, size)
-            best[subject.name, "fill"] = elapsed / size
+            fills[subject.name] = 1e6 * elapsed / size
         rng = random.Random(seed + size)
-        for r in range(repeats):
-            plan = plan_round(size, sample, rng)
-            order = subjects if r % 2 == 0 else subjects[::-1]  # neither always goes first
-            for subject in order:
-                for op, seconds in run_round(subject, live[subject.name], plan, batch).items():
-                    per_op = seconds / sample
-                    key = (subject.name, op)
-                    best[key] = min(best.get(key, math.inf), per_op)
+        plans = [plan_round(size, sample, rng) for _ in range(repeats)]  # the same operations for both
+
+        def side(subject: Subject) -> Callable[[], dict[str, float]]:
+            todo = iter(plans)
+            return lambda: {op: 1e6 * seconds / sample
+                            for op, seconds in run_round(subject, live[subject.name], next(todo), batch).items()}
+
+        figures = harness.alternate({subject.name: side(subject) for subject in subjects}, repeats)
     finally:
         for subject in subjects:
             subject.close()
-    return [Timing(size, op, best["landlord", op] * 1e6, best["baseline", op] * 1e6) for op in OPS]
+    rows = [compare(f"fill at {size:,} leases", UNIT, [fills["landlord"]], [fills["baseline"]],
+                    extra={"size": size, "op": "fill"})]
+    return rows + [compare(f"{op} at {size:,} leases", UNIT, [r[op] for r in figures["landlord"]],
+                           [r[op] for r in figures["baseline"]], extra={"size": size, "op": op}) for op in OPS[1:]]
 
 
 # -- the memory pass ------------------------------------------------------------------------
@@ -358,51 +312,6 @@ def measure_memory(make: Callable[[], Subject], size: int) -> Memory:
                   (with_kept - empty - state - list_bytes) / size, list_bytes / size)
 
 
-# -- output ---------------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    return machine_info(landlord, sortedcontainers)
-
-
-def format_table(timings: list[Timing]) -> str:
-    """The timing table: one row per size and op."""
-    lines = [f"{'size':>10}  {'op':<10} {'landlord us/op':>15} {'baseline us/op':>15} {'ratio':>7}"]
-    for t in timings:
-        lines.append(f"{t.size:>10,}  {t.op:<10} {t.landlord_us:>15.3f} {t.baseline_us:>15.3f} "
-                     f"{t.ratio:>6.2f}x")
-    return "\n".join(lines)
-
-
-def growth(timings: list[Timing]) -> list[dict[str, Any]]:
-    """Per op: cost at the largest size over cost at the smallest, for both subjects."""
-    sizes = sorted({t.size for t in timings})
-    if len(sizes) < 2:
-        return []
-    at = {(t.size, t.op): t for t in timings}
-    small, large = sizes[0], sizes[-1]
-    return [{"op": op, "from": small, "to": large,
-             "landlord": at[large, op].landlord_us / at[small, op].landlord_us,
-             "baseline": at[large, op].baseline_us / at[small, op].baseline_us,
-             "log_n": math.log(large) / math.log(small)}
-            for op in GROWTH_OPS]
-
-
-def format_growth(rows: list[dict[str, Any]]) -> str:
-    """The growth lines: how per-op cost changes from the smallest to the largest size."""
-    if not rows:
-        return "growth: needs at least two sizes"
-    first = rows[0]
-    lines = [f"growth from N={first['from']:,} to N={first['to']:,} "
-             f"(cost at largest / at smallest; log n grows {first['log_n']:.2f}x, "
-             f"n grows {first['to'] / first['from']:,.0f}x):"]
-    for row in rows:
-        lines.append(f"  {row['op']:<10} landlord {row['landlord']:5.2f}x   "
-                     f"baseline {row['baseline']:5.2f}x")
-    return "\n".join(lines)
-
-
 def format_memory(pairs: list[tuple[Memory, Memory]]) -> str:
     """The memory lines, landlord next to baseline, per size."""
     lines = ["memory, bytes per lease (tracemalloc; one shared resource object):"]
@@ -422,109 +331,68 @@ def format_memory(pairs: list[tuple[Memory, Memory]]) -> str:
     return "\n".join(lines)
 
 
-def format_machine(info: dict[str, Any], wall: float) -> str:
-    """The machine lines."""
-    return "\n".join([f"machine: {info['platform']} ({info['processor']}), "
-                      f"{info['cpu_count']} CPUs",
-                      f"python:  {info['python']}; landlord {info['landlord']}, "
-                      f"sortedcontainers {info['sortedcontainers']}",
-                      f"wall time: {wall:.1f} s"])
+
+def growth(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per op: cost at the largest size over cost at the smallest, for both subjects."""
+    at = {(row.extra["size"], row.extra["op"]): row for row in rows}
+    sizes = sorted({size for size, _ in at})
+    if len(sizes) < 2:
+        return []
+    small, large = sizes[0], sizes[-1]
+    return [{"op": op, "from": small, "to": large,
+             "landlord": (at[large, op].landlord or math.nan) / (at[small, op].landlord or math.nan),
+             "baseline": (at[large, op].baseline or math.nan) / (at[small, op].baseline or math.nan),
+             "log_n": math.log(large) / math.log(small)}
+            for op in GROWTH_OPS]
 
 
-def write_json(path: str, report: dict[str, Any]) -> None:
-    """Write the figures as JSON to ``path``."""
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(report, out, indent=2)
-        out.write("\n")
+def format_growth(rows: list[dict[str, Any]]) -> list[str]:
+    """The growth lines: how per-op cost changes from the smallest to the largest size."""
+    if not rows:
+        return ["growth: needs at least two sizes"]
+    first = rows[0]
+    lines = [f"growth from N={first['from']:,} to N={first['to']:,} "
+             f"(cost at largest / at smallest; log n grows {first['log_n']:.2f}x, "
+             f"n grows {first['to'] / first['from']:,.0f}x):"]
+    for row in rows:
+        lines.append(f"  {row['op']:<10} landlord {row['landlord']:5.2f}x   baseline {row['baseline']:5.2f}x")
+    return lines
 
 
-# -- command line ---------------------------------------------------------------------------
+BENCH = harness.Benchmark(
+    "scale", "Time per operation and memory per lease of an in-process landlord.Landlord at several populations, "
+    "against a dict + SortedList baseline measured in the same run.", sizes="1000,100000,1000000",
+    modules=(landlord, sortedcontainers), quick={"sizes": "1000,10000", "sample": 2000, "rounds": 2})
+BENCH.parser.add_argument("--reaper", choices=REAPERS, default="lazy",
+                          help="the landlord's reaper (default: %(default)s, no background thread)")
+BENCH.option("--sample", positive_int, 20_000, "operations per timed section, at most the size")
+BENCH.option("--batch", positive_int, 1000, "cookies per renew_all call")
+BENCH.parser.add_argument("--seed", type=int, default=0, help="seed of the random choice of leases")
+BENCH.parser.add_argument("--no-memory", dest="memory", action="store_false",
+                          help="skip the (slower) tracemalloc pass")
 
 
-def parse_sizes(text: str) -> list[int]:
-    """``"1000,100000"`` -> ``[1000, 100000]``; each size a positive integer."""
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"sizes are comma-separated integers, got {text!r}") from None
-    if not sizes or any(s <= 0 for s in sizes):
-        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
-    return sorted(set(sizes))
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Time per operation and memory per lease of an in-process landlord.Landlord "
-                    "at several populations, against a dict + SortedList baseline "
-                    "measured in the same run.")
-    # a str default goes through type= too, and reads well in --help
-    parser.add_argument("--sizes", type=parse_sizes, default=DEFAULT_SIZES,
-                        help="comma-separated lease populations (default: %(default)s)")
-    parser.add_argument("--reaper", choices=REAPERS, default="lazy",
-                        help="the landlord's reaper (default: %(default)s, no background thread)")
-    parser.add_argument("--sample", type=positive_int, default=DEFAULT_SAMPLE,
-                        help="operations per timed section, at most the size "
-                             "(default: %(default)s)")
-    parser.add_argument("--batch", type=positive_int, default=DEFAULT_BATCH,
-                        help="cookies per renew_all call (default: %(default)s)")
-    parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS,
-                        help="repeats of each timed section; the best is kept "
-                             "(default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random choice of leases")
-    parser.add_argument("--no-memory", dest="memory", action="store_false",
-                        help="skip the (slower) tracemalloc pass")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    return parser.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    started = time.perf_counter()
-    timings: list[Timing] = []
+def measure(args: argparse.Namespace) -> Report:
+    rows: list[Row] = []
     memory: list[tuple[Memory, Memory]] = []
     for size in args.sizes:
-        print(f"N={size:,}: timing...", file=sys.stderr, flush=True)
-        timings += time_size(size, reaper=args.reaper, sample=args.sample, batch=args.batch,
-                             rounds=args.rounds, seed=args.seed)
+        progress(f"N={size:,}: timing...")
+        rows += time_size(size, reaper=args.reaper, sample=args.sample, batch=args.batch, rounds=args.rounds,
+                          seed=args.seed)
         if args.memory:
-            print(f"N={size:,}: memory...", file=sys.stderr, flush=True)
+            progress(f"N={size:,}: memory...")
             memory.append((measure_memory(lambda: make_landlord(args.reaper), size),
                            measure_memory(make_baseline, size)))
-    wall = time.perf_counter() - started
-    info = machine()
-    growth_rows = growth(timings)
-
-    print(f"landlord vs dict + SortedList baseline; reaper={args.reaper}, "
-          f"sample=min(N, {args.sample:,}), renew_all batch={args.batch:,}, "
-          f"rounds={args.rounds} (best kept)")
-    print("fill = mean grant while filling from 0 to N; renew_all = per lease, in batches")
-    print(format_table(timings))
-    print()
-    print(format_growth(growth_rows))
-    if memory:
-        print()
-        print(format_memory(memory))
-    print()
-    print(format_machine(info, wall))
-
-    if args.json:
-        write_json(args.json, {
-            "config": {"sizes": args.sizes, "reaper": args.reaper, "sample": args.sample,
-                       "batch": args.batch, "rounds": args.rounds, "seed": args.seed},
-            "timings": [dict(asdict(t), ratio=t.ratio) for t in timings],
-            "growth": growth_rows,
-            "memory": [dict(asdict(m), total=m.total) for pair in memory for m in pair],
-            "machine": info,
-            "wall_seconds": wall,
-            # the rows every benchmark writes, for run_all's one table; ratio > 1: landlord does better
-            "name": "scale",
-            "rows": [{"metric": f"{t.op} at {t.size:,} leases", "size": t.size, "op": t.op,
-                      "landlord": t.landlord_us, "baseline": t.baseline_us, "unit": "µs/op",
-                      "ratio": t.baseline_us / t.landlord_us, "goal": None, "met": None} for t in timings],
-        })
-    return 0
+    growth_rows = growth(rows)
+    return Report(
+        rows, notes=format_growth(growth_rows) + (["", format_memory(memory)] if memory else []),
+        title=f"landlord vs dict + SortedList baseline; reaper={args.reaper}, sample=min(N, {args.sample:,}), "
+              f"renew_all batch={args.batch:,}\nfill = mean grant while filling from 0 to N (once); renew_all = "
+              "per lease, in batches",
+        extra={"config": {"sizes": args.sizes, "reaper": args.reaper, "sample": args.sample, "batch": args.batch,
+                          "rounds": args.rounds, "seed": args.seed},
+               "growth": growth_rows, "memory": [dict(asdict(m), total=m.total) for pair in memory for m in pair]})
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCH.main(measure))

@@ -1,40 +1,20 @@
-"""Soak: several client processes each keep 10,000 leases alive for minutes, and none may be lost.
+"""Soak: several client processes each keep 10,000 leases alive for minutes, and none may be lost (issue 6).
 
-Issue 6, item 3: "Several client processes each keeping 10,000 leases alive
-for minutes with no spurious expiry."
+One landlord process (``--child landlord``: :func:`landlord.serve_landlord`
+serving a :class:`SoakLandlord`, which counts per client the leases held,
+renewals, calls, and leases expired, every one of them spurious) and
+``--clients`` client processes (``--child client``), each renting ``--leases``
+leases of ``--term`` seconds and keeping them with its own
+``LeaseRenewalManager``. This process, the conductor, opens the window once
+every client is ready, runs ``--minutes`` (a progress line every
+``--every`` seconds) and stops the clients, which then renew every lease once
+more (a failure is a lost lease), cancel them all and report.
 
-What runs
----------
-* One **landlord process** (this script started again with a hidden
-  ``--serve``): :func:`landlord.serve_landlord` (the multiplex server)
-  serving a :class:`SoakLandlord`, a :class:`landlord.Landlord` that
-  grants whatever term is asked and counts, per client, the leases it
-  holds, the renewals it granted, the ``renew_all`` calls, and the leases
-  that *expired* (a holder never lets one expire here, so every expiry is
-  spurious) or were cancelled.
-* ``--clients`` **client processes** (the script again with a hidden
-  ``--client``). Each rents ``--leases`` leases of ``--term`` seconds and hands
-  every one to its own :class:`landlord.LeaseRenewalManager` (default
-  settings) with ``renew_for(lease, FOREVER, listener, renew_duration=term)``;
-  the listener counts leases lost.
-
-Once every client is ready, this process (the conductor) takes the landlord's
-figures, lets the soak run ``--minutes`` minutes (printing a progress line every
-``--every`` seconds), takes them again, and tells the clients to stop. Each
-client then closes its manager, checks that every one of its leases is still
-live with one final ``LeaseMap.renew_all()`` (a lease that fails it was lost),
-cancels them all, and reports its figures.
-
-The one table printed has, per client: leases, renewals granted in the soak
-window and per lease, ``renew_all`` calls, leases lost (listener calls, failed
-final renewals, expiries seen by the landlord) and the client's CPU seconds in
-the window; and for the landlord its share of one core over the window, its
-RSS and threads at the start and end of the window (growth would be a leak),
-and the leases it held at the end. The exit status is 1 if any lease was lost
-(or the landlord held other than all of them at the end), else 0.
-
-Run ``python benchmarks/soak.py --help`` for the options;
-``tests/faults/test_soak.py`` runs a short one.
+The table: leases lost (goal 0), the landlord's share of a core and its RSS
+growth after the first progress line (a leak would show); per client below
+it. The method in full: ``benchmarks/README.md``; the options and JSON:
+``harness.py``. Exit status 1 if any lease was lost (or not every lease was
+held). ``tests/faults/test_soak.py`` runs a short one.
 """
 
 from __future__ import annotations
@@ -51,18 +31,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import harness
 import Pyro5
 import Pyro5.api
-from common import (  # the benchmarks' shared pieces
-    SERVER_START_TIMEOUT,
-    UNBUFFERED,
-    ServerProcess,
-    machine_info,
-    positive_int,
-    positive_seconds,
-    stop_child,
-    stop_on_sigterm,
-)
+from harness import SERVER_START_TIMEOUT, UNBUFFERED, Report, Row, ServerProcess, positive_seconds, progress
 
 import landlord
 from landlord import (
@@ -80,11 +52,7 @@ from landlord import (
 from landlord.grantor import MAX_BATCH
 from landlord.testing import ChildProcess, WaitFailed
 
-DEFAULT_CLIENTS = 4
-DEFAULT_LEASES = 10_000
-DEFAULT_MINUTES = 3.0
 DEFAULT_TERM = 10.0
-DEFAULT_EVERY = 30.0
 
 RENT_CHUNK = 10_000   # leases rented per call: an answer of ~2 MB
 CALL_TIMEOUT = 60.0   # renting 10,000 leases, or renewing them in one call, on a busy machine
@@ -196,7 +164,7 @@ def rss_bytes() -> int:
         return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
 
-def serve() -> int:
+def serve(args: argparse.Namespace) -> int:
     """The landlord process: a SoakLandlord served by serve_landlord (multiplex, as in production)
     on loopback until SIGTERM or Ctrl-C."""
     soak = SoakLandlord()
@@ -218,7 +186,7 @@ def run_client(uri: str, index: int, leases: int, term: float) -> int:
     soak window opens), then for a ``stop`` line (or the end of its input),
     and prints ``RESULT <json>``.
     """
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    signal.signal(signal.SIGTERM, harness.stop_on_sigterm)
     landlord.set_call_timeout(CALL_TIMEOUT)
     lost: list[LeaseRenewalEvent] = []
     lost_lock = threading.Lock()
@@ -276,13 +244,21 @@ def run_client(uri: str, index: int, leases: int, term: float) -> int:
     return 0
 
 
+def client(args: argparse.Namespace) -> int:
+    """The client role: :func:`run_client` on the conductor's arguments."""
+    try:
+        return run_client(args.uri, args.index, args.leases, args.term)
+    except KeyboardInterrupt:
+        return 130
+
+
 class ClientProcess:
     """One client process (a landlord.testing.ChildProcess); its ``READY`` and ``RESULT`` lines, read as they come."""
 
     def __init__(self, uri: str, index: int, leases: int, term: float) -> None:
         self.index = index
         # stderr is inherited, so a failing client shows its traceback here
-        self.child = ChildProcess(os.path.abspath(__file__), "--client", uri, "--index", str(index),
+        self.child = ChildProcess(os.path.abspath(__file__), "--child", "client", "--uri", uri, "--index", str(index),
                                   "--leases", str(leases), "--term", repr(term), name=f"client {index}",
                                   stderr="inherit", stdin=True, env=UNBUFFERED, new_session=True)
 
@@ -302,14 +278,14 @@ class ClientProcess:
         self.child.send(word)
 
     def stop(self) -> None:
-        stop_child(self.child)
+        harness.stop_child(self.child)
 
 
 # -- the conductor ---------------------------------------------------------------------------
 
 
 @dataclass
-class Report:
+class Soak:
     """Everything one soak found."""
 
     config: dict[str, Any]
@@ -320,10 +296,9 @@ class Report:
     ok: bool = False
 
 
-def conduct(args: argparse.Namespace) -> Report:
+def conduct(args: argparse.Namespace) -> Soak:
     """Start the landlord and the clients, soak, collect, stop everything."""
-    progress = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
-    server = ServerProcess(__file__, "--serve", "landlord", new_session=True)
+    server = ServerProcess(__file__, "landlord", "landlord", new_session=True)
     clients: list[ClientProcess] = []
     try:
         uri = server.uri()
@@ -350,8 +325,7 @@ def conduct(args: argparse.Namespace) -> Report:
     finally:
         for client in clients:
             client.stop()
-        if server.stop() is None:
-            print("warning: the landlord ignored SIGTERM and had to be killed", file=sys.stderr)
+        server.stop()
     return summarise(args, ready, results, start, end, after, samples)
 
 
@@ -374,7 +348,7 @@ def describe(point: dict[str, Any]) -> str:
 
 def summarise(args: argparse.Namespace, ready: list[dict[str, Any]], results: list[dict[str, Any]],
               start: dict[str, Any], end: dict[str, Any], after: dict[str, Any],
-              samples: list[dict[str, Any]]) -> Report:
+              samples: list[dict[str, Any]]) -> Soak:
     rows = []
     for setup, result in zip(ready, results):
         key = str(result["index"])
@@ -406,108 +380,55 @@ def summarise(args: argparse.Namespace, ready: list[dict[str, Any]], results: li
     held_all = end["leases"] == args.clients * args.leases
     config = {"clients": args.clients, "leases": args.leases, "minutes": args.minutes, "term": args.term,
               "renewal_manager": "defaults", "server": "serve_landlord (multiplex)"}
-    return Report(config, rows, server, samples, lost, ok=lost == 0 and held_all and len(rows) == args.clients)
+    return Soak(config, rows, server, samples, lost, ok=lost == 0 and held_all and len(rows) == args.clients)
 
 
-def format_report(report: Report, info: dict[str, Any], wall: float) -> str:
+def report_of(report: Soak) -> Report:
+    """The harness's report: the verdict and the landlord's figures as rows, the rest as notes."""
     c, s = report.config, report.server
-    lines = [
-        f"soak: {c['clients']} client processes x {c['leases']:,} leases of {c['term']:g} s, kept alive by a "
-        f"LeaseRenewalManager each (defaults) for {c['minutes']:g} min ({s['seconds']:.0f} s measured), "
-        f"one landlord process",
-        "",
-        f"{'client':>6} {'leases':>8} {'live':>8} {'renewals':>10} {'/lease':>7} {'calls':>6} "
-        f"{'lost':>5} {'final':>6} {'expired':>8} {'CPU s':>7} {'CPU %':>6}",
-    ]
-    for row in report.clients:
-        lines.append(
-            f"{row['client']:>6} {row['leases']:>8,} {row['live_at_end']:>8,} {row['renewals']:>10,} "
-            f"{row['renewals_per_lease']:>7.1f} {row['renew_calls']:>6,} {row['lost']:>5} "
-            f"{row['failed_final_renewal']:>6} {row['expired_at_landlord']:>8} {row['cpu_seconds']:>7.2f} "
-            f"{row['cpu_percent']:>6.2f}")
-    lines += [
+    rows = [Row("leases lost", report.lost, None, "leases", limit=0),
+            Row(f"landlord CPU, {c['clients']} x {c['leases']:,} leases kept alive", s["cpu_percent"], None,
+                "% of one core"),
+            Row(f"landlord RSS growth after {s['warm_at_seconds']:.0f} s", s["rss_growth_after_warm"] / 2**20, None,
+                "MiB")]
+    notes = [f"{'client':>6} {'leases':>8} {'live':>8} {'renewals':>10} {'/lease':>7} {'calls':>6} "
+             f"{'lost':>5} {'final':>6} {'expired':>8} {'CPU s':>7} {'CPU %':>6}"]
+    notes += [f"{row['client']:>6} {row['leases']:>8,} {row['live_at_end']:>8,} {row['renewals']:>10,} "
+              f"{row['renewals_per_lease']:>7.1f} {row['renew_calls']:>6,} {row['lost']:>5} "
+              f"{row['failed_final_renewal']:>6} {row['expired_at_landlord']:>8} {row['cpu_seconds']:>7.2f} "
+              f"{row['cpu_percent']:>6.2f}" for row in report.clients]
+    notes += [
         "(live: held at the landlord at the end of the window; lost: the listener's calls; final: leases that "
         "failed the last renew_all; expired: leases the landlord saw run out, all spurious)",
         "",
         f"landlord: {s['cpu_percent']:.2f}% of one core ({s['cpu_seconds']:.1f} CPU s in {s['seconds']:.0f} s); "
         f"RSS {s['rss_start'] / 2**20:.1f} -> {s['rss_warm'] / 2**20:.1f} (at {s['warm_at_seconds']:.0f} s) -> "
-        f"{s['rss_end'] / 2**20:.1f} MiB ({s['rss_growth_after_warm'] / 2**20:+.1f} MiB since "
-        f"{s['warm_at_seconds']:.0f} s); allocated blocks {s['blocks_start']:,} -> {s['blocks_warm']:,} -> "
-        f"{s['blocks_end']:,}; threads {s['threads_start']} -> {s['threads_end']}; "
-        f"leases {s['leases_start']:,} -> {s['leases_end']:,}, {s['leases_after_cancel']:,} after the clients "
-        f"cancelled",
+        f"{s['rss_end'] / 2**20:.1f} MiB; allocated blocks {s['blocks_start']:,} -> {s['blocks_warm']:,} -> "
+        f"{s['blocks_end']:,}; threads {s['threads_start']} -> {s['threads_end']}; leases {s['leases_start']:,} -> "
+        f"{s['leases_end']:,}, {s['leases_after_cancel']:,} after the clients cancelled",
         f"leases lost: {report.lost}" + ("" if report.ok else "  <-- SHOULD BE 0 (and every lease held)"),
     ]
-    for row in report.clients:
-        for example in row["examples"]:
-            lines.append(f"  client {row['client']}: {example}")
-    lines += [
-        "",
-        f"machine: {info['platform']} ({info['processor']}), {info['cpu_count']} CPUs",
-        f"python:  {info['python']}; landlord {info['landlord']}, Pyro5 {info['Pyro5']}",
-        f"wall time: {wall:.1f} s",
-    ]
-    return "\n".join(lines)
+    notes += [f"  client {row['client']}: {example}" for row in report.clients for example in row["examples"]]
+    return Report(rows, notes=notes, extra=asdict(report),
+                  problems=[] if report.ok else [f"{report.lost} leases lost, or not every lease held"],
+                  title=f"soak: {c['clients']} client processes x {c['leases']:,} leases of {c['term']:g} s, kept "
+                        f"alive by a LeaseRenewalManager each (defaults) for {c['minutes']:g} min "
+                        f"({s['seconds']:.0f} s measured), one landlord process")
 
 
-# -- command line ----------------------------------------------------------------------------
-
-
-def positive_minutes(text: str) -> float:
-    """An argparse type: a positive, finite number of minutes (fractions allowed)."""
-    return positive_seconds(text)
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Soak: several client processes each keep many leases on one landlord process alive "
-                    "with a LeaseRenewalManager for minutes; reports renewals, losses (goal: 0), CPU and the "
-                    "landlord's RSS. Exits 1 if any lease was lost.")
-    parser.add_argument("--clients", type=positive_int, default=DEFAULT_CLIENTS,
-                        help=f"client processes, at most {MAX_CLIENTS} (default: %(default)s)")
-    parser.add_argument("--leases", type=positive_int, default=DEFAULT_LEASES,
-                        help="leases each client keeps alive (default: %(default)s)")
-    parser.add_argument("--minutes", type=positive_minutes, default=DEFAULT_MINUTES,
-                        help="length of the soak, in minutes; fractions allowed (default: %(default)s)")
-    parser.add_argument("--term", type=positive_seconds, default=DEFAULT_TERM,
-                        help="seconds each lease is granted and renewed for (default: %(default)s)")
-    parser.add_argument("--every", type=positive_seconds, default=DEFAULT_EVERY,
-                        help="seconds between progress lines (default: %(default)s)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the landlord process
-    parser.add_argument("--client", metavar="URI", help=argparse.SUPPRESS)       # a client process
-    parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.clients > MAX_CLIENTS:
-        parser.error(f"--clients is at most {MAX_CLIENTS}")
-    return args
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.serve:
-        return serve()
-    if args.client:
-        try:
-            return run_client(args.client, args.index, args.leases, args.term)
-        except KeyboardInterrupt:
-            return 130
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # so that conduct() stops its children on SIGTERM too
-    started = time.monotonic()
-    try:
-        report = conduct(args)
-    except KeyboardInterrupt:
-        print("interrupted; the landlord and the clients were stopped", file=sys.stderr)
-        return 130
-    wall = time.monotonic() - started
-    info = machine_info(landlord, Pyro5)
-    print(format_report(report, info, wall))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(dict(asdict(report), name="soak", machine=info, wall_seconds=wall), out, indent=2)
-            out.write("\n")
-    return 0 if report.ok else 1
+BENCH = harness.Benchmark(
+    "soak", "Soak: several client processes each keep many leases on one landlord process alive with a "
+    "LeaseRenewalManager for minutes; reports renewals, losses (goal: 0), CPU and the landlord's RSS. Exits 1 if "
+    "any lease was lost.", rounds=None, modules=(landlord, Pyro5),
+    quick={"clients": 2, "leases": 2000, "minutes": 0.25, "term": 3.0, "every": 5.0})
+BENCH.option("--clients", harness.at_most(MAX_CLIENTS), 4, f"client processes, at most {MAX_CLIENTS}")
+BENCH.option("--leases", harness.positive_int, 10_000, "leases each client keeps alive")
+BENCH.option("--minutes", positive_seconds, 3.0, "length of the soak, in minutes; fractions allowed")
+BENCH.option("--term", positive_seconds, DEFAULT_TERM, "seconds each lease is granted and renewed for")
+BENCH.option("--every", positive_seconds, 30.0, "seconds between progress lines")
+BENCH.parser.add_argument("--uri", help=argparse.SUPPRESS)  # a client process: the landlord's
+BENCH.parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)  # and its number
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCH.main(lambda args: report_of(conduct(args)), children={"landlord": serve, "client": client}))
