@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import types
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -98,9 +99,9 @@ class EventFanout:
         return self._mailer
 
     @property
-    def records(self) -> dict[int, EventRecord]:
-        """Every event registration by id (live, or expired but not yet freed); read it, do not change it."""
-        return self._records
+    def records(self) -> Mapping[int, EventRecord]:
+        """Every event registration by id, live or expired but not yet freed (a read-only view)."""
+        return types.MappingProxyType(self._records)
 
     def __len__(self) -> int:
         return len(self._records)

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import Pyro5.client
@@ -279,7 +279,7 @@ class LookupService(Landlord):
             self.manager.resource_changed(record.cookie)
 
     @property
-    def _events(self) -> dict[int, EventRecord]:
+    def _events(self) -> Mapping[int, EventRecord]:
         # the event registrations by id, for tests/test_cache.py (until it reads fanout.records)
         return self.fanout.records
 
