@@ -13,59 +13,29 @@ be reached is retried for as long as the manager runs, at delays growing
 exponentially with jitter (:class:`~landlord.Backoff`); its outage is logged
 once at WARNING, the retries at DEBUG, the recovery at INFO, and the last
 error is kept for :attr:`JoinManager.last_error` and :meth:`JoinManager.errors`.
+
+The manager is a facade over one :class:`~lookup.keeper.Keeper` per lookup
+service (register, keep, register again, retry), which share its condition.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import Pyro5.core
-import Pyro5.errors
-
-from landlord import (
-    FOREVER,
-    SYSTEM_CLOCK,
-    Backoff,
-    Clock,
-    LeaseRenewalEvent,
-    LeaseRenewalManager,
-    OutageLog,
-    PeerErrors,
-    check_duration,
-    discard_proxy,
-    proxy_for,
-)
+from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErrors, check_duration
 
 from .entry import Entry, modified_entries
 from .item import ServiceItem, type_names, uri_of
+from .keeper import Joined, Keeper
+from .peer import check_retry
 from .registration import ServiceRegistration
 
 __all__ = ["JoinManager"]
 
 log = logging.getLogger(__name__)
-
-
-class _Locator:
-    """One lookup service the manager keeps the service registered with.
-
-    Every field but ``uri``, ``backoff``, ``outage`` and ``thread`` is guarded
-    by the manager's condition; ``backoff`` is used by its own thread only.
-    """
-
-    __slots__ = ("uri", "registration", "due", "backoff", "outage", "thread")
-
-    def __init__(self, uri: str, due: float, backoff: Backoff) -> None:
-        self.uri = uri
-        self.registration: ServiceRegistration | None = None
-        self.due = due  # when to (re)register; inf while registered
-        self.backoff = backoff
-        self.outage = OutageLog(log, uri)
-        self.thread: threading.Thread | None = None
 
 
 class JoinManager:
@@ -112,25 +82,20 @@ class JoinManager:
             if own_types is None:
                 raise TypeError("give the types of a service known only by its URI or proxy")
             types = own_types
-        self._item = ServiceItem(service_id, uri, types, attributes)
+        self._joined = Joined(ServiceItem(service_id, uri, types, attributes))
         self._lease_duration = check_duration(lease_duration)
-        self._retry_initial = check_duration(retry_initial, name="retry_initial", allow_any=False)
-        self._retry_max = check_duration(retry_max, name="retry_max", allow_any=False)
-        if not 0 < self._retry_initial <= self._retry_max < math.inf:
-            raise ValueError("need 0 < retry_initial <= retry_max < FOREVER")
+        self._retry = check_retry(retry_initial, retry_max)
         uris = [_locator_uri(locator) for locator in locators]  # all checked before any thread starts
         self._clock = clock
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
         self._condition = threading.Condition()
-        self._locators: dict[str, _Locator] = {}
+        self._keepers: dict[str, Keeper] = {}
         self._closed = False
-        self._assigning: _Locator | None = None  # registering while no id is assigned: the others wait
-        self._times_registered = 0  # successful registrations, re-registrations included
         self._errors = PeerErrors()  # of lookup services not reached since they failed
         with self._condition:
             for locator_uri in uris:
-                self._add_locator(locator_uri)
+                self._add_keeper(locator_uri)
 
     # -- what the service sees ------------------------------------------------------
 
@@ -138,24 +103,24 @@ class JoinManager:
     def service_id(self) -> str | None:
         """The service's id, once a lookup service has assigned it."""
         with self._condition:
-            return self._item.service_id
+            return self._joined.item.service_id
 
     @property
     def item(self) -> ServiceItem:
         """The item registered (and registered again) everywhere."""
         with self._condition:
-            return self._item
+            return self._joined.item
 
     def registrations(self) -> dict[str, ServiceRegistration]:
         """The current registration at each lookup service reached, by its URI."""
         with self._condition:
-            return {uri: locator.registration for uri, locator in self._locators.items()
-                    if locator.registration is not None}
+            return {uri: keeper.registration for uri, keeper in self._keepers.items()
+                    if keeper.registration is not None}
 
     def locators(self) -> list[str]:
         """The URIs of every lookup service kept, registered with or not (yet)."""
         with self._condition:
-            return list(self._locators)
+            return list(self._keepers)
 
     def wait_registered(self, count: int = 1, timeout: float | None = None) -> bool:
         """Block until registered with at least ``count`` lookup services; return whether it happened.
@@ -186,13 +151,13 @@ class JoinManager:
     def times_registered(self) -> int:
         """How many registrations have succeeded so far, re-registrations included."""
         with self._condition:
-            return self._times_registered
+            return self._joined.times_registered
 
     def wait_times_registered(self, total: int, timeout: float | None = None) -> bool:
         """Block until :attr:`times_registered` reaches ``total``; return whether it did."""
         with self._condition:
-            return self._condition.wait_for(lambda: self._times_registered >= total or self._closed, timeout) \
-                and self._times_registered >= total
+            return self._condition.wait_for(lambda: self._joined.times_registered >= total or self._closed,
+                                            timeout) and self._joined.times_registered >= total
 
     def add_locators(self, locators: Iterable[Any]) -> None:
         """Also register with these lookup services (those already kept are ignored).
@@ -205,8 +170,8 @@ class JoinManager:
             if self._closed:
                 return
             for uri in uris:
-                if uri not in self._locators:
-                    self._add_locator(uri)
+                if uri not in self._keepers:
+                    self._add_keeper(uri)
 
     def add_attributes(self, entries: Sequence[Entry]) -> None:
         """Add attributes here and at every lookup service."""
@@ -227,15 +192,14 @@ class JoinManager:
         """Stop, and (by default) cancel every registration so the service leaves at once."""
         with self._condition:
             self._closed = True
-            locators = list(self._locators.values())
-            registrations = [locator.registration for locator in locators if locator.registration is not None]
-            for locator in locators:
-                locator.registration = None
+            keepers = list(self._keepers.values())
+            registrations = [keeper.stop() for keeper in keepers]
             self._condition.notify_all()
-        for locator in locators:
-            if locator.thread is not None and locator.thread is not threading.current_thread():
-                locator.thread.join()
+        for keeper in keepers:
+            keeper.join()
         for registration in registrations:
+            if registration is None:
+                continue
             try:
                 self._renewals.remove(registration.lease)
             except Exception:
@@ -254,125 +218,25 @@ class JoinManager:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- keeping registered -------------------------------------------------------
-
     def _registered(self) -> int:
-        return sum(1 for locator in self._locators.values() if locator.registration is not None)
+        return sum(1 for keeper in self._keepers.values() if keeper.registration is not None)
 
-    def _add_locator(self, uri: str) -> None:
+    def _add_keeper(self, uri: str) -> None:
         """Keep one more lookup service, on a thread of its own (call with the lock held)."""
-        locator = _Locator(uri, self._clock.monotonic(), Backoff(self._retry_initial, self._retry_max))
-        self._locators[uri] = locator
-        locator.thread = threading.Thread(target=self._keep_logged, args=(locator,),
-                                          name=f"JoinManager {uri}", daemon=True)
-        locator.thread.start()
+        keeper = Keeper(uri, joined=self._joined, condition=self._condition, renewals=self._renewals,
+                        lease_duration=self._lease_duration, backoff=Backoff(*self._retry), errors=self._errors,
+                        clock=self._clock, logger=log)
+        self._keepers[uri] = keeper
+        keeper.start()
 
-    def _change(self, change: Any, method: str, *args: Any) -> None:
+    def _change(self, change: Callable[[ServiceItem], ServiceItem], method: str, *args: Any) -> None:
+        """Change the item here, then at every lookup service registered with (with ``method``)."""
         with self._condition:
-            self._item = change(self._item)
-            registrations = {locator: locator.registration for locator in self._locators.values()
-                             if locator.registration is not None}
-        for locator, registration in registrations.items():
-            try:
-                getattr(registration, method)(*args)
-            except Exception as exc:  # that registration is stale: register the new item there
-                log.info("changing attributes at %s failed (%s); registering again", locator.uri, exc)
-                self._lost(locator, registration, exc)
-
-    def _keep_logged(self, locator: _Locator) -> None:
-        try:
-            self._keep(locator)
-        except Exception:  # a bug: say so, rather than let the lookup service go quietly unkept
-            log.exception("JoinManager stopped keeping %s", locator.uri)
-
-    def _keep(self, locator: _Locator) -> None:
-        """One lookup service's thread: register whenever there is no registration, retrying after failures."""
-        while True:
-            with self._condition:
-                while True:
-                    if self._closed:
-                        return
-                    deadline = math.inf
-                    if locator.registration is None:
-                        if self._item.service_id is not None or self._assigning in (None, locator):
-                            if self._clock.monotonic() >= locator.due:
-                                break
-                            deadline = locator.due
-                        # else: another lookup service is assigning the id; wait for it, so there is one id
-                    self._clock.wait(self._condition, deadline)
-                if self._item.service_id is None:
-                    self._assigning = locator
-                item = self._item  # read anew: the first registration may just have assigned the id
-            try:
-                self._register(locator, item)
-            finally:
-                with self._condition:
-                    if self._assigning is locator:
-                        self._assigning = None
-                        self._condition.notify_all()
-
-    def _register(self, locator: _Locator, item: ServiceItem) -> None:
-        try:
-            registration = proxy_for(locator.uri).register(item, self._lease_duration)
-        except Exception as exc:  # unreachable, or refused: keep trying, a policy may change its mind
-            if isinstance(exc, Pyro5.errors.CommunicationError):
-                discard_proxy(locator.uri)  # the next attempt goes out on a fresh connection
-            self._failed(locator, exc)
-            locator.outage.failed(exc, "register with")
-            return
-        with self._condition:
-            stale = self._closed or locator.registration is not None
-            if not stale:
-                locator.registration = registration
-                locator.due = math.inf
-                self._errors.reached(locator.uri)
-                self._times_registered += 1
-                if self._item.service_id is None:
-                    self._item = self._item.replace(service_id=registration.service_id)
-                self._condition.notify_all()
-        if stale:
-            try:
-                registration.lease.cancel()
-            except Exception:
-                pass
-            return
-        locator.backoff.reset()
-        locator.outage.recovered()
-        log.info("registered %s with %s", registration.service_id, locator.uri)
-        # renew_duration: every renewal asks for the term given, so a dead service is gone within it
-        self._renewals.renew_for(registration.lease, FOREVER,
-                                 functools.partial(self._lost_event, locator, registration),
-                                 renew_duration=self._lease_duration)
-
-    def _failed(self, locator: _Locator, exc: BaseException, *, retry_at_once: bool = False) -> None:
-        """Record a failure to reach ``locator`` and when to try it next."""
-        with self._condition:
-            self._errors.failed(locator.uri, exc)
-            if locator.registration is None:
-                locator.due = self._clock.monotonic() + (0.0 if retry_at_once else locator.backoff.next_delay())
-            self._condition.notify_all()
-
-    def _lost_event(self, locator: _Locator, registration: ServiceRegistration, event: LeaseRenewalEvent) -> None:
-        self._lost(locator, registration, event.exception)
-
-    def _lost(self, locator: _Locator, registration: ServiceRegistration, exception: BaseException | None) -> None:
-        """A registration is gone (or stale): register again there, at once."""
-        with self._condition:
-            if self._closed or locator.registration is not registration:
-                return
-            locator.registration = None
-            locator.due = self._clock.monotonic()
-            self._condition.notify_all()
-        if exception is not None:
-            self._failed(locator, exception, retry_at_once=True)
-        try:
-            self._renewals.remove(registration.lease)
-        except Exception:
-            pass  # the renewal manager dropped it already
-        if isinstance(exception, Pyro5.errors.CommunicationError):  # unreachable for the whole term: an outage
-            locator.outage.failed(exception, "renew the registration with")
-        else:
-            log.info("lost the registration with %s (%s); registering again", locator.uri, exception)
+            self._joined.item = change(self._joined.item)
+            registrations = [(keeper, registration) for keeper in self._keepers.values()
+                             if (registration := keeper.registration) is not None]
+        for keeper, registration in registrations:
+            keeper.update(registration, method, *args)
 
 
 def _service_address(service: Any) -> tuple[str, tuple[str, ...] | None]:
