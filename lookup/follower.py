@@ -1,0 +1,210 @@
+"""Following one lookup service for a :class:`~lookup.LookupCache`: :class:`Follower`.
+
+The follower asks the lookup service for events about the template *before*
+it takes a snapshot with ``lookup_all``, holds back the events that arrive
+while the snapshot is on its way, and replays them over it. Events carry the
+whole item as it now is, so replaying them in order always ends at the
+current state. A gap in the events' sequence numbers, or the event
+registration lost (it could not be renewed), makes it subscribe and take a
+snapshot anew, retrying at delays growing exponentially with jitter.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from landlord import FOREVER, Backoff, Clock, LeaseRenewalEvent, LeaseRenewalManager, PeerErrors, proxy_for
+
+from .events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
+from .item import ServiceTemplate
+from .peer import PeerThread
+from .view import MergedView
+
+__all__ = ["Follower", "MAX_SNAPSHOT"]
+
+log = logging.getLogger(__name__)
+
+MAX_SNAPSHOT = 100_000
+
+
+class Follower:
+    """Keeps one lookup service's listing in a :class:`MergedView` current, on a thread of its own.
+
+    Everything but the thread's own bookkeeping is guarded by ``condition``,
+    the cache's, which also guards ``view`` and ``errors``.
+
+    Args:
+        uri: the lookup service's URI.
+        template: which services to follow.
+        view: where its listing goes.
+        condition: the cache's condition (notified on every change).
+        sink_uri: the URI to hand the lookup service behind a proxy for its events.
+        tell: tells the cache's listener of the view's changes (called without the lock).
+        renewals: keeps the event registration's lease alive.
+        lease_duration: the event registration's lease, asked for on every renewal.
+        backoff: the delays between failed attempts to subscribe.
+        errors: the cache's record of errors.
+        clock: what retries are timed on.
+        logger: the cache's logger: outages are logged there.
+    """
+
+    def __init__(self, uri: str, *, template: ServiceTemplate, view: MergedView, condition: threading.Condition,
+                 sink_uri: Callable[[Any], str], tell: Callable[[], None], renewals: LeaseRenewalManager,
+                 lease_duration: float, backoff: Backoff, errors: PeerErrors, clock: Clock,
+                 logger: logging.Logger = log) -> None:
+        self.uri = uri
+        self._template = template
+        self._view = view
+        self._condition = condition
+        self._sink_uri = sink_uri
+        self._tell = tell
+        self._renewals = renewals
+        self._lease_duration = lease_duration
+        self._logger = logger
+        self._peer = PeerThread(uri, condition=condition, clock=clock, backoff=backoff, errors=errors,
+                                logger=logger, name="LookupCache")
+        self._token: str | None = None  # the handback events are routed here by, while routed
+        self._last_sequence = 0
+        self._held: list[ServiceEvent] | None = None  # events arriving while a snapshot is taken
+        self._event_lease: Any = None
+        self._needs_sync = True  # subscribe (again) and take a fresh snapshot
+        self._subscribed = False  # its subscription is live and its snapshot in
+
+    def start(self) -> None:
+        self._peer.start(self._plan, "following")
+
+    # -- with the condition held ------------------------------------------------------------------
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether its subscription is live, with the snapshot in."""
+        return self._subscribed
+
+    def receive(self, event: ServiceEvent) -> bool:
+        """Take ``event`` if it is this subscription's; return whether it was applied to the view now
+        (rather than held back for a snapshot on its way, or not this subscription's)."""
+        if self._token is None or event.handback != self._token:
+            return False  # an earlier subscription's, or someone else's
+        if self._held is not None:
+            self._held.append(event)
+            return False
+        self._apply(event)
+        return True
+
+    def stop(self) -> Any:
+        """Stop following; return the event registration's lease, if any, for the caller to cancel."""
+        self._peer.stop()
+        self._token = None
+        lease, self._event_lease = self._event_lease, None
+        return lease
+
+    # -- without it ----------------------------------------------------------------------------
+
+    def join(self) -> None:
+        self._peer.join()
+
+    def _plan(self, now: float) -> Callable[[], object] | float:
+        """The thread's next step: forget a lost lookup service's orphans in time, subscribe when due."""
+        orphan_deadline = self._view.orphan_deadline(self.uri)
+        if now >= orphan_deadline:
+            if self._view.forget_orphans(self.uri):
+                self._logger.info("%s lost for %g s: no longer showing what only it listed", self.uri,
+                                  self._view.orphan_timeout)
+            self._condition.notify_all()
+            return self._tell
+        if self._needs_sync and now >= self._peer.due:
+            return self._subscribe_or_retry
+        return min(self._peer.due if self._needs_sync else math.inf, orphan_deadline)
+
+    def _subscribe_or_retry(self) -> None:
+        try:
+            self._subscribe()
+        except Exception as exc:  # unreachable or refused: try again in a while
+            with self._condition:
+                if self._peer.stopped:
+                    return
+                if self._held is not None:  # no longer on its way: stop routing its events here
+                    self._token = self._held = None
+                self._peer.retry_later(exc)
+            self._peer.failed(exc, "subscribe to")
+        self._tell()
+
+    def _subscribe(self) -> None:
+        token = uuid.uuid4().hex
+        with self._condition:
+            self._token, self._last_sequence, self._held = token, 0, []
+        proxy = proxy_for(self.uri)
+        sink_uri = self._sink_uri(proxy)
+        registration = proxy.notify(self._template, ALL_TRANSITIONS, sink_uri, token, self._lease_duration)
+        try:
+            snapshot = proxy.lookup_all(self._template, MAX_SNAPSHOT)
+        except BaseException:
+            _cancel_quietly(registration.lease)
+            raise
+        with self._condition:
+            if self._peer.stopped:
+                stale = registration.lease
+            else:
+                stale, self._event_lease = self._event_lease, registration.lease
+                self._last_sequence = registration.sequence_number
+                self._view.replace_listing(self.uri, {item.service_id: item for item in snapshot.items
+                                                      if item.service_id})
+                held, self._held = self._held or [], None
+                for event in sorted(held, key=lambda e: e.sequence_number):
+                    self._apply(event)
+                self._needs_sync = False
+                self._subscribed = True
+                self._peer.reached()
+                self._condition.notify_all()
+        if stale is registration.lease:
+            _cancel_quietly(stale)
+            return  # stopped meanwhile
+        if stale is not None:  # the subscription this one replaces (after a gap in the events)
+            try:
+                self._renewals.remove(stale)
+            except Exception:
+                pass  # lost meanwhile: already dropped
+            _cancel_quietly(stale)
+        if not self._peer.recovered():
+            self._logger.debug("subscribed to %s: %d item(s)", self.uri, len(snapshot.items))
+        # renew_duration: each renewal asks for the term given, not the lookup service's maximum
+        self._renewals.renew_for(registration.lease, FOREVER, self._lost, renew_duration=self._lease_duration)
+
+    def _lost(self, event: LeaseRenewalEvent) -> None:
+        """The event registration could not be renewed: subscribe again, at once; keep the listing a while."""
+        with self._condition:
+            if self._peer.stopped or event.lease is not self._event_lease:
+                return
+            self._event_lease = None
+            self._needs_sync = True
+            self._subscribed = False
+            self._view.lost(self.uri)
+            if self._held is None:  # else the token is a new subscription's, on its way: keep routing it
+                self._token = None
+            self._peer.retry_now(event.exception)
+        self._peer.lost(event.exception, "the event registration at", "subscribing")
+
+    def _apply(self, event: ServiceEvent) -> None:
+        """Apply one event in order (call with the condition held)."""
+        if event.sequence_number <= self._last_sequence:
+            return  # seen already
+        if event.sequence_number != self._last_sequence + 1:
+            self._needs_sync = True  # a gap: something was missed, take a fresh snapshot
+            self._peer.retry_now()
+        self._last_sequence = event.sequence_number
+        if event.transition == TRANSITION_MATCH_NOMATCH or event.item is None:
+            self._view.unlist(self.uri, event.service_id)
+        else:
+            self._view.report(self.uri, event.service_id, event.item)
+
+
+def _cancel_quietly(lease: Any) -> None:
+    try:
+        lease.cancel()
+    except Exception:
+        pass  # it runs out by itself

@@ -1,0 +1,208 @@
+"""One view of what several lookup services list: :class:`MergedView`, and :class:`Teller` to tell of it.
+
+The view is pure bookkeeping, without threads or locks: its owner
+(:class:`~lookup.LookupCache`) guards it, feeds it what each lookup service
+reports, and hands the changes it collects to a :class:`Teller`, which tells
+the listener from one thread at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+
+from landlord import Clock
+
+from .item import ServiceItem
+
+__all__ = ["MergedView", "Teller", "Change"]
+
+log = logging.getLogger(__name__)
+
+Change = tuple[str, ServiceItem]
+"""``("added" | "changed" | "removed", item)``; for ``"removed"``, the item as it was last shown."""
+
+
+class MergedView:
+    """The items several lookup services list, one per ``service_id``, and what changed.
+
+    An item is shown, once, while at least one lookup service lists it and
+    it is not discarded, as the state last reported by any of them (one of
+    them dropping it changes nothing while another lists it). Every change
+    to what is shown is collected, in order, for :meth:`take_changes`.
+
+    A lookup service that is lost keeps its listing until it is back (a
+    fresh :meth:`replace_listing`) or until ``orphan_timeout`` seconds after
+    :meth:`lost`, when its owner calls :meth:`forget_orphans`. A discarded
+    item is hidden until a lookup service reports it anew.
+
+    Not thread-safe: the owner guards it.
+
+    Args:
+        lookups: the lookup services' URIs (a listing of one not given is an error).
+        orphan_timeout: seconds to keep a lost lookup service's listing.
+        clock: what ``orphan_timeout`` is timed on.
+    """
+
+    def __init__(self, lookups: Iterable[str], *, orphan_timeout: float, clock: Clock) -> None:
+        self._listings: dict[str, dict[str, ServiceItem]] = {uri: {} for uri in lookups}  # as last known
+        self._orphan_deadlines = dict.fromkeys(self._listings, math.inf)  # lost: when to forget its listing
+        self._orphan_timeout = orphan_timeout
+        self._clock = clock
+        self._items: dict[str, ServiceItem] = {}  # what is shown
+        self._discarded: set[str] = set()  # service ids dropped by discard() until reported anew
+        self._changes: list[Change] = []  # not yet taken
+
+    @property
+    def orphan_timeout(self) -> float:
+        return self._orphan_timeout
+
+    # -- what is shown --------------------------------------------------------------------------
+
+    def items(self) -> list[ServiceItem]:
+        return list(self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, service_id: object) -> bool:
+        return service_id in self._items
+
+    def take_changes(self) -> list[Change]:
+        """The changes to what is shown since the last call, in order."""
+        changes, self._changes = self._changes, []
+        return changes
+
+    # -- what lookup services report --------------------------------------------------------------
+
+    def report(self, lookup: str, service_id: str, item: ServiceItem) -> None:
+        """``lookup`` lists ``item`` as it now is (an event carrying it): shown, even if it was discarded."""
+        self._listings[lookup][service_id] = item
+        self._discarded.discard(service_id)  # reported anew
+        self._merge(service_id, reported=item)
+
+    def unlist(self, lookup: str, service_id: str) -> None:
+        """``lookup`` no longer lists ``service_id`` (it no longer matches)."""
+        if self._listings[lookup].pop(service_id, None) is not None:
+            self._merge(service_id)
+
+    def replace_listing(self, lookup: str, fresh: dict[str, ServiceItem]) -> None:
+        """``lookup`` lists ``fresh`` (by service id; a snapshot): it is back, and reports all of them anew."""
+        self._orphan_deadlines[lookup] = math.inf
+        self._discarded.difference_update(fresh)
+        before, self._listings[lookup] = self._listings[lookup], dict(fresh)
+        for service_id in before:
+            if service_id not in fresh:
+                self._merge(service_id)
+        for service_id, item in fresh.items():
+            self._merge(service_id, reported=item if before.get(service_id) != item else None)
+
+    def lost(self, lookup: str) -> None:
+        """``lookup`` is lost: its listing is kept for ``orphan_timeout`` from now (from the first loss)."""
+        if math.isinf(self._orphan_deadlines[lookup]):
+            self._orphan_deadlines[lookup] = self._clock.monotonic() + self._orphan_timeout
+
+    def orphan_deadline(self, lookup: str) -> float:
+        """When :meth:`forget_orphans` is due for ``lookup``; ``math.inf`` while it is not lost."""
+        return self._orphan_deadlines[lookup]
+
+    def forget_orphans(self, lookup: str) -> bool:
+        """Forget what ``lookup`` (lost for ``orphan_timeout``) listed; return whether it listed anything.
+
+        What another lookup service lists stays. Until it is back, ``lookup``
+        lists nothing and has no deadline.
+        """
+        self._orphan_deadlines[lookup] = math.inf
+        before, self._listings[lookup] = self._listings[lookup], {}
+        for service_id in before:
+            self._merge(service_id)
+        return bool(before)
+
+    def discard(self, service_id: str) -> bool:
+        """Hide ``service_id`` until a lookup service reports it anew; return whether it was shown."""
+        if service_id not in self._items:
+            return False
+        self._discarded.add(service_id)
+        self._merge(service_id)
+        return True
+
+    def _merge(self, service_id: str, reported: ServiceItem | None = None) -> None:
+        """Bring what is shown of ``service_id`` in line with the listings (``reported``: its state just reported)."""
+        listed = [listing[service_id] for listing in self._listings.values() if service_id in listing]
+        old = self._items.get(service_id)
+        new: ServiceItem | None
+        if not listed:
+            self._discarded.discard(service_id)  # gone everywhere: nothing left to hold back
+            new = None
+        elif service_id in self._discarded:
+            new = None
+        elif reported is not None:
+            new = reported
+        elif old is not None:
+            # still listed: one lookup service dropping it says nothing about its state, so the latest
+            # state reported stays (falling back to another's older copy would flap back and forth)
+            new = old
+        else:
+            new = listed[0]
+        if new is None:
+            if old is not None:
+                del self._items[service_id]
+                self._changes.append(("removed", old))
+            return
+        self._items[service_id] = new
+        if old is None:
+            self._changes.append(("added", new))
+        elif old != new:
+            self._changes.append(("changed", new))
+
+
+class Teller:
+    """Tells a listener of a view's changes, in order, from one thread at a time.
+
+    A thread that finds another telling leaves its changes to it: the teller
+    empties the view's changes before it stops, and stops only under the
+    lock. Nobody waits, so a listener may call back into the view's owner
+    (``discard``, even ``close``) without a deadlock.
+
+    Args:
+        lock: the view's owner's lock (held to take changes, never while telling).
+        take: takes the changes not yet told (called with ``lock`` held).
+        listener: called with each change; ``None``: changes are taken and dropped.
+        logger: where a listener's exception is logged (the owner's logger).
+    """
+
+    def __init__(self, lock: AbstractContextManager[object], take: Callable[[], list[Change]],
+                 listener: Callable[[str, ServiceItem], object] | None, *, logger: logging.Logger = log) -> None:
+        self._lock = lock
+        self._take = take
+        self._listener = listener
+        self._logger = logger
+        self._telling = False  # a thread is telling (it tells all there is before it stops)
+
+    def tell(self) -> None:
+        """Tell the listener every change not yet told (or leave them to the thread already telling)."""
+        with self._lock:
+            if self._telling:
+                return
+            self._telling = True
+        try:
+            while True:
+                with self._lock:
+                    changes = self._take()
+                    if not changes:
+                        self._telling = False
+                        return
+                if self._listener is None:
+                    continue
+                for kind, item in changes:
+                    try:
+                        self._listener(kind, item)
+                    except Exception:
+                        self._logger.exception("a LookupCache listener failed on %s %r", kind, item)
+        except BaseException:
+            with self._lock:
+                self._telling = False
+            raise
+

@@ -1,0 +1,160 @@
+"""MergedView: one view of several lookup services' listings, pure, on a fake clock; Teller tells of it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from landlord import FakeClock
+from lookup import Comment, Name, ServiceItem
+from lookup.view import Change, MergedView, Teller
+
+A, B, C = "PYRO:a@127.0.0.1:1", "PYRO:b@127.0.0.1:2", "PYRO:c@127.0.0.1:3"
+
+
+def item(service_id: str, *comments: str) -> ServiceItem:
+    return ServiceItem(service_id, f"PYRO:{service_id.replace(' ', '_')}@127.0.0.1:9", ("examples.Quoter",),
+                       [Name(service_id), *(Comment(c) for c in comments)])
+
+
+def told(changes: list[Change]) -> list[tuple[str, str, int]]:
+    """(kind, service id, number of attributes) of each change."""
+    return [(kind, str(changed.service_id), len(changed.attributes)) for kind, changed in changes]
+
+
+@pytest.fixture
+def view(clock: FakeClock) -> MergedView:
+    return MergedView([A, B, C], orphan_timeout=30, clock=clock)
+
+
+def test_a_service_listed_by_several_lookup_services_is_one_item(view: MergedView) -> None:
+    for lookup in (A, B, C):
+        view.report(lookup, "s1", item("s1"))
+    assert told(view.take_changes()) == [("added", "s1", 1)]  # once, not once per lookup service
+    assert len(view) == 1 and "s1" in view
+    view.report(B, "s1", item("s1", "changed"))
+    assert told(view.take_changes()) == [("changed", "s1", 2)]
+    view.report(C, "s1", item("s1", "changed"))  # the same change, reported by another
+    assert view.take_changes() == []
+    view.unlist(A, "s1")
+    view.unlist(B, "s1")
+    assert view.take_changes() == [] and len(view) == 1  # still listed by C
+    view.unlist(C, "s1")
+    assert told(view.take_changes()) == [("removed", "s1", 2)] and view.items() == []
+    view.unlist(C, "s1")  # not listed: nothing to say
+    assert view.take_changes() == []
+
+
+def test_the_state_last_reported_stays_when_a_lookup_service_with_an_older_copy_remains(view: MergedView) -> None:
+    view.report(A, "s1", item("s1"))
+    view.report(B, "s1", item("s1", "newer"))
+    view.unlist(B, "s1")  # A still lists its older copy: that says nothing about the service's state
+    assert [len(i.attributes) for i in view.items()] == [2]
+    assert told(view.take_changes()) == [("added", "s1", 1), ("changed", "s1", 2)]
+
+
+def test_a_snapshot_replaces_a_lookup_services_listing(view: MergedView) -> None:
+    view.replace_listing(A, {"s1": item("s1"), "s2": item("s2")})
+    view.replace_listing(B, {"s2": item("s2")})
+    assert told(view.take_changes()) == [("added", "s1", 1), ("added", "s2", 1)]
+    view.replace_listing(A, {"s2": item("s2"), "s3": item("s3", "new")})  # s1 gone, s2 the same, s3 new
+    assert told(view.take_changes()) == [("removed", "s1", 1), ("added", "s3", 2)]
+    view.replace_listing(A, {})
+    assert told(view.take_changes()) == [("removed", "s3", 2)]  # s2 is still listed by B
+    assert [i.service_id for i in view.items()] == ["s2"]
+
+
+def test_a_discarded_item_stays_hidden_until_a_lookup_service_reports_it_anew(view: MergedView) -> None:
+    view.report(A, "s1", item("s1"))
+    view.report(A, "s2", item("s2"))
+    view.take_changes()
+    assert view.discard("s1") and not view.discard("s1") and not view.discard("unknown")
+    assert told(view.take_changes()) == [("removed", "s1", 1)] and "s1" not in view
+    view.report(A, "s2", item("s2", "other news"))  # news of another service: s1 stays hidden
+    view.unlist(B, "s1")
+    view.replace_listing(B, {"s2": item("s2", "other news")})
+    assert "s1" not in view
+    view.report(B, "s1", item("s1"))  # an event carrying it: back
+    assert "s1" in view
+    view.discard("s1")
+    view.replace_listing(C, {"s1": item("s1")})  # a fresh snapshot lists it: back
+    assert told(view.take_changes()) == [("changed", "s2", 2), ("added", "s1", 1), ("removed", "s1", 1),
+                                         ("added", "s1", 1)]
+
+
+def test_a_service_discarded_and_then_gone_everywhere_is_shown_when_listed_again(view: MergedView) -> None:
+    view.replace_listing(A, {"s1": item("s1")})
+    view.discard("s1")
+    view.replace_listing(A, {})  # gone: nothing left to hold back
+    view.unlist(A, "s1")
+    view.replace_listing(B, {})
+    assert view.take_changes() == [("added", item("s1")), ("removed", item("s1"))]
+    view.report(B, "s1", item("s1"))
+    assert told(view.take_changes()) == [("added", "s1", 1)]
+
+
+def test_a_lost_lookup_services_listing_is_kept_for_the_orphan_timeout(view: MergedView, clock: FakeClock) -> None:
+    view.replace_listing(A, {"both": item("both"), "only at a": item("only at a")})
+    view.replace_listing(B, {"both": item("both")})
+    view.take_changes()
+    assert view.orphan_deadline(A) == float("inf")
+    clock.advance(5)
+    view.lost(A)
+    assert view.orphan_deadline(A) == 35.0
+    clock.advance(10)
+    view.lost(A)  # lost still (a renewal's failure after a failed subscription): counted from the first loss
+    assert view.orphan_deadline(A) == 35.0 and view.take_changes() == [] and len(view) == 2
+    assert view.forget_orphans(A)
+    assert told(view.take_changes()) == [("removed", "only at a", 1)]  # "both" is still at B
+    assert view.orphan_deadline(A) == float("inf") and not view.forget_orphans(A)
+    view.lost(B)
+    view.replace_listing(B, {"both": item("both")})  # back before its deadline: the snapshot decides
+    assert view.orphan_deadline(B) == float("inf") and view.take_changes() == []
+    assert view.orphan_timeout == 30
+
+
+def test_the_teller_tells_in_order_and_a_listener_may_call_back(view: MergedView) -> None:
+    lock = threading.Condition()
+    heard: list[tuple[str, str]] = []
+
+    def listener(kind: str, changed: ServiceItem) -> None:
+        heard.append((kind, str(changed.service_id)))
+        if kind == "added" and changed.service_id == "dead":
+            with lock:  # from inside the listener, as LookupCache.discard does: no deadlock
+                view.discard("dead")
+            teller.tell()  # another is telling (this thread): left to it, told after this call returns
+
+    teller = Teller(lock, view.take_changes, listener)
+    with lock:
+        view.report(A, "dead", item("dead"))
+        view.report(A, "fine", item("fine"))
+    teller.tell()
+    assert heard == [("added", "dead"), ("added", "fine"), ("removed", "dead")]
+    teller.tell()  # nothing new
+    assert len(heard) == 3
+
+
+def test_a_failing_listener_is_logged_and_the_rest_still_told(view: MergedView,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    lock = threading.Condition()
+    heard: list[str] = []
+
+    def listener(kind: str, changed: ServiceItem) -> None:
+        heard.append(str(changed.service_id))
+        if changed.service_id == "s1":
+            raise RuntimeError("the listener's own bug")
+
+    logger = logging.getLogger("test_view.owner")
+    teller = Teller(lock, view.take_changes, listener, logger=logger)
+    view.report(A, "s1", item("s1"))
+    view.report(A, "s2", item("s2"))
+    with caplog.at_level(logging.ERROR, logger="test_view.owner"):
+        teller.tell()
+    assert heard == ["s1", "s2"]
+    assert [r.name for r in caplog.records if "listener failed" in r.getMessage()] == ["test_view.owner"]
+    Teller(lock, view.take_changes, None).tell()  # no listener: changes are taken, and dropped
+    view.report(A, "s3", item("s3"))
+    Teller(lock, view.take_changes, None).tell()
+    assert view.take_changes() == []
