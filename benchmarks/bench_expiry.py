@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import harness
 import sortedcontainers
@@ -96,33 +96,27 @@ class PausableClock(SystemClock):
 # -- the subjects -------------------------------------------------------------------
 
 
-class Subject:
+class Subject(Protocol):
     """What the measurements need from a grantor: grant, renew, read an expiration, close."""
 
     name: str
 
-    def grant(self, resource: Any, duration: float) -> str:
-        raise NotImplementedError
-
-    def renew(self, cookie: str, duration: float) -> Any:
-        raise NotImplementedError
-
-    def fill(self, resource: Any, duration: float, count: int) -> str:
-        """Grant ``count`` leases on ``resource`` for ``duration``; return one of their cookies."""
-        grant = self.grant
-        cookie = grant(resource, duration)
-        for _ in range(count - 1):
-            grant(resource, duration)
-        return cookie
-
-    def expiration_of(self, cookie: str) -> float:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
+    def grant(self, resource: Any, duration: float) -> str: ...
+    def renew(self, cookie: str, duration: float) -> Any: ...
+    def expiration_of(self, cookie: str) -> float: ...
+    def close(self) -> None: ...
 
 
-class LandlordSubject(Subject):
+def fill(subject: Subject, resource: Any, duration: float, count: int) -> str:
+    """Grant ``count`` leases on ``resource`` for ``duration``; return one of their cookies."""
+    grant = subject.grant
+    cookie = grant(resource, duration)
+    for _ in range(count - 1):
+        grant(resource, duration)
+    return cookie
+
+
+class LandlordSubject:
     """An in-process :class:`landlord.Landlord` with the given reaper; grants up to FOREVER."""
 
     def __init__(self, reaper: str, *, clock: landlord.Clock = landlord.SYSTEM_CLOCK,
@@ -146,7 +140,7 @@ class LandlordSubject(Subject):
         self.landlord.close()
 
 
-class BareSleeper(Subject):
+class BareSleeper:
     """The baseline: dict + SortedList + one lock + one thread asleep until the earliest expiration.
 
     It does a sleeper reaper's job and nothing else: no validation, policy,
@@ -390,7 +384,7 @@ def measure_burst(kind: str, *, leases: int, idle: float, period: float,
         duration = (idle if measure_idle else 0.0) + 1.5  # seconds from the resume
         clock.pause()
         started = time.perf_counter()
-        first = subject.fill(None, duration, leases)
+        first = fill(subject, None, duration, leases)
         run = BurstRun(kind, leases, time.perf_counter() - started)
         expiration = subject.expiration_of(first)
         gc.collect()
