@@ -219,8 +219,8 @@ def compare(metric: str, unit: str, landlord: Sequence[float], baseline: Sequenc
             **row: Any) -> Row:
     """One row from per-round figures (``landlord[i]`` and ``baseline[i]`` measured in the same round).
 
-    The figures are those of the round with the median ratio (the lower middle
-    one of an even count), so a noisy neighbour slows both sides alike and one
+    The figures are those of the round with the median ratio (of an even count,
+    the less favourable middle one), so a noisy neighbour slows both sides and one
     lucky round decides nothing; ``spread`` has the min and max of each side
     and of the ratio over the rounds. Without a baseline: landlord's median.
     Rounds with no figure (NaN) are left out. ``row``: more :class:`Row` fields.
@@ -234,8 +234,8 @@ def compare(metric: str, unit: str, landlord: Sequence[float], baseline: Sequenc
         return Row(metric, statistics.median_low(ours) if ours else None, None, unit, spread=spread, **row)
     pairs.sort(key=lambda pair: ratio_of(*pair, unit) or 0.0)
     ratios = [ratio_of(a, b, unit) or 0.0 for a, b in pairs]
-    spread.update(baseline_min=min(b for _, b in pairs), baseline_max=max(b for _, b in pairs),
-                  ratio_min=ratios[0], ratio_max=ratios[-1])
+    theirs = [x for x in baseline or [] if finite(x)]
+    spread.update(baseline_min=min(theirs), baseline_max=max(theirs), ratio_min=ratios[0], ratio_max=ratios[-1])
     ours_mid, theirs_mid = pairs[(len(pairs) - 1) // 2]
     return Row(metric, ours_mid, theirs_mid, unit, spread=spread, **row)
 
@@ -273,9 +273,11 @@ def goal_text(row: Mapping[str, Any]) -> str:
 
 def spread_text(row: Mapping[str, Any]) -> str:
     """The min and max over the rounds: of the ratio, or of landlord's figure when it has no baseline."""
+    if row.get("rounds", 1) <= 1:
+        return ""
     if row.get("ratio_min") is not None and ratio_of(row.get("landlord"), row.get("baseline"), row.get("unit")):
         return f"{row['ratio_min']:.2f}–{row['ratio_max']:.2f}x"
-    if row.get("landlord_min") is not None and row.get("rounds", 1) > 1:
+    if row.get("landlord_min") is not None:
         return f"{figure(row['landlord_min'])}–{figure(row['landlord_max'])}"
     return ""
 
