@@ -7,11 +7,15 @@ policy import the module that imports it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 __all__ = ["LeasedResource"]
 
 
+# eq=False: a record, equal only to itself (and hashed by identity), as before; slots keep it small, as
+# there is one per lease; the generated __init__ is the plain one, so granting costs what it did.
+@dataclasses.dataclass(slots=True, eq=False, repr=False)
 class LeasedResource:
     """A resource under lease, as its landlord keeps it.
 
@@ -21,12 +25,9 @@ class LeasedResource:
         resource: the thing leased.
     """
 
-    __slots__ = ("cookie", "expiration", "resource")
+    cookie: str
+    expiration: float
+    resource: Any
 
-    def __init__(self, cookie: str, expiration: float, resource: Any) -> None:
-        self.cookie = cookie
-        self.expiration = expiration
-        self.resource = resource
-
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # only a prefix of the cookie: the whole cookie is the capability
         return f"LeasedResource({self.cookie[:6]}…, expiration={self.expiration!r}, {self.resource!r:.60})"
