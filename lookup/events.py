@@ -9,6 +9,7 @@ holds up a request thread of the lookup service.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -32,6 +33,7 @@ TRANSITION_MATCH_MATCH = 4    # an item that matched still does, but changed
 ALL_TRANSITIONS = TRANSITION_MATCH_NOMATCH | TRANSITION_NOMATCH_MATCH | TRANSITION_MATCH_MATCH
 
 
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)  # eq=False: equal only to itself, as before
 class ServiceEvent:
     """A change to the services matching an event registration's template.
 
@@ -44,22 +46,15 @@ class ServiceEvent:
         item: the service item as it is now, or ``None`` once it is gone.
     """
 
-    __slots__ = ("event_id", "sequence_number", "handback", "service_id", "transition", "item")
-
-    def __init__(self, event_id: int, sequence_number: int, handback: Any, service_id: str,
-                 transition: int, item: Any) -> None:
-        self.event_id = event_id
-        self.sequence_number = sequence_number
-        self.handback = handback
-        self.service_id = service_id
-        self.transition = transition
-        self.item = item
-
-    def __repr__(self) -> str:
-        return (f"ServiceEvent(event_id={self.event_id}, sequence_number={self.sequence_number}, "
-                f"service_id={self.service_id!r}, transition={self.transition})")
+    event_id: int
+    sequence_number: int
+    handback: Any = dataclasses.field(repr=False)  # the client's own: of any size
+    service_id: str
+    transition: int
+    item: Any = dataclasses.field(repr=False)
 
 
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)  # eq=False: equal only to itself, as before
 class EventRegistration:
     """The answer to ``notify``: the registration's id, its lease, and the sequence number so far.
 
@@ -69,15 +64,9 @@ class EventRegistration:
         sequence_number: the number of the last event before this registration.
     """
 
-    __slots__ = ("event_id", "lease", "sequence_number")
-
-    def __init__(self, event_id: int, lease: Any, sequence_number: int) -> None:
-        self.event_id = event_id
-        self.lease = lease
-        self.sequence_number = sequence_number
-
-    def __repr__(self) -> str:
-        return f"EventRegistration(event_id={self.event_id}, lease={self.lease!r})"
+    event_id: int
+    lease: Any
+    sequence_number: int = dataclasses.field(repr=False)
 
 
 class EventMailer:

@@ -11,7 +11,7 @@ import Pyro5.errors
 import pytest
 
 from landlord import FakeClock
-from lookup.events import ALL_TRANSITIONS, TRANSITION_NOMATCH_MATCH, EventMailer, ServiceEvent
+from lookup.events import ALL_TRANSITIONS, TRANSITION_NOMATCH_MATCH, EventMailer, EventRegistration, ServiceEvent
 
 
 def event(sequence_number: int, event_id: int = 1) -> ServiceEvent:
@@ -156,3 +156,27 @@ def test_transition_constants() -> None:
     from lookup.events import TRANSITION_MATCH_MATCH, TRANSITION_MATCH_NOMATCH
     assert (TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH, TRANSITION_MATCH_MATCH) == (1, 2, 4)
     assert ALL_TRANSITIONS == 7
+
+
+# -- the values --------------------------------------------------------------------
+
+def test_an_event_is_read_only_equal_only_to_itself_and_shows_no_handback() -> None:
+    made = ServiceEvent(7, 3, {"secret": "x" * 50}, "service-1", TRANSITION_NOMATCH_MATCH, None)
+    assert (made.event_id, made.sequence_number, made.handback, made.service_id, made.transition, made.item) == (
+        7, 3, {"secret": "x" * 50}, "service-1", TRANSITION_NOMATCH_MATCH, None)
+    by_name = ServiceEvent(event_id=7, sequence_number=3, handback=None, service_id="s", transition=2, item=None)
+    assert (by_name.event_id, by_name.service_id, by_name.transition) == (7, "s", 2)
+    with pytest.raises(AttributeError):
+        made.sequence_number = 4  # type: ignore[misc]
+    twin = ServiceEvent(7, 3, {"secret": "x" * 50}, "service-1", TRANSITION_NOMATCH_MATCH, None)
+    assert made == made and made != twin and len({made, twin}) == 2  # by identity, as delivered
+    assert repr(made) == "ServiceEvent(event_id=7, sequence_number=3, service_id='service-1', transition=2)"
+
+
+def test_an_event_registration_is_read_only_and_equal_only_to_itself() -> None:
+    made = EventRegistration(5, "a lease", 9)
+    assert (made.event_id, made.lease, made.sequence_number) == (5, "a lease", 9)
+    with pytest.raises(AttributeError):
+        made.lease = "another"  # type: ignore[misc]
+    assert made != EventRegistration(5, "a lease", 9) and hash(made) != hash(EventRegistration(5, "a lease", 9))
+    assert repr(made) == "EventRegistration(event_id=5, lease='a lease')"
