@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 
 from landlord import LandlordLease
@@ -11,12 +12,15 @@ from .entry import Entry
 __all__ = ["ServiceRegistration"]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class ServiceRegistration:
     """What ``register`` returns: the service's id, the registration's lease,
     and the means to change the registered attributes.
 
     Holding the lease is the capability: every change is sent with the
-    lease's cookie, so only its holder can make it.
+    lease's cookie, so only its holder can make it. A value: equal, and
+    hashed, by its id and its lease (the lease's landlord and cookie, which
+    its renewals never change).
 
     Args:
         service_id: the id the lookup service gave (or kept for) the service.
@@ -26,15 +30,14 @@ class ServiceRegistration:
         TypeError: a ``service_id`` that is not a str, or a lease that is not a LandlordLease.
     """
 
-    __slots__ = ("service_id", "lease")
+    service_id: str
+    lease: LandlordLease
 
-    def __init__(self, service_id: str, lease: LandlordLease) -> None:
-        if not isinstance(service_id, str):
-            raise TypeError(f"service_id must be a str, got {type(service_id).__name__}")
-        if not isinstance(lease, LandlordLease):
-            raise TypeError(f"lease must be a LandlordLease, got {type(lease).__name__}")
-        self.service_id = service_id
-        self.lease = lease
+    def __post_init__(self) -> None:
+        if not isinstance(self.service_id, str):
+            raise TypeError(f"service_id must be a str, got {type(self.service_id).__name__}")
+        if not isinstance(self.lease, LandlordLease):
+            raise TypeError(f"lease must be a LandlordLease, got {type(self.lease).__name__}")
 
     def add_attributes(self, entries: Iterable[Entry]) -> None:
         """Add ``entries`` to the registered item's attributes.
@@ -64,14 +67,3 @@ class ServiceRegistration:
             TypeError, ValueError: not a list of entries.
         """
         self.lease.call_landlord("set_attributes", self.lease.cookie, list(entries))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ServiceRegistration):
-            return NotImplemented
-        return self.service_id == other.service_id and self.lease == other.lease
-
-    def __hash__(self) -> int:
-        return hash((self.service_id, self.lease))
-
-    def __repr__(self) -> str:
-        return f"ServiceRegistration({self.service_id!r}, {self.lease!r})"

@@ -176,8 +176,6 @@ def matches_from_dict(classname: str, data: dict[str, Any]) -> ServiceMatches:
                            for value in items], total)
 
 
-# -- registration ----------------------------------------------------------------
-
 # -- events and registrations ----------------------------------------------------------
 
 def event_to_dict(event: ServiceEvent) -> dict[str, Any]:

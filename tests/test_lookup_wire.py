@@ -15,13 +15,18 @@ from Pyro5.serializers import SerializerBase, SerpentSerializer
 import lookup
 from landlord import LandlordLease
 from lookup import (
+    TRANSITION_MATCH_NOMATCH,
+    TRANSITION_NOMATCH_MATCH,
     Comment,
     Entry,
+    EventRegistration,
     Location,
     Name,
+    ServiceEvent,
     ServiceInfo,
     ServiceItem,
     ServiceMatches,
+    ServiceRegistration,
     ServiceTemplate,
     Status,
     UnknownEntry,
@@ -275,6 +280,68 @@ def test_forged_templates_are_refused_clearly(data: dict[str, Any], error: type[
 def test_forged_matches_are_refused_clearly(data: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         serializer.recreate_classes(dict(data, __class__="lookup.ServiceMatches"))
+
+
+# -- events and registrations ------------------------------------------------------------
+# Their forms are pinned as literal dicts: what this version sends, an older one reads, and the reverse.
+
+LEASE_DICT = {"__class__": "landlord.LandlordLease", "cookie": "c" * 16, "landlord": URI,
+              "landlord_id": "lookup-1", "remaining": 30.0, "term": 30.0}
+ITEM_DICT = {"__class__": "lookup.ServiceItem", "service_id": "id-1", "service": URI, "types": ["a.Quoter"],
+             "attributes": [{"__class__": "lookup.Entry", "class": "lookup.entry.Name",
+                             "lineage": ["lookup.entry.Name"], "fields": {"name": "x"}}]}
+
+
+def a_lease(**changes: Any) -> LandlordLease:
+    lease = round_trip(dict(LEASE_DICT, **changes))
+    assert isinstance(lease, LandlordLease)
+    return lease
+
+
+def test_events_and_registrations_travel_as_documented() -> None:
+    lease = a_lease()
+    item = ServiceItem("id-1", URI, ["a.Quoter"], [Name("x")])
+    event = ServiceEvent(3, 4, {"mine": [1]}, "id-1", TRANSITION_NOMATCH_MATCH, item)
+    assert SerializerBase.class_to_dict(event) == {
+        "__class__": "lookup.ServiceEvent", "event_id": 3, "sequence_number": 4, "handback": {"mine": [1]},
+        "service_id": "id-1", "transition": TRANSITION_NOMATCH_MATCH, "item": ITEM_DICT}
+    assert SerializerBase.class_to_dict(EventRegistration(3, lease, 4)) == {
+        "__class__": "lookup.EventRegistration", "event_id": 3, "lease": lease, "sequence_number": 4}
+    assert SerializerBase.class_to_dict(ServiceRegistration("id-1", lease)) == {
+        "__class__": "lookup.ServiceRegistration", "service_id": "id-1", "lease": lease}
+
+
+def test_events_and_registrations_in_the_documented_form_arrive_as_themselves() -> None:
+    event = round_trip({"__class__": "lookup.ServiceEvent", "event_id": 3, "sequence_number": 4,
+                        "handback": {"mine": [1]}, "service_id": "id-1", "transition": 2, "item": ITEM_DICT})
+    assert isinstance(event, ServiceEvent)
+    assert (event.event_id, event.sequence_number, event.handback, event.service_id, event.transition) == (
+        3, 4, {"mine": [1]}, "id-1", TRANSITION_NOMATCH_MATCH)
+    assert event.item == ServiceItem("id-1", URI, ["a.Quoter"], [Name("x")])
+    assert isinstance(event.item.service, Pyro5.api.Proxy)
+    gone = round_trip({"__class__": "lookup.ServiceEvent", "event_id": 3, "sequence_number": 5, "handback": None,
+                       "service_id": "id-1", "transition": TRANSITION_MATCH_NOMATCH, "item": None})
+    assert isinstance(gone, ServiceEvent) and gone.item is None and gone.sequence_number == 5
+    watch = round_trip({"__class__": "lookup.EventRegistration", "event_id": 3, "lease": LEASE_DICT,
+                        "sequence_number": 4})
+    assert isinstance(watch, EventRegistration) and (watch.event_id, watch.lease, watch.sequence_number) == (
+        3, a_lease(), 4)
+    registration = round_trip({"__class__": "lookup.ServiceRegistration", "service_id": "id-1", "lease": LEASE_DICT})
+    assert registration == ServiceRegistration("id-1", a_lease())
+    assert round_trip(registration) == registration
+
+
+def test_a_service_registration_is_a_value_of_its_id_and_lease() -> None:
+    made = ServiceRegistration("id-1", a_lease())
+    same = ServiceRegistration(service_id="id-1", lease=a_lease())  # another lease object, the same lease
+    assert made == same and hash(made) == hash(same) and len({made, same}) == 1
+    assert made != ServiceRegistration("id-2", a_lease())
+    assert made != ServiceRegistration("id-1", a_lease(cookie="d" * 16))
+    with pytest.raises(AttributeError):
+        made.lease = a_lease(cookie="d" * 16)  # type: ignore[misc]
+    for bad in ((1, a_lease()), ("id-1", "not a lease"), (None, a_lease())):
+        with pytest.raises(TypeError):
+            ServiceRegistration(*bad)  # type: ignore[arg-type]
 
 
 def test_importing_lookup_registers_landlord_and_lookup_converters() -> None:
