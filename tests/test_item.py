@@ -124,10 +124,27 @@ def test_items_and_templates_are_unhashable_values() -> None:
     assert "id-1" in repr(item()) and "a.B" in repr(ServiceTemplate(types=["a.B"]))
 
 
+@pytest.mark.parametrize("name", ["service_id", "service", "service_uri", "types", "attributes"])
+def test_items_and_templates_cannot_be_changed_in_place(name: str) -> None:
+    made = item(Name("a"))
+    with pytest.raises(AttributeError):
+        setattr(made, name, getattr(made, name))
+    if name in ("service_id", "types", "attributes"):
+        template = ServiceTemplate(types=["a.B"])
+        with pytest.raises(AttributeError):
+            setattr(template, name, getattr(template, name))
+
+
 def test_service_matches() -> None:
     found = ServiceMatches((item(), item(service_id="id-2")), 5)
     assert isinstance(found.items, list) and len(found.items) == 2 and found.total == 5
     assert found == ServiceMatches([item(), item(service_id="id-2")], 5)
+    assert found != ServiceMatches([item(), item(service_id="id-2")], 6) and found != ServiceMatches([item()], 5)
+    with pytest.raises(TypeError):
+        hash(found)
+    found.total = 7  # a record the caller may keep and change, as ever
+    assert found.total == 7 and not hasattr(found, "__dict__")
+    assert "total=7" in repr(found) and len(repr(ServiceMatches([item()] * 100, 100))) < 260  # cut short
     with pytest.raises(ValueError, match="less than"):
         ServiceMatches([item()], 0)
     for bad in ([item()], True), ([item()], 1.0), (item(), 1), (["x"], 1):
