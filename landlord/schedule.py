@@ -1,0 +1,584 @@
+"""What to renew when: the schedule behind :class:`~landlord.LeaseRenewalManager`, as plain data.
+
+A :class:`Schedule` holds every managed lease and answers, for a time it is
+given, what is due: which leases to renew in which call, and which to let go
+(their desired expiration reached, or their term over after failed
+attempts). It reads no clock, starts no thread and makes no call: the
+manager (:mod:`landlord.renewal`) passes the time in, makes the calls, hands
+the outcomes back, and tells listeners what the schedule returns. Every
+rule here can be tested by calling it with numbers.
+
+Bookkeeping is per *batch*, not per lease. Leases of one landlord (equal
+``_batch_key()``) that fall due within ``batch_window`` seconds of one another
+share one batch: one place in the queue, one due time (the earliest of
+theirs), one retry state (a :class:`~landlord.Backoff` and the last error).
+A lease is so renewed at its own due time or up to ``batch_window`` sooner,
+never later: the same rule by which leases soon due join a call that goes to
+their landlord anyway. Leases renewed in one call get the same grant at the
+same moment, so they come back as one batch: a round of 10,000 leases is one
+queue entry, not 10,000. Leases without a batch key are batches of one.
+
+The timing rules, on the holder's monotonic clock:
+
+* :func:`renewal_time`: renew once ``renew_after`` (a third) of the term has passed;
+* :func:`attempt_timeout`: an attempt waits at most half of what its lease has left;
+* :func:`retry_time`: after a failure worth retrying (:func:`landlord.classify.classify`),
+  try again after the backoff's next delay counted from when the failed attempt
+  was sent, or sooner near the end, but never past the lease's deadline: a lease
+  whose renewals kept failing is reported lost when its term ends.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import heapq
+import itertools
+import math
+import random as _random
+from collections.abc import Callable, Hashable, Mapping
+
+from .backoff import Backoff
+from .classify import Verdict, classify
+from .duration import ANY, check_duration
+from .lease import Lease
+
+__all__ = ["Schedule", "Call", "LeaseRenewalEvent", "Callback", "Told",
+           "renewal_time", "attempt_timeout", "retry_time", "RENEW_AFTER", "check_finite"]
+
+# A lease granted up to this close to its desired expiration counts as
+# reaching it: chasing the last sliver would mean a flurry of tiny renewals.
+_COVER_SLACK = 1e-3
+# The soonest a lease is renewed again after an attempt, so a landlord that
+# grants (next to) nothing, or fails at once, cannot make the thread spin.
+_MIN_GAP = 0.05
+# A renewal goes out once this share of the lease's term has passed (etcd's and
+# ZooKeeper's clients renew at a third too). Renewing at a half would cost a
+# third fewer calls, but a partition from the moment of renewal to half the
+# term would then leave nothing of the term to get through on.
+RENEW_AFTER = 1 / 3
+# An attempt may take this share of the time its lease has left; the rest is
+# for further attempts on fresh connections.
+_ATTEMPT_SHARE = 0.5
+# ...but never less than this many seconds (unless less is left): a connection,
+# Pyro5's handshake and one call need a few round trips.
+_MIN_ATTEMPT = 0.1
+
+# What a batch's due time is for. Renewals and retries of one landlord join
+# one call when due close together; a drop happens at its own time.
+_RENEW, _RETRY, _DROP = 0, 1, 2
+
+
+def renewal_time(now: float, deadline: float, term: float, *, renew_after: float = RENEW_AFTER) -> float:
+    """When to renew a lease of ``term`` seconds that ends at ``deadline``, as seen at ``now``.
+
+    Once ``renew_after`` of the term has passed: at ``deadline - (1 - renew_after) * term``,
+    so with the default a 3 s lease is renewed after 1 s, a one-hour lease
+    after 20 min; never before ``now`` nor after ``deadline``. A lease with
+    less than ``(1 - renew_after) * term`` left (one that arrived late, or
+    missed renewals) is renewed at once.
+
+    Args:
+        now: the current time (the manager uses its monotonic clock).
+        deadline: when the lease ends, on the same clock (``math.inf`` for FOREVER).
+        term: the seconds last granted to the lease (``lease.term``).
+        renew_after: the share of the term after which to renew, above 0 and below 1.
+
+    Returns:
+        A time on that clock no earlier than ``now``; ``math.inf`` for a lease
+        that never ends (it needs no renewal); ``now`` for a lease already expired.
+    """
+    if math.isinf(deadline):
+        return math.inf  # inf - inf would be NaN below
+    if deadline <= now:
+        return now
+    lead = (1 - renew_after) * (term if math.isfinite(term) else deadline - now)
+    return min(max(deadline - lead, now), deadline)
+
+
+def attempt_timeout(left: float) -> float:
+    """The longest one renewal attempt may wait when its lease has ``left`` seconds to run.
+
+    Half of what is left, but at least 0.1 s (or all of it, when less is left):
+    an attempt stuck on a dead connection gives up while there is still time
+    for another on a fresh one, and each further attempt gets half as long.
+    """
+    return min(max(left, 0.0), max(left * _ATTEMPT_SHARE, _MIN_ATTEMPT)) or _MIN_ATTEMPT
+
+
+def retry_time(now: float, deadline: float, delay: float, *, waited: float = 0.0) -> float:
+    """When to try again to renew a lease that ends at ``deadline``, after an attempt failed at ``now``.
+
+    The backoff's ``delay`` counts from when the failed attempt was sent,
+    ``waited`` seconds before ``now``: one that timed out has waited already,
+    and a link that healed meanwhile is tried again at once. Near the end, half
+    the time left is taken rather than overshoot it: every chance to reach the
+    landlord in time is taken. Never sooner than 50 ms after ``now`` (a landlord
+    that fails at once must not make the thread spin), never after
+    ``deadline`` (the lease is then lost, and reported).
+
+    Args:
+        now: when the attempt failed.
+        deadline: when the lease ends, on the same clock.
+        delay: the backoff's next delay (:meth:`Backoff.next_delay`).
+        waited: how long the failed attempt waited for an answer.
+    """
+    retry = now + max(min(delay - waited, (deadline - now) / 2), _MIN_GAP)
+    return deadline if retry >= deadline else retry
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeaseRenewalEvent:
+    """What a listener is told about a lease the manager has stopped renewing.
+
+    Attributes:
+        lease: the lease, no longer managed when the callback runs.
+        expiration: its desired expiration (wall clock; ``math.inf`` for FOREVER).
+        exception: why it was lost, or ``None`` when its desired expiration was reached.
+    """
+
+    lease: Lease
+    expiration: float
+    exception: BaseException | None = None
+
+
+Callback = Callable[[LeaseRenewalEvent], object]
+Told = tuple[Callback | None, LeaseRenewalEvent]  # whom to tell (None: nobody, log it) what
+
+
+class _Kept:
+    """One managed lease: what its holder asked for, and the batch it is in."""
+
+    __slots__ = ("lease", "key", "desired", "desired_wall", "renew_duration", "listener", "on_desired", "batch")
+
+    def __init__(self, lease: Lease, desired: float, desired_wall: float, renew_duration: float,
+                 listener: Callback | None, on_desired: Callback | None) -> None:
+        self.lease = lease
+        self.key = lease._batch_key()
+        self.desired = desired  # monotonic
+        self.desired_wall = desired_wall  # as given
+        self.renew_duration = renew_duration
+        self.listener = listener
+        self.on_desired = on_desired
+        # Set exactly while the lease is managed by this entry: cleared when it is removed,
+        # replaced or dropped, which is how a call in flight learns to ignore it.
+        self.batch: _Batch | None = None
+
+
+class _Batch:
+    """Leases of one landlord sharing one due time and one retry state."""
+
+    __slots__ = ("key", "kind", "due", "members", "live", "token", "taken", "backoff", "error")
+
+    def __init__(self, key: Hashable | None, kind: int, due: float, members: list[_Kept],
+                 backoff: Backoff | None = None, error: BaseException | None = None) -> None:
+        self.key = key
+        self.kind = kind
+        self.due = due
+        self.members = members  # those whose .batch is no longer this one have left
+        self.live = len(members)
+        self.token: int | None = None  # matches its heap item while queued
+        self.taken = False  # its leases went out in calls; each leaves it when its call returns
+        self.backoff = backoff  # None until a call of these leases failed and may be retried
+        self.error = error  # the last such failure, reported if the leases run out
+
+
+class Call:
+    """One renewal call to make: leases of one landlord, or one lease without a batch key.
+
+    Made by :meth:`Schedule.take_due`; hand it back to :meth:`Schedule.finished`
+    with the outcome.
+
+    Attributes:
+        key: the leases' batch key; ``None`` for a lease renewed on its own.
+        sent: when the call was taken to be sent (the retry backoff counts from it).
+    """
+
+    __slots__ = ("key", "sent", "_members", "_backoff")
+
+    def __init__(self, key: Hashable | None, members: list[_Kept], sent: float, backoff: Backoff | None) -> None:
+        self.key = key
+        self.sent = sent
+        self._members = members
+        self._backoff = backoff
+
+    @property
+    def lane(self) -> Hashable:
+        """The lane to send it on: one per landlord, one per lease without a key."""
+        return self.key if self.key is not None else ("lease", id(self._members[0].lease))
+
+    def requests(self) -> tuple[list[Lease], list[float]]:
+        """The leases, and the seconds to ask for each: its ``renew_duration``, but no
+        further than its desired expiration (as seen at :attr:`sent`); ``ANY`` stays ``ANY``."""
+        sent = self.sent
+        leases = [kept.lease for kept in self._members]
+        durations = [kept.renew_duration if kept.renew_duration == ANY
+                     else min(kept.renew_duration, kept.desired - sent) for kept in self._members]
+        return leases, durations
+
+    def deadline(self) -> float:
+        """When the first of its leases ends (the call must not wait past it: :func:`attempt_timeout`)."""
+        return min(kept.lease.deadline for kept in self._members)
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __repr__(self) -> str:
+        return f"<Call of {len(self._members)} lease(s), key {self.key!r}>"
+
+
+class _Queue:
+    """Batches by due time: a heap whose items stay live while their batch's token matches."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Batch]] = []  # (due, token, batch); stale items skipped
+        self._tokens = itertools.count()
+        self._live = 0  # batches with a live item
+
+    def __len__(self) -> int:
+        return self._live
+
+    def push(self, batch: _Batch) -> None:
+        """Queue a batch not queued yet; one never due (``math.inf``) is left out."""
+        if math.isinf(batch.due):
+            return
+        heap = self._heap
+        if len(heap) > 2 * self._live + 64:  # batches emptied leave stale items behind: drop them
+            self._heap = heap = [item for item in heap if item[2].token == item[1]]
+            heapq.heapify(heap)
+        batch.token = token = next(self._tokens)
+        heapq.heappush(heap, (batch.due, token, batch))
+        self._live += 1
+
+    def discard(self, batch: _Batch) -> None:
+        if batch.token is not None:
+            batch.token = None
+            self._live -= 1
+
+    def first(self) -> float:
+        """When the first batch is due; ``math.inf`` if none is queued."""
+        heap = self._heap
+        while heap and heap[0][2].token != heap[0][1]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else math.inf
+
+    def pop_due(self, time: float, accept: Callable[[_Batch], bool] | None = None) -> list[_Batch]:
+        """Take out the batches due by ``time`` (those ``accept`` takes, if given), soonest first."""
+        heap, taken, held = self._heap, [], []
+        while heap and heap[0][0] <= time:
+            item = heapq.heappop(heap)
+            batch = item[2]
+            if batch.token != item[1]:
+                continue
+            if accept is None or accept(batch):
+                self.discard(batch)
+                taken.append(batch)
+            else:
+                held.append(item)
+        for item in held:
+            heapq.heappush(heap, item)
+        return taken
+
+    def clear(self) -> None:
+        for _, _, batch in self._heap:
+            batch.token = None
+        self._heap.clear()
+        self._live = 0
+
+
+class Schedule:
+    """Every managed lease, in batches queued by due time.
+
+    Not thread-safe: its owner calls it under one lock. Times are seconds on
+    the holder's monotonic clock, but for the wall-clock ``desired_wall``,
+    which is only reported back.
+
+    Args:
+        renew_after: the share of a lease's term after which it is renewed
+            (see :func:`renewal_time`), above 0 and below 1.
+        batch_window: a lease due within this many seconds of a call to its
+            landlord goes in it, rather than waiting for one of its own.
+        max_batch: the most leases in one call.
+        retry_initial: the first retry delay's ceiling, in seconds
+            (:class:`~landlord.Backoff`: doubling, jittered)...
+        retry_max: ...and the largest.
+        random: the backoff's jitter source, a float in ``[0, 1)`` per draw.
+
+    Raises:
+        ValueError: ``renew_after`` not a number strictly between 0 and 1;
+            ``batch_window``, ``retry_initial`` or ``retry_max`` negative, NaN,
+            infinite or not a number; ``retry_initial`` not positive,
+            ``retry_max < retry_initial``; ``max_batch`` not a positive int.
+    """
+
+    def __init__(self, *, renew_after: float = RENEW_AFTER, batch_window: float = 1.0, max_batch: int = 10_000,
+                 retry_initial: float = 1.0, retry_max: float = 60.0,
+                 random: Callable[[], float] = _random.random) -> None:
+        if isinstance(renew_after, bool) or not isinstance(renew_after, (int, float)) or not 0 < renew_after < 1:
+            raise ValueError(f"renew_after must be a share of the term above 0 and below 1, got {renew_after!r}")
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise ValueError(f"max_batch must be a positive int, got {max_batch!r}")
+        self._window = check_finite(batch_window, "batch_window")
+        retry_initial, retry_max = check_finite(retry_initial, "retry_initial"), check_finite(retry_max, "retry_max")
+        if not retry_initial > 0 or retry_max < retry_initial:
+            raise ValueError(f"need 0 < retry_initial <= retry_max, got {retry_initial!r} and {retry_max!r}")
+        self._renew_after = float(renew_after)
+        self._max_batch = max_batch
+        self._retry = (retry_initial, retry_max, random)
+        self._kept: dict[Lease, _Kept] = {}
+        self._queue = _Queue()
+        self._open: dict[Hashable, _Batch] = {}  # per key, the batch a lease added next may join
+
+    # -- the managed set ---------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def expiration(self, lease: Lease) -> float | None:
+        """The desired expiration of ``lease`` as it was given (wall clock); ``None`` if not managed."""
+        kept = self._kept.get(lease)
+        return None if kept is None else kept.desired_wall
+
+    def queued(self) -> int:
+        """How many batches wait in the queue: a batch of any size counts once."""
+        return len(self._queue)
+
+    def add(self, lease: Lease, *, desired: float, desired_wall: float, renew_duration: float, now: float,
+            listener: Callback | None = None, on_desired: Callback | None = None) -> None:
+        """Manage ``lease`` (with these settings instead of its old ones, if managed already).
+
+        Its next step is queued as seen at ``now``: a renewal at :func:`renewal_time`,
+        or, if it is granted to its desired expiration already, its drop then. A
+        call in flight for it is ignored when it returns.
+
+        Args:
+            lease: the lease.
+            desired: its desired expiration on the monotonic clock (``math.inf``: none).
+            desired_wall: the same, as given on the wall clock (reported back).
+            renew_duration: the most to ask for in one renewal (``ANY``: the landlord's choice).
+            now: the current time.
+            listener: told if the lease is lost.
+            on_desired: told when its desired expiration is reached.
+        """
+        old = self._kept.get(lease)
+        if old is not None:
+            self._detach(old)
+        kept = _Kept(lease, desired, desired_wall, renew_duration, listener, on_desired)
+        self._kept[lease] = kept
+        self._place(kept, now)
+
+    def set_expiration(self, lease: Lease, *, desired: float, desired_wall: float, now: float) -> bool:
+        """Change the desired expiration of a managed lease; ``False`` if it is not managed."""
+        kept = self._kept.get(lease)
+        if kept is None:
+            return False
+        kept.desired, kept.desired_wall = desired, desired_wall
+        batch = kept.batch
+        if batch is not None and not batch.taken:  # else its call, when it returns, queues it anew
+            self._detach(kept)
+            self._place(kept, now)
+        return True
+
+    def remove(self, lease: Lease) -> bool:
+        """Stop managing ``lease``; ``False`` if it was not managed."""
+        kept = self._kept.pop(lease, None)
+        if kept is None:
+            return False
+        self._detach(kept)
+        return True
+
+    def clear(self) -> None:
+        """Stop managing every lease; calls in flight are ignored when they return."""
+        for kept in self._kept.values():
+            kept.batch = None
+        self._kept.clear()
+        self._queue.clear()
+        self._open.clear()
+
+    # -- what is due -------------------------------------------------------------------
+
+    def next_due(self) -> float:
+        """When the first queued batch is due; ``math.inf`` if none is."""
+        return self._queue.first()
+
+    def take_due(self, now: float) -> tuple[list[Call], list[Told]]:
+        """Take what is due at ``now``: the calls to make, and whom to tell what of the leases let go.
+
+        A lease whose desired expiration has come is let go (``on_desired``, no
+        exception); so is one whose renewals failed until its deadline came
+        (``listener``, the last error). A landlord's other due leases go in
+        calls of at most ``max_batch``, joined by its renewals due within
+        ``batch_window``; a lease without a batch key goes in a call of its own.
+        Their leases are out until the call is :meth:`finished`.
+        """
+        told: list[Told] = []
+        by_key: dict[Hashable, list[_Batch]] = {}
+        singles: list[_Batch] = []
+        for batch in self._queue.pop_due(now):
+            if batch.key is None:
+                singles.append(batch)
+            else:
+                by_key.setdefault(batch.key, []).append(batch)
+        if by_key and self._window > 0:  # renewals soon due join a call that goes to their landlord anyway
+            for batch in self._queue.pop_due(now + self._window, lambda b: b.kind != _DROP and b.key in by_key):
+                by_key[batch.key].append(batch)
+        calls: list[Call] = []
+        for key, batches in by_key.items():
+            members = _collect(batches, now, told, self._kept)
+            backoff = max((b.backoff for b in batches if b.backoff is not None), key=_failures, default=None)
+            if len(members) <= self._max_batch:
+                calls.extend([Call(key, members, now, backoff)] if members else [])
+                continue
+            for start in range(0, len(members), self._max_batch):  # each call backs off on its own
+                calls.append(Call(key, members[start:start + self._max_batch], now, copy.copy(backoff)))
+        for batch in singles:
+            members = _collect([batch], now, told, self._kept)
+            calls.extend([Call(None, members, now, batch.backoff)] if members else [])
+        return calls, told
+
+    def finished(self, call: Call, now: float, *, failures: Mapping[Lease, BaseException] | None = None,
+                 error: BaseException | None = None) -> list[Told]:
+        """Record how ``call`` went, as seen at ``now``, and queue its leases' next steps.
+
+        A lease renewed is queued for its next renewal (at least 50 ms on); one
+        refused (a definite answer, :func:`~landlord.classify.classify`) is let go;
+        one whose call may be retried is queued for :func:`retry_time` with the
+        call's backoff, or let go if its deadline has come. Leases removed or
+        replaced while the call was out are left alone.
+
+        Args:
+            call: a call from :meth:`take_due`, finished.
+            now: when it returned.
+            failures: the leases that failed, with why (a batch call's answer).
+            error: what the whole call raised, if it did: every lease in it failed so.
+
+        Returns:
+            Whom to tell what, of the leases let go.
+        """
+        told: list[Told] = []
+        fresh: dict[float, list[_Kept]] = {}
+        retry: dict[float, list[_Kept]] = {}
+        drop: dict[float, list[_Kept]] = {}
+        whole = None if error is None else classify(error)  # the same for every lease in the call
+        backoff, delay, last_error = call._backoff, math.nan, None
+        for kept in call._members:
+            if kept.batch is None:
+                continue  # removed, replaced or cleared while the call was out
+            exc = error if error is not None else failures.get(kept.lease) if failures else None
+            if exc is None:
+                if kept.lease.deadline >= kept.desired - _COVER_SLACK:
+                    drop.setdefault(kept.desired, []).append(kept)
+                else:
+                    due = renewal_time(now, kept.lease.deadline, kept.lease.term, renew_after=self._renew_after)
+                    fresh.setdefault(max(due, now + _MIN_GAP), []).append(kept)
+            elif (whole if whole is not None else classify(exc)) is Verdict.RETRY and now < kept.lease.deadline:
+                if math.isnan(delay):  # one draw per call: its leases back off together
+                    if backoff is None:
+                        backoff = Backoff(self._retry[0], self._retry[1], random=self._retry[2])
+                    delay = backoff.next_delay()
+                due = retry_time(now, kept.lease.deadline, delay, waited=now - call.sent)
+                retry.setdefault(min(due, kept.desired), []).append(kept)
+                last_error = exc
+            else:  # a definite answer, or retried until the lease ran out
+                self._end(kept)
+                told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, exc)))
+        for kind, by_due in ((_RENEW, fresh), (_RETRY, retry), (_DROP, drop)):
+            for i, (due, members) in enumerate(_sweep(by_due, self._window if kind != _DROP else 0.0)):
+                # each batch backs off on its own
+                self._new_batch(call.key, kind, due, members, backoff if i == 0 else copy.copy(backoff), last_error)
+        return told
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def _place(self, kept: _Kept, now: float) -> None:
+        """Queue a lease's next step on its own, or in its landlord's open batch when that is due
+        at most ``batch_window`` sooner (it would join that batch's call anyway)."""
+        lease = kept.lease
+        if lease.deadline >= kept.desired - _COVER_SLACK:
+            self._new_batch(kept.key, _DROP, kept.desired, [kept])
+            return
+        due = renewal_time(now, lease.deadline, lease.term, renew_after=self._renew_after)
+        batch = self._open.get(kept.key) if kept.key is not None else None
+        if batch is not None and batch.token is not None and batch.due <= due <= batch.due + self._window:
+            batch.members.append(kept)
+            batch.live += 1
+            kept.batch = batch
+        else:
+            self._new_batch(kept.key, _RENEW, due, [kept])
+
+    def _new_batch(self, key: Hashable | None, kind: int, due: float, members: list[_Kept],
+                   backoff: Backoff | None = None, error: BaseException | None = None) -> None:
+        batch = _Batch(key, kind, due, members, backoff if kind == _RETRY else None, error if kind == _RETRY else None)
+        for kept in members:
+            kept.batch = batch
+        if kind == _RENEW and key is not None:
+            self._open[key] = batch
+        self._queue.push(batch)
+
+    def _detach(self, kept: _Kept) -> None:
+        """Take a lease out of its batch; a batch left empty leaves the queue."""
+        batch, kept.batch = kept.batch, None
+        if batch is None or batch.taken:
+            return
+        batch.live -= 1
+        if batch.live == 0:
+            self._queue.discard(batch)
+            batch.members = []
+        elif batch.live * 2 < len(batch.members) and len(batch.members) > 32:
+            batch.members = [k for k in batch.members if k.batch is batch]
+
+    def _end(self, kept: _Kept) -> None:
+        """Stop managing a lease that is due or out in a call (so in no queued batch)."""
+        del self._kept[kept.lease]
+        kept.batch = None
+
+
+def _collect(batches: list[_Batch], now: float, told: list[Told], kept_by_lease: dict[Lease, _Kept]) -> list[_Kept]:
+    """The leases of ``batches`` to renew now. Those to let go instead (their desired expiration
+    come, or their deadline after failed renewals) leave ``kept_by_lease``, and ``told`` says so."""
+    members: list[_Kept] = []
+    for batch in batches:
+        error = batch.error
+        for kept in batch.members:
+            if kept.batch is not batch:
+                continue
+            if now >= kept.desired:
+                told.append((kept.on_desired, LeaseRenewalEvent(kept.lease, kept.desired_wall, None)))
+            elif error is not None and now >= kept.lease.deadline:  # retried until it actually expired
+                told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, error)))
+            else:
+                members.append(kept)
+                continue
+            del kept_by_lease[kept.lease]
+            kept.batch = None
+        batch.taken, batch.members = True, []
+    return members
+
+
+def _sweep(by_due: dict[float, list[_Kept]], window: float) -> list[tuple[float, list[_Kept]]]:
+    """Leases by due time, in groups that each span at most ``window`` from their first (its due)."""
+    if len(by_due) <= 1:
+        return list(by_due.items())
+    groups: list[tuple[float, list[_Kept]]] = []
+    for due in sorted(by_due):
+        if groups and due <= groups[-1][0] + window:
+            groups[-1][1].extend(by_due[due])
+        else:
+            groups.append((due, list(by_due[due])))
+    return groups
+
+
+def _failures(backoff: Backoff) -> int:
+    return backoff.failures
+
+
+def check_finite(value: object, name: str) -> float:
+    """A finite, non-negative number of seconds.
+
+    Raises:
+        ValueError: a negative number, NaN, infinity or a non-number.
+    """
+    value = check_duration(value, name=name, allow_any=False)
+    if math.isinf(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
