@@ -431,6 +431,21 @@ def test_every_attempt_waits_at_most_half_of_what_its_lease_has_left(
     assert proxies._timeout() == get_call_timeout()  # the manager's thread bounded only its own calls
 
 
+def test_retries_back_off_exponentially_with_jitter(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    """retry_initial 1 s, doubling; each delay a random share of up to half below its ceiling (landlord.Backoff)."""
+    landlord = BoundRecordingLandlord(clock)
+    lease = landlord.lease(100)  # long enough that half of what is left never cuts a delay short here
+    manager.renew_for(lease, FOREVER)
+    landlord.unreachable = True
+    run(clock, manager, 100 / 3 + 20)
+    times = [at for at, _ in landlord.bounds]
+    gaps = [later - earlier for earlier, later in zip(times, times[1:])][:4]
+    ceilings = [1.0, 2.0, 4.0, 8.0]
+    assert len(gaps) == 4
+    assert all(ceiling / 2 - 1e-9 <= gap <= ceiling + 1e-9 for gap, ceiling in zip(gaps, ceilings)), gaps
+    assert any(gap < ceiling - 1e-6 for gap, ceiling in zip(gaps, ceilings)), gaps  # jittered, not the ceilings
+
+
 class TimingOutLandlord(FakeLandlord):
     """An unreachable landlord as a partition makes one: each attempt waits its whole bound, then times out."""
 
