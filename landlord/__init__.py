@@ -14,7 +14,7 @@ from .backoff import Backoff, OutageLog, PeerErrors
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, UnknownLeaseError
-from .grantor import Landlord, RenewResults
+from .grantor import Landlord, RenewResults, ResourceCodec
 from .landlordlease import LandlordLease
 from .lanes import Lanes
 from .lease import AbstractLease, Lease, LeaseMap
@@ -36,7 +36,7 @@ __all__ = [
     "ANY", "FOREVER", "check_duration",
     "Lease", "AbstractLease", "LandlordLease", "LeaseMap",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError",
-    "Landlord", "RenewResults", "LeasedResource", "LeaseManager",
+    "Landlord", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseManager",
     "LeasePolicy", "LeaseDurationPolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",

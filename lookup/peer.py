@@ -18,9 +18,8 @@ import math
 import threading
 from collections.abc import Callable
 
-import Pyro5.errors
-
 from landlord import Backoff, Clock, OutageLog, PeerErrors, check_duration, discard_proxy
+from landlord.classify import Verdict, classify
 
 __all__ = ["PeerThread", "Plan", "check_retry"]
 
@@ -133,7 +132,7 @@ class PeerThread:
 
     def failed(self, error: BaseException, doing: str) -> None:
         """Log a failed attempt (WARNING once per outage, then DEBUG); ``doing``: ``"subscribe to"``."""
-        if isinstance(error, Pyro5.errors.CommunicationError):
+        if classify(error) is Verdict.RETRY:
             discard_proxy(self.uri)  # the next attempt goes out on a fresh connection
         self._outage.failed(error, doing)
 
@@ -148,7 +147,7 @@ class PeerThread:
         Unreachable for a whole lease term is an outage (see :meth:`failed`);
         anything else is said once at INFO, with ``again`` (``"registering"``).
         """
-        if isinstance(error, Pyro5.errors.CommunicationError):
+        if error is not None and classify(error) is Verdict.RETRY:
             self._outage.failed(error, f"renew {what}")
         else:
             self._logger.info("lost %s %s (%s); %s again", what, self.uri, error, again)

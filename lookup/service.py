@@ -19,7 +19,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import Pyro5.client
@@ -277,11 +277,6 @@ class LookupService(Landlord):
     def _store_record(self, record: EventRecord) -> None:
         with contextlib.suppress(UnknownLeaseError):  # it ended this instant
             self.manager.resource_changed(record.cookie)
-
-    @property
-    def _events(self) -> Mapping[int, EventRecord]:
-        # the event registrations by id, for tests/test_cache.py (until it reads fanout.records)
-        return self.fanout.records
 
     def registrations(self) -> list[tuple[ServiceItem, float]]:
         """Every live registration and its seconds left (a local view, for operators)."""

@@ -64,7 +64,7 @@ def test_snapshot_then_events_keep_the_cache_current(lookup: tuple[LookupService
         assert str(cache.lookup()._pyroUri) == "PYRO:late@127.0.0.1:9"  # answered locally
         assert cache.lookup(lambda i: names([i]) == {"nobody"}) is None
     assert changes.seen == [("added", "early"), ("added", "late"), ("changed", "late"), ("removed", "early")]
-    assert service._events == {}  # closing cancelled the event registration
+    assert service.fanout.records == {}  # closing cancelled the event registration
 
 
 def test_an_expiring_service_leaves_the_cache(lookup: tuple[LookupService, str]) -> None:
@@ -99,7 +99,7 @@ def test_the_event_registration_is_renewed_for_the_term_given(daemon: Any) -> No
         with LookupCache(uri, ServiceTemplate(types=[QUOTER]), lease_duration=1.5) as cache:
             assert cache.wait_ready(10)
             assert service.renewed.wait(10)  # the first renewal, a third of the term in
-            [record] = service._events.values()
+            [record] = service.fanout.records.values()
             left = record.leased.expiration - service.clock.monotonic()
             assert 0.5 < left <= 1.5 + 0.01
     finally:
@@ -247,7 +247,7 @@ def test_a_discarded_item_is_back_when_a_lookup_service_reports_it_anew(
         assert cache.wait_until(lambda items: names(items) == {"other", "flaky"}, 10)
         [flaky] = cache.items(lambda i: names([i]) == {"flaky"})
         cache.discard(flaky)
-        [event_registration] = service._events.values()
+        [event_registration] = service.fanout.records.values()
         service.manager.cancel(event_registration.cookie)  # the lookup service drops the cache's subscription
         # the next renewal finds it gone; subscribed again, the fresh snapshot lists it: back
         assert cache.wait_until(lambda items: names(items) == {"other", "flaky"}, 10)
@@ -313,7 +313,7 @@ def other_address() -> str | None:
 
 def listener_host(service: LookupService) -> str:
     """The host of the URI the cache handed ``service`` for its events."""
-    [record] = service._events.values()
+    [record] = service.fanout.records.values()
     return Pyro5.core.URI(record.listener).host
 
 
