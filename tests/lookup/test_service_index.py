@@ -1,7 +1,7 @@
 """LookupService's index, in the service: it only narrows the candidates, so every
 lookup answers exactly what a scan of every registration with ``template.matches``
 answers, in the same order, through registrations, replacements, attribute
-changes, expiry and cancellation. (The index alone: tests/test_index.py.)
+changes, expiry and cancellation. (The index alone: tests/lookup/test_index.py.)
 """
 
 from __future__ import annotations
