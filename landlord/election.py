@@ -221,7 +221,7 @@ class Tenure:
         clock: whose ``monotonic()`` the times are on.
         margin: seconds given up before etcd could expire the lease.
         refresh_interval: seconds from one confirmed keep-alive's sending to the next's.
-        retry_interval: seconds after a failed keep-alive before the next
+        retry_interval: seconds from a failed keep-alive's sending to the next's
             (never past the deadline).
 
     Raises:
@@ -271,10 +271,11 @@ class Tenure:
         self._deadline = sent_at + ttl - self.margin
         self._next = min(sent_at + self.refresh_interval, self._deadline)
 
-    def failed(self) -> None:
-        """A keep-alive failed: try again after the retry interval, though never after the deadline."""
+    def failed(self, sent_at: float) -> None:
+        """The keep-alive sent at ``sent_at`` failed: try again the retry interval after its sending
+        (at once, if it took that long to fail: it timed out), though never after the deadline."""
         if self._held:
-            self._next = min(self._clock.monotonic() + self.retry_interval, self._deadline)
+            self._next = min(sent_at + self.retry_interval, self._deadline)
 
     def end(self) -> None:
         """The term is over (deposed, or resigned)."""
@@ -398,11 +399,11 @@ def _timing(ttl: int, margin: float | None, refresh_interval: float | None, retr
     checked (see :class:`Election`, whose ValueErrors these are; :class:`Tenure` checks the retry interval)."""
     if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 1:
         raise ValueError(f"ttl is a whole number of seconds, at least 1 (etcd's unit), not {ttl!r}")
-    margin = ttl / 4 if margin is None else margin
+    margin = ttl / 8 if margin is None else margin
     if not 0 <= margin < ttl:
         raise ValueError(f"margin must be at least 0 and below ttl ({ttl}), not {margin!r}")
     window = ttl - margin
-    refresh_interval = window / 4 if refresh_interval is None else refresh_interval
+    refresh_interval = window / 6 if refresh_interval is None else refresh_interval
     if not 0 < refresh_interval < window:
         raise ValueError(f"refresh_interval must be positive and below ttl - margin ({window:g}), "
                          f"not {refresh_interval!r}")
@@ -448,9 +449,12 @@ class Election:
         ttl: the election lease's TTL in whole seconds, as asked of etcd (which
             may grant more: etcd 3.4 grants at least 1.5 election timeouts,
             2 s with its default timing); a dead leader's successor waits this long.
-        margin: seconds of each confirmed term given up (default ``ttl / 4``).
-        refresh_interval: seconds between keep-alives (default a quarter of
-            ``ttl - margin``, so three may fail in a row before deposition).
+        margin: seconds of each confirmed term given up (default ``ttl / 8``:
+            clocks' rates differ by far less; it covers an answer decided
+            just before the deadline and still on its way out).
+        refresh_interval: seconds between keep-alives (default a sixth of
+            ``ttl - margin``, so that a term survives an outage of etcd, such
+            as its own leader election, of most of ``ttl - margin``).
         retry_interval: seconds after a failed etcd call before the next
             (default a quarter of ``refresh_interval``).
         watch_period: seconds a follower watches the key before reading it
@@ -682,7 +686,7 @@ class Election:
             ours = ttl > 0 and self._ballot.holds(revision)
         except self._ballot.errors as exc:
             with self._changed:
-                self._tenure.failed()
+                self._tenure.failed(sent)
             self._outage.failed(exc, "keep the election lease alive in")
             return  # the next round deposes if the deadline has passed
         self._outage.recovered()

@@ -45,7 +45,7 @@ STUBS = HERE.parent / "typings" / "pyetcd"
 CANDIDATE = str(HERE / "processes" / "etcd_candidate.py")
 
 TTL = 2  # the election's default
-MARGIN = TTL / 4  # its default margin
+MARGIN = TTL / 8  # its default margin
 WINDOW = TTL - MARGIN  # a term is confirmed this long from its last answered keep-alive's sending
 # After a leader stops keeping its lease alive, etcd deletes the key at most TTL after the last
 # keep-alive it applied, and looks for expired leases every 0.5 s; the watchers then campaign at once.
@@ -112,15 +112,18 @@ def test_keep_alives_are_due_each_refresh_interval_and_retried_sooner_but_never_
     assert term.next_refresh() == math.inf
     term.begin(0.0, 2)
     assert term.next_refresh() == 0.375
-    clock.advance(0.375)
-    term.failed()
-    assert term.next_refresh() == pytest.approx(0.475)
-    clock.advance(1.0)  # 1.375: failing since
-    term.failed()
-    assert term.next_refresh() == 1.475
-    clock.advance(0.1)
-    term.failed()
-    assert term.next_refresh() == 1.5  # the deadline, not 1.575: then the leader deposes itself
+    clock.advance(0.4)  # the keep-alive sent at 0.375 failed at once... or took until 0.4 to fail
+    term.failed(sent_at=0.375)
+    assert term.next_refresh() == pytest.approx(0.475)  # the retry interval counts from its sending
+    clock.advance(0.5)  # one sent at 0.475 timed out at 0.9: the next is due at once
+    term.failed(sent_at=0.475)
+    assert term.next_refresh() == pytest.approx(0.575) and term.next_refresh() < clock.monotonic()
+    clock.advance(0.5)  # 1.4: failing since
+    term.failed(sent_at=1.35)
+    assert term.next_refresh() == pytest.approx(1.45)
+    clock.advance(0.05)
+    term.failed(sent_at=1.45)
+    assert term.next_refresh() == 1.5  # the deadline, not 1.55: then the leader deposes itself
     term.confirm(sent_at=1.45, ttl=2)
     assert term.next_refresh() == pytest.approx(1.825) and term.deadline == pytest.approx(2.95)
 
@@ -131,7 +134,7 @@ def test_an_ended_term_stays_ended_until_another_begins() -> None:
     term.begin(0.0, 2)
     term.end()
     term.confirm(0.1, 2)  # a keep-alive answered after the end: no term to confirm
-    term.failed()
+    term.failed(0.1)
     assert not term.held and not term.valid() and term.deadline == -math.inf and term.next_refresh() == math.inf
     term.begin(0.2, 2)
     assert term.valid() and term.deadline == pytest.approx(1.7)
@@ -216,7 +219,7 @@ def test_without_the_client_the_message_names_the_extra(monkeypatch: pytest.Monk
 @pytest.mark.parametrize(("options", "message"), [
     ({"ttl": 0}, "ttl is a whole number"), ({"ttl": 2.5}, "ttl is a whole number"),
     ({"ttl": True}, "ttl is a whole number"), ({"margin": 2}, "margin must be"),
-    ({"margin": -1}, "margin must be"), ({"refresh_interval": 1.5}, "refresh_interval must be"),
+    ({"margin": -1}, "margin must be"), ({"refresh_interval": 1.75}, "refresh_interval must be"),
     ({"watch_period": 0}, "watch_period must be"), ({"candidate": ""}, "a candidate is"),
     ({"group": "a/b"}, "a group is"), ({"retry_interval": 0}, "retry_interval must be"),
 ])
@@ -227,10 +230,10 @@ def test_an_election_refuses_bad_options(options: dict[str, object], message: st
         Election(connect("127.0.0.1:2379"), **arguments)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("timeout", [1.5, 5.0])
+@pytest.mark.parametrize("timeout", [1.75, 5.0])
 def test_an_election_refuses_a_client_whose_calls_could_outlast_a_term(timeout: float) -> None:
     require_etcd()
-    with pytest.raises(ValueError, match=r"client's timeout must be set and below ttl - margin \(1.5 s\)"):
+    with pytest.raises(ValueError, match=r"client's timeout must be set and below ttl - margin \(1.75 s\)"):
         Election(connect("127.0.0.1:2379", timeout=timeout), group="rooms", candidate="r1")
 
 
