@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 RENEWAL_DEMO = REPO_ROOT / "examples" / "renewal" / "demo.py"
 
 # The demo takes about 6 s; the limit only keeps a hung process from hanging the run.

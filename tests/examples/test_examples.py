@@ -23,7 +23,7 @@ from conftest import ChildProcess
 import landlord
 from landlord import LeaseMapError, UnknownLeaseError
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 FOO_DEMO = REPO_ROOT / "examples" / "foo_landlord" / "demo.py"
 FOO_SERVER = REPO_ROOT / "examples" / "foo_landlord" / "server.py"
 ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on

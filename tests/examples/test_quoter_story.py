@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "quoter" / "demo.py"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "quoter" / "demo.py"
 
 
 def test_a_killed_quoter_vanishes_from_lookup_within_its_lease() -> None:

@@ -29,7 +29,7 @@ from landlord import tls
 from landlord.multiplex import SpokenFirstMultiplexServer, greet_when_spoken
 from landlord.serving import pyro_settings
 
-STUBS = pathlib.Path(__file__).resolve().parent.parent / "typings"
+STUBS = pathlib.Path(__file__).resolve().parents[2] / "typings"
 
 
 def test_pyro5_is_of_the_major_version_pinned() -> None:
