@@ -112,7 +112,11 @@ def _stub_names(stub: pathlib.Path) -> tuple[list[str], dict[str, list[str]]]:
     names: list[str] = []
     members: dict[str, list[str]] = {}
     for node in tree.body:
-        if isinstance(node, ast.ClassDef):
+        if isinstance(node, ast.ClassDef) and node.name.startswith("_"):
+            continue  # a stub-only helper type (a protobuf message the module does not export by name)
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Stub"):
+            names.append(node.name)  # a gRPC stub: its methods are set on each instance, not on the class
+        elif isinstance(node, ast.ClassDef):
             names.append(node.name)
             members[node.name] = [item.name for item in node.body if isinstance(item, ast.FunctionDef)
                                   and not item.name.startswith("__")]
