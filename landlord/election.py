@@ -425,6 +425,152 @@ def _safely(callback: Callable[[T], None] | None, argument: T) -> None:
             log.exception("election callback %r failed", callback)
 
 
+# -- an election's state and thread --------------------------------------------------------------
+
+
+class _Campaign:
+    """An election's state and the thread that moves it: following (read the key; campaign when it is
+    absent, else watch it until it changes) and leading (keep the lease alive, check the key is still
+    this candidate's, depose when the term is unconfirmed). Its fields are guarded by :attr:`changed`,
+    notified at each change of state; the callbacks run on its thread."""
+
+    def __init__(self, ballot: _Ballot, tenure: Tenure, clock: Clock, watch_period: float,
+                 on_elected: Callable[[int], None] | None, on_deposed: Callable[[str], None] | None,
+                 on_leader: Callable[[str | None], None] | None) -> None:
+        self.ballot, self.tenure, self.clock, self.watch_period = ballot, tenure, clock, watch_period
+        self.on_elected, self.on_deposed, self.on_leader = on_elected, on_deposed, on_leader
+        self.outage = OutageLog(log, f"etcd (election {ballot.key})")
+        self.changed = threading.Condition()
+        self.lease_id: int | None = None
+        self.revision: int | None = None
+        self.leader: str | None = None  # the leader last read from etcd while this candidate does not lead
+        self.reported: str | None = None  # what on_leader was last told (on the thread only)
+        self.refresh_now = False  # a guarded write was refused: check the lease and key at once
+        self.closing = False
+        self.thread: threading.Thread | None = None
+
+    def leader_now(self) -> str | None:
+        """The leader as :meth:`Election.leader` tells it (the caller holds :attr:`changed`)."""
+        if self.tenure.held:
+            return self.ballot.candidate if self.tenure.valid() else None
+        return self.leader
+
+    def run(self) -> None:
+        try:
+            while True:
+                with self.changed:
+                    if self.closing:
+                        return
+                    holding = self.tenure.held
+                try:
+                    self.keep() if holding else self.follow()
+                except Exception:  # a bug, or a surprise from the client: the election must not die of it
+                    log.exception("election %s: unexpected error; carrying on", self.ballot.key)
+                    self.pause()
+        finally:
+            self.depose("the election was closed")
+
+    def pause(self) -> None:
+        """Wait the retry interval (or until closed)."""
+        with self.changed:
+            deadline = self.clock.monotonic() + self.tenure.retry_interval
+            while not self.closing and self.clock.monotonic() < deadline:
+                self.clock.wait(self.changed, deadline)
+
+    def report_leader(self, leader: str | None = None, *, learnt: bool = False) -> None:
+        """Take in the leader read from etcd (if ``learnt``), and tell on_leader if the leader changed."""
+        with self.changed:
+            if learnt:
+                self.leader = leader
+            now = self.leader_now()
+            changed, self.reported = now != self.reported, now
+            self.changed.notify_all()
+        if changed:
+            _safely(self.on_leader, now)
+
+    def follow(self) -> None:
+        doing = "read the leader from"
+        try:
+            leader, revision = self.ballot.read()
+            self.report_leader(leader, learnt=True)
+            if leader is None:
+                doing = "campaign in"
+                self.campaign()
+                return
+        except self.ballot.errors as exc:
+            self.outage.failed(exc, doing)
+            self.pause()
+            return
+        self.outage.recovered()
+        if self.ballot.watch(revision + 1, self.watch_period):
+            self.pause()  # the watch failed at once: wait before the read that moves to another member
+
+    def campaign(self) -> None:
+        sent = self.clock.monotonic()  # the lease's TTL runs from no earlier than this
+        outcome = self.ballot.campaign()
+        if not outcome.won:
+            self.report_leader(outcome.leader, learnt=True)
+            return
+        with self.changed:
+            self.leader = None
+            self.tenure.begin(sent, outcome.ttl)
+            self.lease_id, self.revision = outcome.lease_id, outcome.revision
+            confirmed = self.tenure.valid()
+        if not confirmed:  # answered too late to count on
+            self.depose("elected too late: the term had run out before the key was created")
+            return
+        log.info("%s leads %s (revision %d, lease TTL %d s)", self.ballot.candidate, self.ballot.key,
+                 outcome.revision, outcome.ttl)
+        _safely(self.on_elected, outcome.revision)
+        self.report_leader()
+
+    def keep(self) -> None:
+        with self.changed:
+            due = self.tenure.next_refresh()
+            if not (self.refresh_now or self.closing) and self.clock.monotonic() < due:
+                self.clock.wait(self.changed, due)
+                return  # on time or woken early: the loop looks again
+            self.refresh_now = False
+            confirmed, lease_id, revision = self.tenure.valid(), self.lease_id, self.revision
+            if self.closing or lease_id is None or revision is None:
+                return
+        if not confirmed:
+            self.depose(f"no keep-alive confirmed for {self.ballot.ttl - self.tenure.margin:g} s")
+            return
+        sent = self.clock.monotonic()
+        try:
+            ttl = self.ballot.keep_alive(lease_id)
+            ours = ttl > 0 and self.ballot.holds(revision)
+        except self.ballot.errors as exc:
+            with self.changed:
+                self.tenure.failed(sent)
+            self.outage.failed(exc, "keep the election lease alive in")
+            return  # the next round deposes if the deadline has passed
+        self.outage.recovered()
+        if ttl <= 0:
+            self.depose("etcd no longer has its election lease (it expired or was revoked)")
+        elif not ours:
+            self.depose("its leader key was deleted or replaced in etcd")
+        else:
+            with self.changed:
+                self.tenure.confirm(sent, ttl)
+                self.changed.notify_all()
+
+    def depose(self, reason: str) -> None:
+        with self.changed:
+            if not self.tenure.held:
+                return
+            lease_id = self.lease_id
+            self.tenure.end()
+            self.lease_id = self.revision = None
+            self.changed.notify_all()
+        log.warning("%s no longer leads %s: %s", self.ballot.candidate, self.ballot.key, reason)
+        if lease_id is not None:
+            self.ballot.revoke(lease_id)  # frees the key at once if etcd still has it
+        _safely(self.on_deposed, reason)
+        self.report_leader()
+
+
 # -- an election ----------------------------------------------------------------------------------
 
 
@@ -442,7 +588,8 @@ class Election:
 
     Args:
         client: the etcd client (:func:`connect`); its call timeout must be
-            below ``ttl - margin``, so that no call outlasts a term.
+            below ``ttl - margin``, so that no call outlasts a term. The
+            election's thread and :meth:`transaction` share it.
         group: the replica group's name (see :func:`leader_key`).
         candidate: this replica's id or URI: what :meth:`leader` tells the others.
         prefix: where the group's keys live in etcd.
@@ -455,7 +602,7 @@ class Election:
         refresh_interval: seconds between keep-alives (default a sixth of
             ``ttl - margin``, so that a term survives an outage of etcd, such
             as its own leader election, of most of ``ttl - margin``).
-        retry_interval: seconds after a failed etcd call before the next
+        retry_interval: seconds from a failed etcd call's sending to the next
             (default a quarter of ``refresh_interval``).
         watch_period: seconds a follower watches the key before reading it
             again, so that a silent etcd member is noticed (default ``ttl``).
@@ -484,22 +631,11 @@ class Election:
         margin, refresh_interval, retry_interval, watch_period = _timing(
             ttl, margin, refresh_interval, retry_interval, watch_period, client.timeout)
         self.key, self.candidate, self.ttl = key, candidate, ttl
-        self._ballot = _Ballot(client, key, candidate, ttl)
-        self._clock, self._watch_period = clock, float(watch_period)
-        self._tenure = Tenure(clock=clock, margin=margin, refresh_interval=refresh_interval,
-                              retry_interval=retry_interval)
-        self._on_elected, self._on_deposed, self._on_leader = on_elected, on_deposed, on_leader
-        self._outage = OutageLog(log, f"etcd (election {key})")
-        self._changed = threading.Condition()
-        self._lease_id: int | None = None
-        self._revision: int | None = None
-        self._leader: str | None = None  # the leader last read from etcd while this replica does not lead
-        self._reported: str | None = None  # what on_leader was last told (on the election's thread only)
-        self._refresh_now = False
-        self._closing = False
-        self._thread: threading.Thread | None = None
-
-    # -- what the application asks
+        self._client = client
+        tenure = Tenure(clock=clock, margin=margin, refresh_interval=refresh_interval, retry_interval=retry_interval)
+        self._campaign = _Campaign(_Ballot(client, key, candidate, ttl), tenure, clock, float(watch_period),
+                                   on_elected, on_deposed, on_leader)
+        self._changed, self._tenure = self._campaign.changed, tenure
 
     @property
     def leading(self) -> bool:
@@ -511,18 +647,7 @@ class Election:
     def revision(self) -> int | None:
         """The revision this replica created the leader key at, while :attr:`leading`; else None."""
         with self._changed:
-            return self._revision if self._tenure.valid() else None
-
-    def leader(self) -> str | None:
-        """The leader's id or URI as last seen (this replica's own while :attr:`leading`), or None:
-        no leader, none known yet, or this replica's own term no longer confirmed."""
-        with self._changed:
-            return self._leader_now()
-
-    def _leader_now(self) -> str | None:
-        if self._tenure.held:
-            return self.candidate if self._tenure.valid() else None
-        return self._leader
+            return self._campaign.revision if self._tenure.valid() else None
 
     @property
     def confirmed_until(self) -> float:
@@ -530,6 +655,12 @@ class Election:
         keep-alive sent before then is answered; -inf when it holds none."""
         with self._changed:
             return self._tenure.deadline
+
+    def leader(self) -> str | None:
+        """The leader's id or URI as last seen (this replica's own while :attr:`leading`), or None:
+        no leader, none known yet, or this replica's own term no longer confirmed."""
+        with self._changed:
+            return self._campaign.leader_now()
 
     def wait_until(self, predicate: Callable[[Election], bool], timeout: float) -> bool:
         """Block until ``predicate(self)`` holds, checked now and whenever the election's state changes
@@ -550,19 +681,17 @@ class Election:
             pyetcd.Etcd3Exception, grpc.RpcError: as :func:`guarded_transaction`.
         """
         with self._changed:
-            if not self._tenure.valid() or self._revision is None:
+            revision = self._campaign.revision
+            if not self._tenure.valid() or revision is None:
                 raise LeadershipLost(f"{self.candidate} does not lead {self.key} now: nothing was written")
-            revision = self._revision
         try:
-            return guarded_transaction(self._ballot.client, self.key, revision, compare=compare, success=success,
+            return guarded_transaction(self._client, self.key, revision, compare=compare, success=success,
                                        failure=failure)
         except LeadershipLost:
             with self._changed:
-                self._refresh_now = True
+                self._campaign.refresh_now = True
                 self._changed.notify_all()
             raise
-
-    # -- running
 
     def start(self) -> Election:
         """Start campaigning, on a thread of its own; this election.
@@ -570,21 +699,22 @@ class Election:
         Raises:
             RuntimeError: it was started before, or closed.
         """
+        campaign = self._campaign
         with self._changed:
-            if self._thread is not None or self._closing:
+            if campaign.thread is not None or campaign.closing:
                 raise RuntimeError("an Election starts once")
-            self._thread = threading.Thread(target=self._run, name=f"election {self.key}", daemon=True)
-        self._thread.start()
+            campaign.thread = threading.Thread(target=campaign.run, name=f"election {self.key}", daemon=True)
+        campaign.thread.start()
         return self
 
     def close(self) -> None:
         """Stop: a leader resigns (revokes its lease, so that another is elected at once) and is told
         ``on_deposed``. Does not close the client. Idempotent."""
         with self._changed:
-            self._closing = True
-            thread = self._thread
+            self._campaign.closing = True
+            thread = self._campaign.thread
             self._changed.notify_all()
-        self._ballot.close()
+        self._campaign.ballot.close()
         if thread is not None and thread is not threading.current_thread():
             thread.join(JOIN_TIMEOUT)
 
@@ -593,125 +723,6 @@ class Election:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    def _run(self) -> None:
-        try:
-            while True:
-                with self._changed:
-                    if self._closing:
-                        return
-                    holding = self._tenure.held
-                try:
-                    self._keep() if holding else self._follow()
-                except Exception:  # a bug, or a surprise from the client: the election must not die of it
-                    log.exception("election %s: unexpected error; carrying on", self.key)
-                    self._pause()
-        finally:
-            self._depose("the election was closed")
-
-    def _pause(self) -> None:
-        """Wait the retry interval (or until closed)."""
-        with self._changed:
-            deadline = self._clock.monotonic() + self._tenure.retry_interval
-            while not self._closing and self._clock.monotonic() < deadline:
-                self._clock.wait(self._changed, deadline)
-
-    def _report_leader(self, leader: str | None = None, *, learnt: bool = False) -> None:
-        """Take in the leader read from etcd (if ``learnt``), and tell on_leader if leader() changed."""
-        with self._changed:
-            if learnt:
-                self._leader = leader
-            now = self._leader_now()
-            changed, self._reported = now != self._reported, now
-            self._changed.notify_all()
-        if changed:
-            _safely(self._on_leader, now)
-
-    # -- following: read the key; campaign if it is absent, else watch it until it changes
-
-    def _follow(self) -> None:
-        doing = "read the leader from"
-        try:
-            leader, revision = self._ballot.read()
-            self._report_leader(leader, learnt=True)
-            if leader is None:
-                doing = "campaign in"
-                self._campaign()
-                return
-        except self._ballot.errors as exc:
-            self._outage.failed(exc, doing)
-            self._pause()
-            return
-        self._outage.recovered()
-        if self._ballot.watch(revision + 1, self._watch_period):
-            self._pause()  # the watch failed at once: wait before the read that moves to another member
-
-    def _campaign(self) -> None:
-        sent = self._clock.monotonic()  # the lease's TTL runs from no earlier than this
-        outcome = self._ballot.campaign()
-        if not outcome.won:
-            self._report_leader(outcome.leader, learnt=True)
-            return
-        with self._changed:
-            self._leader = None
-            self._tenure.begin(sent, outcome.ttl)
-            self._lease_id, self._revision = outcome.lease_id, outcome.revision
-            confirmed = self._tenure.valid()
-        if not confirmed:  # answered too late to count on
-            self._depose("elected too late: the term had run out before the key was created")
-            return
-        log.info("%s leads %s (revision %d, lease TTL %d s)", self.candidate, self.key, outcome.revision,
-                 outcome.ttl)
-        _safely(self._on_elected, outcome.revision)
-        self._report_leader()
-
-    # -- leading: keep the lease alive, check the key is still this replica's, depose when unconfirmed
-
-    def _keep(self) -> None:
-        with self._changed:
-            due = self._tenure.next_refresh()
-            if not (self._refresh_now or self._closing) and self._clock.monotonic() < due:
-                self._clock.wait(self._changed, due)
-                return  # on time or woken early: the loop looks again
-            self._refresh_now = False
-            confirmed, lease_id, revision = self._tenure.valid(), self._lease_id, self._revision
-            if self._closing or lease_id is None or revision is None:
-                return
-        if not confirmed:
-            self._depose(f"no keep-alive confirmed for {self.ttl - self._tenure.margin:g} s")
-            return
-        sent = self._clock.monotonic()
-        try:
-            ttl = self._ballot.keep_alive(lease_id)
-            ours = ttl > 0 and self._ballot.holds(revision)
-        except self._ballot.errors as exc:
-            with self._changed:
-                self._tenure.failed(sent)
-            self._outage.failed(exc, "keep the election lease alive in")
-            return  # the next round deposes if the deadline has passed
-        self._outage.recovered()
-        if ttl <= 0:
-            self._depose("etcd no longer has its election lease (it expired or was revoked)")
-        elif not ours:
-            self._depose("its leader key was deleted or replaced in etcd")
-        else:
-            with self._changed:
-                self._tenure.confirm(sent, ttl)
-                self._changed.notify_all()
-
-    def _depose(self, reason: str) -> None:
-        with self._changed:
-            if not self._tenure.held:
-                return
-            lease_id = self._lease_id
-            self._tenure.end()
-            self._lease_id = self._revision = None
-            self._changed.notify_all()
-        log.warning("%s no longer leads %s: %s", self.candidate, self.key, reason)
-        if lease_id is not None:
-            self._ballot.revoke(lease_id)  # frees the key at once if etcd still has it
-        _safely(self._on_deposed, reason)
-        self._report_leader()
 
     def __repr__(self) -> str:
         return f"Election({self.key!r}, candidate={self.candidate!r}, leading={self.leading})"
