@@ -293,13 +293,11 @@ class Candidate:
         self.client = cluster.client(members, timeout=0.3)
         self.elected: Recorder[tuple[float, int]] = Recorder()
         self.deposed: Recorder[tuple[float, str]] = Recorder()
-        self.leaders: Recorder[str | None] = Recorder()
         self.others_leading_when_elected: list[bool] = []
         self.rivals: list[Candidate] = []
         self.election = Election(self.client, group=group, candidate=name,
                                  on_elected=self._on_elected,
-                                 on_deposed=lambda reason: self.deposed.record((time.monotonic(), reason)),
-                                 on_leader=self.leaders)
+                                 on_deposed=lambda reason: self.deposed.record((time.monotonic(), reason)))
 
     def _on_elected(self, revision: int) -> None:
         # Fencing, seen from the successor: no rival may still consider itself leader now.
@@ -382,10 +380,11 @@ def test_a_leader_cut_off_from_etcd_stops_leading_before_another_is_elected(
     paused = time.monotonic()
     cluster.pause_member(member)  # r1's keep-alives go unanswered from now on
     (elected_at, _), = rival.elected.wait_for(1, timeout=TTL + 5.0)
-    (deposed_at, reason), = cut_off.deposed.wait_for(1, timeout=1.0)
-    assert reason == f"no keep-alive confirmed for {WINDOW:g} s"
-    assert deposed_at < elected_at and rival.others_leading_when_elected == [False]
+    assert rival.others_leading_when_elected == [False]  # r1's term had run out before r2 was elected
     assert elected_at - paused < SUCCESSION
+    # told once its thread has looked (a keep-alive to the paused member may be holding it up)
+    (_, reason), = cut_off.deposed.wait_for(1, timeout=1.0)
+    assert reason == f"no keep-alive confirmed for {WINDOW:g} s"
     assert not cut_off.election.leading and cut_off.election.leader() is None
     with pytest.raises(LeadershipLost, match="does not lead"):
         cut_off.election.transaction(success=[rival.client.transactions.put(f"/landlord/{group}/x", "r1")])
@@ -412,12 +411,13 @@ def test_a_deposed_leaders_guarded_write_is_refused_by_etcd_and_the_new_leaders_
     with pytest.raises(LeadershipLost, match="etcd refused the write"):
         guarded_transaction(old.client, old.election.key, old_revision, success=[tx.put(written, "r1 again")])
     (_, reason), = old.deposed.wait_for(1)
-    assert reason == "etcd no longer has its election lease (it expired or was revoked)"
+    assert reason in ("etcd no longer has its election lease (it expired or was revoked)",
+                      "its leader key was deleted or replaced in etcd")  # if revoked between its two checks
     with pytest.raises(LeadershipLost):
         old.election.transaction(success=[tx.put(written, "r1 again")])
     assert new.client.get(written)[0] == b"r1"
     # the new leader's guarded writes apply, and its own conditions decide between its branches
-    assert new.election.transaction(success=[tx.put(written, "r2")]) [0]
+    assert new.election.transaction(success=[tx.put(written, "r2")])[0]
     held, responses = new.election.transaction(compare=[tx.value(written) == "r1"],
                                                success=[tx.put(written, "not this")], failure=[tx.get(written)])
     assert not held and responses[0].response_range.kvs[0].value == b"r2"
@@ -498,7 +498,9 @@ def test_a_leader_stopped_past_its_ttl_is_fenced_and_rejoins_as_a_follower(clust
             assert first.expect("write ").startswith("refused r1 does not lead")
             assert first.expect("write-as ").startswith("refused etcd refused the write")
             (_, deposed), = first.wait_count("^deposed (.*)$", 1, start=resumed)
-            assert deposed.group(1) == f"no keep-alive confirmed for {WINDOW:g} s"
+            assert deposed.group(1) in (  # the last, if it was stopped in the midst of a keep-alive
+                f"no keep-alive confirmed for {WINDOW:g} s", "its leader key was deleted or replaced in etcd",
+                "etcd no longer has its election lease (it expired or was revoked)")
             first.wait_count("^leader r2$", 1, start=resumed)  # a follower now, and it knows who leads
             first.send("leading")
             assert first.expect("leading ") == "no"
