@@ -188,23 +188,28 @@ class EtcdCluster:
 
         Raises:
             EtcdUnavailable: it would not start or become healthy (the message shows the members' output).
+            RuntimeError: it runs already.
         """
-        atexit.register(self.close)
+        if self.members:
+            raise RuntimeError(f"{self!r} runs already")
         failure = ""
         for _ in range(START_ATTEMPTS):
-            self._make_members()
-            for member in self.members:
-                self._launch(member, state="new")
+            atexit.register(self.close)  # however this process ends; close() unregisters it
             try:
+                self._make_members()
+                for member in self.members:
+                    self._launch(member, state="new")
                 self.wait_healthy()
                 return self
             except EtcdUnavailable as exc:
                 exited = any(not member.running for member in self.members)
                 failure = str(exc)
                 self.close()
-                atexit.register(self.close)
                 if not exited:  # running but never healthy: not a port taken meanwhile, so no use retrying
                     break
+            except BaseException:
+                self.close()
+                raise
         raise EtcdUnavailable(failure)
 
     def _make_members(self) -> None:

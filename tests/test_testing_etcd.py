@@ -22,6 +22,8 @@ def test_three_members_make_one_cluster(cluster: EtcdCluster) -> None:
     """Each member on ports of its own with a data directory of its own, and one cluster: what is
     written through one member is read (linearizably) through another."""
     assert len(cluster.members) == 3 and all(member.running for member in cluster.members)
+    with pytest.raises(RuntimeError, match="runs already"):
+        cluster.start()
     ports = [int(url.rsplit(":", 1)[1]) for m in cluster.members for url in (m.client_url, m.peer_url)]
     assert len(set(ports)) == 6
     assert cluster.workdir is not None
