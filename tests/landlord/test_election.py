@@ -41,8 +41,9 @@ from landlord.testing import ChildProcess, FakeClock, Recorder
 from landlord.testing_etcd import EtcdCluster
 
 HERE = pathlib.Path(__file__).resolve().parent
-STUBS = HERE.parent / "typings" / "pyetcd"
-CANDIDATE = str(HERE / "processes" / "etcd_candidate.py")
+ROOT = HERE.parent.parent  # the repository
+STUBS = ROOT / "typings" / "pyetcd"
+CANDIDATE = str(ROOT / "tests" / "processes" / "etcd_candidate.py")
 
 TTL = 2  # the election's default
 MARGIN = TTL / 8  # its default margin

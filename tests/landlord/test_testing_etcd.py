@@ -16,6 +16,7 @@ from landlord.election import INSTALL_HINT
 from landlord.testing_etcd import ETCD_ENV, EtcdCluster, EtcdUnavailable, find_etcd, unavailable_reason
 
 HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent  # the repository
 
 
 def test_three_members_make_one_cluster(cluster: EtcdCluster) -> None:
@@ -149,7 +150,7 @@ def test_without_etcd_the_tests_skip_unless_required(required: bool) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rsE",
          f"{HERE / 'test_testing_etcd.py'}::test_three_members_make_one_cluster"],
-        capture_output=True, text=True, timeout=120, env=env, cwd=HERE.parent)
+        capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     reason = f"${ETCD_ENV} names '/nonexistent/etcd', which is not an executable program"
     if required:
         assert done.returncode == 1 and "1 error" in done.stdout, done.stdout  # failed in its fixture

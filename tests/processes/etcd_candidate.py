@@ -1,4 +1,4 @@
-"""A candidate for the leadership of a replica group, in a process of its own (tests/test_election.py).
+"""A candidate for the leadership of a replica group, in a process of its own (tests/landlord/test_election.py).
 
     python tests/processes/etcd_candidate.py ENDPOINTS GROUP ID
 
