@@ -5,14 +5,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test test-fast test-multihost lint bench clean
+.PHONY: demo test test-fast test-multihost test-etcd lint bench clean
 
 LINTED := landlord lookup tests benchmarks examples
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,etcd]'
 	touch $@
 
 demo: $(VENV)/.installed
@@ -36,8 +36,12 @@ lint: $(VENV)/.installed
 test-multihost: $(VENV)/.installed
 	LANDLORD_REQUIRE_MULTIHOST=1 $(PY) -m pytest -q tests/multihost
 
+# a real three-member etcd on loopback (needs the etcd binary: apt-get install etcd-server)
+test-etcd: $(VENV)/.installed
+	LANDLORD_REQUIRE_ETCD=1 $(PY) -m pytest -q tests/landlord/test_election.py tests/landlord/test_testing_etcd.py
+
 bench: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m pip install --quiet -e '.[test,etcd,bench]'
 	-VENV=$(VENV) bash benchmarks/setup_etcd.sh
 	$(PY) benchmarks/run_all.py
 

@@ -10,7 +10,7 @@
 # Exit status: 0 when both etcd and the client are usable afterwards, 1 when
 # either is not (the benchmark then runs without etcd and says so).
 #
-# The client is etcd-sdk-python (module `pyetcd`): a maintained fork of the
+# The client is etcd-sdk-python (module `pyetcd`, the `etcd` extra): a maintained fork of the
 # `etcd3` gRPC client whose generated code needs protobuf >= 5.27.2, which its
 # own metadata forgets to require; hence the explicit protobuf requirement.
 # (`etcd3` itself needs protobuf <= 3.20 or the slow pure-Python protobuf;
@@ -21,7 +21,7 @@ set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
 PY="${1:-$VENV/bin/python}"
-CLIENT_REQUIREMENTS=("etcd-sdk-python>=0.0.7" "protobuf>=5.27.2")
+CLIENT_REQUIREMENTS=("-e" "$ROOT[etcd]")  # the etcd extra of pyproject.toml
 
 etcd_ok=0
 client_ok=0
