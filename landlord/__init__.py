@@ -13,7 +13,7 @@ from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .backoff import Backoff, OutageLog, PeerErrors
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
-from .errors import LeaseDeniedError, LeaseError, LeaseMapError, UnknownLeaseError
+from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
 from .grantor import Landlord, RenewResults, ResourceCodec
 from .landlordlease import LandlordLease
 from .lanes import Lanes
@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ANY", "FOREVER", "check_duration",
     "Lease", "AbstractLease", "LandlordLease", "LeaseMap",
-    "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError",
+    "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
     "Landlord", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseManager",
     "LeasePolicy", "LeaseDurationPolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "StoreInUseError",

@@ -6,7 +6,9 @@ is the landlord's answer: asking again gets the same one. A Pyro5
 ``CommunicationError`` (refused, closed, timed out, a garbled message) says
 nothing about the lease: the call may never have arrived, or its answer was
 lost on the way back, so it is worth trying again on a fresh connection.
-Anything else is treated as definite: nothing suggests that retrying helps.
+A :class:`~landlord.NotLeaderError` says only that another replica of the
+group leads: also worth trying again, there. Anything else is treated as
+definite: nothing suggests that retrying helps.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import enum
 
 import Pyro5.errors
+
+from .errors import NotLeaderError
 
 __all__ = ["Verdict", "classify"]
 
@@ -33,7 +37,7 @@ def classify(error: BaseException) -> Verdict:
 
     Returns:
         :attr:`Verdict.RETRY` for a Pyro5 ``CommunicationError`` (including its
-        ``TimeoutError``, ``ConnectionClosedError`` and ``ProtocolError``);
-        :attr:`Verdict.DEFINITE` for anything else.
+        ``TimeoutError``, ``ConnectionClosedError`` and ``ProtocolError``) and a
+        :class:`~landlord.NotLeaderError`; :attr:`Verdict.DEFINITE` for anything else.
     """
-    return Verdict.RETRY if isinstance(error, Pyro5.errors.CommunicationError) else Verdict.DEFINITE
+    return Verdict.RETRY if isinstance(error, (Pyro5.errors.CommunicationError, NotLeaderError)) else Verdict.DEFINITE

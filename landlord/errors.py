@@ -2,7 +2,10 @@
 
 A :class:`LeaseError` is a *definite* answer from a landlord: the lease is
 gone or may not be renewed. A Pyro5 ``CommunicationError`` is passed through
-unchanged and means the opposite: nothing is known, try again.
+unchanged and means the opposite: nothing is known, try again. So does a
+:class:`NotLeaderError`, a replica's answer that another replica of its group
+leads (:func:`landlord.classify.classify` says retry for both); a client that
+knows the group asks the replica it names.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError"]
+__all__ = ["LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError"]
 
 
 class LeaseError(Exception):
@@ -42,3 +45,24 @@ class LeaseMapError(LeaseError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.failures, str(self)))
+
+
+class NotLeaderError(Exception):
+    """This replica does not lead its group, so it neither grants nor renews: ask ``leader``.
+
+    Not a :class:`LeaseError`: it says nothing about the lease, only where to
+    ask (the call may be sent again, there). Nor a Pyro5
+    ``CommunicationError``: a Pyro5 daemon closes the connection of a call
+    that raises one, and this answer should arrive.
+
+    Args:
+        message: what happened.
+        leader: the URI of the replica that leads, or ``None`` while no leader is known.
+    """
+
+    def __init__(self, message: str = "this replica does not lead its group", leader: str | None = None) -> None:
+        super().__init__(message)
+        self.leader = leader
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.leader))

@@ -21,7 +21,7 @@ from typing import Any
 from Pyro5.serializers import SerializerBase
 
 from .clock import SYSTEM_CLOCK
-from .errors import LeaseDeniedError, LeaseError, LeaseMapError, UnknownLeaseError
+from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
 from .grantor import RenewResults
 from .landlordlease import LandlordLease
 
@@ -139,7 +139,7 @@ def register_all() -> None:
     register_converters(LandlordLease, LEASE_CLASS, lease_to_dict, lease_from_dict)
     register_converters(RenewResults, RENEW_RESULTS_CLASS, results_to_dict, results_from_dict)
     register_converters(LeaseMapError, _exception_name(LeaseMapError), map_error_to_dict, map_error_from_dict)
-    for cls in (LeaseError, LeaseDeniedError, UnknownLeaseError):
+    for cls in (LeaseError, LeaseDeniedError, UnknownLeaseError, NotLeaderError):
         register_exception(cls)
 
 

@@ -143,3 +143,25 @@ def test_a_forged_exception_dict_is_refused() -> None:
     with pytest.raises(TypeError):
         serializer.recreate_classes({"__class__": "landlord.errors.LeaseError", "__exception__": True,
                                      "args": 5, "attributes": {}})
+
+
+def test_not_leader_names_the_leader_across_a_real_daemon() -> None:
+    """A replica's 'ask the leader' answer arrives as itself, leader and all, and is worth retrying."""
+    import Pyro5.api
+
+    from landlord.classify import Verdict, classify
+    from landlord.testing import ServingDaemon
+
+    @Pyro5.api.expose
+    class Follower:
+        def renew(self, cookie: str, duration: float) -> float:
+            raise landlord.NotLeaderError("not the leader", "PYRO:landlord@10.0.0.2:7000")
+
+    with ServingDaemon() as daemon:
+        uri = daemon.register(Follower())
+        with Pyro5.api.Proxy(uri) as proxy, pytest.raises(landlord.NotLeaderError) as caught:
+            proxy.renew("c", 1.0)
+    assert caught.value.leader == "PYRO:landlord@10.0.0.2:7000"
+    assert classify(caught.value) is Verdict.RETRY
+    copy = round_trip(landlord.NotLeaderError("no leader yet"))
+    assert type(copy) is landlord.NotLeaderError and copy.leader is None
