@@ -1,8 +1,21 @@
-"""The lease a :class:`~landlord.Landlord` hands out: a cookie plus a way to reach its landlord."""
+"""The lease a :class:`~landlord.Landlord` hands out: a cookie plus a way to reach its landlord.
+
+A lease of a replicated landlord also names every replica of its group
+(:attr:`LandlordLease.landlords`, the same ``landlord_id`` on each). Its calls
+go to the replica this process last learnt leads the group; a replica that
+does not lead answers :class:`~landlord.NotLeaderError` naming the one that
+does, and the call goes there at once (at most ``MAX_REDIRECTS`` times); a
+replica that cannot be reached gives way to the next of the group. All of it
+within the one call's timeout (:func:`landlord.proxies.timeout_within`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
+import threading
+import time
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -11,10 +24,12 @@ import Pyro5.errors
 
 from . import proxies
 from .clock import SYSTEM_CLOCK, Clock
-from .errors import LeaseError
+from .errors import LeaseError, NotLeaderError
 from .lease import AbstractLease, Lease, check_granted, sent_now
 
-__all__ = ["LandlordLease"]
+__all__ = ["LandlordLease", "check_landlords", "known_leader", "MAX_LANDLORDS", "MAX_REDIRECTS"]
+
+log = logging.getLogger(__name__)
 
 # Cookies are opaque, but a bound keeps forged ones from costing memory.
 MAX_COOKIE_LENGTH = 256
@@ -25,6 +40,13 @@ MAX_BATCH = 100_000
 # landlord's 16 MiB MAX_MESSAGE_SIZE (landlord.serving); 10,000 keeps every
 # answer under 2 MiB, and costs nothing measurable in calls per lease.
 CALL_BATCH = 10_000
+# The most replicas one group may name, and the longest URI of one: a forged
+# lease costs no more than this.
+MAX_LANDLORDS = 16
+MAX_URI_LENGTH = 1024
+# How often one call follows a NotLeaderError to the replica it names: replicas
+# that name one another in a loop (an election under way) cost a few round trips.
+MAX_REDIRECTS = 3
 
 
 class LandlordLease(AbstractLease):
@@ -33,26 +55,35 @@ class LandlordLease(AbstractLease):
     It can be sent to any process (it travels as its cookie, its landlord's URI
     and the seconds it has left) and renewed there from any thread.
 
+    A lease of a replicated landlord names every replica (``landlords``): its
+    calls follow the group's leader (see the module's docstring). A lease of a
+    plain landlord calls its one URI, and that is all.
+
     Args:
         cookie: the landlord's secret name for the lease.
         landlord: the landlord's Pyro5 URI (``str`` or ``Pyro5.core.URI``), or
             for in-process use the landlord object itself.
-        landlord_id: identifies the landlord; leases are equal when their
-            landlord ids and cookies are.
+        landlord_id: identifies the landlord (a replica group shares one);
+            leases are equal when their landlord ids and cookies are.
         expiration: absolute wall-clock time the lease ends.
         clock: the holder's clock.
         term: the seconds last granted (:attr:`~landlord.Lease.term`);
             ``None``: the time left now.
+        landlords: the URIs of every replica of the landlord's group, in the
+            order they are tried (see :func:`check_landlords`); ``None``: a
+            plain landlord, ``landlord`` alone.
 
     Raises:
-        TypeError: a cookie, landlord id or landlord of the wrong type.
-        ValueError: an empty or oversized cookie, a malformed URI, a bad expiration or term.
+        TypeError: a cookie, landlord id, landlord or landlords of the wrong type.
+        ValueError: an empty or oversized cookie, a malformed URI, a bad
+            expiration or term, landlords that :func:`check_landlords` refuses.
     """
 
-    __slots__ = ("_cookie", "_landlord", "_landlord_id")
+    __slots__ = ("_cookie", "_landlord", "_landlord_id", "_landlords")
 
     def __init__(self, cookie: str, landlord: Any, landlord_id: str, expiration: float, *,
-                 clock: Clock = SYSTEM_CLOCK, term: float | None = None) -> None:
+                 clock: Clock = SYSTEM_CLOCK, term: float | None = None,
+                 landlords: Sequence[str] | None = None) -> None:
         super().__init__(expiration, clock=clock, term=term)
         self._cookie = check_cookie(cookie)
         if not isinstance(landlord_id, str) or not landlord_id:
@@ -68,6 +99,9 @@ class LandlordLease(AbstractLease):
         elif not (callable(getattr(landlord, "renew", None)) and callable(getattr(landlord, "cancel", None))):
             raise TypeError(f"landlord must be a Pyro5 URI or a landlord object, got {type(landlord).__name__}")
         self._landlord = landlord
+        group = None if landlords is None else check_landlords(landlords)
+        # None for a plain landlord (a group of its one URI is one too): its calls take the plain path
+        self._landlords = None if group is not None and group == (landlord,) else group
 
     @property
     def cookie(self) -> str:
@@ -97,12 +131,28 @@ class LandlordLease(AbstractLease):
                               "so the lease cannot leave its process")
         return str(uri)
 
+    @property
+    def landlords(self) -> tuple[str, ...]:
+        """Every replica's URI, for a lease of a replicated landlord; else the one landlord's.
+
+        Raises:
+            LookupError: a plain landlord that is an in-process object not
+                registered with a daemon (as :attr:`landlord_uri`).
+        """
+        return self._landlords if self._landlords is not None else (self.landlord_uri,)
+
+    @property
+    def replicated(self) -> bool:
+        """Whether the lease names a group of replicas (it travels with ``landlords``)."""
+        return self._landlords is not None
+
     def call_landlord(self, method: str, *args: Any) -> Any:
         """Call ``method`` of this lease's landlord: in-process directly, else
         through this thread's proxy for it (dropped after a communication error).
 
         Objects tied to a lease (a lookup registration) use it to reach the
-        landlord the same way the lease does.
+        landlord the same way the lease does, following a replicated
+        landlord's leader as the lease does.
         """
         return self._call(method, *args)
 
@@ -110,6 +160,8 @@ class LandlordLease(AbstractLease):
         target = self._landlord
         if not isinstance(target, str):
             return getattr(target, method)(*args)
+        if self._landlords is not None:
+            return _call_group(self._landlord_id, target, self._landlords, method, args)
         try:
             return getattr(proxies.proxy_for(target), method)(*args)
         except Pyro5.errors.CommunicationError:
@@ -172,6 +224,194 @@ class LandlordLease(AbstractLease):
         # only a prefix of the cookie: the whole cookie is the capability to cancel
         left = "FOREVER" if math.isinf(self._expiration) else f"{self.remaining:.1f}s"
         return f"<LandlordLease {self._landlord_id[:8]}/{self._cookie[:6]}… {left} left>"
+
+
+def check_landlords(landlords: object, *, name: str = "landlords") -> tuple[str, ...]:
+    """A replica group's URIs as a lease may carry them (a :class:`~landlord.Landlord`'s ``replicas`` too).
+
+    Args:
+        landlords: a list or tuple of ``PYRO:`` URIs (``str`` or ``Pyro5.core.URI``).
+        name: what to call them in an error.
+
+    Returns:
+        The URIs as a tuple of ``str``, in the order given.
+
+    Raises:
+        TypeError: not a list or tuple (a ``str`` is refused), or an element not a URI string.
+        ValueError: empty, more than ``MAX_LANDLORDS``, a URI repeated, longer than
+            ``MAX_URI_LENGTH``, malformed, or not ``PYRO:`` (a name would need a name server).
+    """
+    if not isinstance(landlords, (list, tuple)):
+        raise TypeError(f"{name} must be a list of Pyro5 URIs, got {type(landlords).__name__}")
+    if not 0 < len(landlords) <= MAX_LANDLORDS:
+        raise ValueError(f"{name} lists 1 to {MAX_LANDLORDS} replicas, got {len(landlords)}")
+    uris = tuple(str(uri) if isinstance(uri, Pyro5.core.URI) else uri for uri in landlords)
+    for uri in uris:
+        if not isinstance(uri, str):
+            raise TypeError(f"{name} must be Pyro5 URIs, got a {type(uri).__name__}")
+    known = _CHECKED.get(uris)
+    if known is not None:  # a group's leases arrive by the thousand: each list is parsed once
+        return known
+    for uri in uris:
+        _check_uri(uri, name)
+    if len(set(uris)) != len(uris):
+        raise ValueError(f"{name} names a replica twice: {uris!r:.200}")
+    if len(_CHECKED) >= _CHECKED_LIMIT:
+        _CHECKED.clear()
+    _CHECKED[uris] = uris  # one tuple shared by every lease of the group
+    return uris
+
+
+_CHECKED: dict[tuple[str, ...], tuple[str, ...]] = {}
+_CHECKED_LIMIT = 256
+
+
+def _check_uri(uri: str, what: str) -> str:
+    """``uri`` if it is a ``PYRO:`` URI of a sane length.
+
+    Raises:
+        ValueError: it is not.
+    """
+    if len(uri) > MAX_URI_LENGTH:
+        raise ValueError(f"{what}: a URI of {len(uri)} characters (at most {MAX_URI_LENGTH})")
+    try:
+        protocol = Pyro5.core.URI(uri).protocol
+    except Exception as exc:
+        raise ValueError(f"{what}: not a Pyro5 URI: {uri!r:.80}") from exc
+    if protocol != "PYRO":
+        raise ValueError(f"{what}: not a PYRO: URI: {uri!r:.80}")
+    return uri
+
+
+class _Leaders:
+    """Per process: the replica last known to lead each group, by landlord id.
+
+    Thread-safe: reads are single dict lookups (atomic), writes take the lock.
+    Bounded, so leases of many groups (or forged ones) cannot make it grow
+    without end: the group learnt longest ago is forgotten first.
+    """
+
+    __slots__ = ("_lock", "_by_group", "_limit")
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._lock = threading.Lock()
+        self._by_group: dict[str, str] = {}
+        self._limit = limit
+
+    def get(self, landlord_id: str) -> str | None:
+        return self._by_group.get(landlord_id)
+
+    def learn(self, landlord_id: str, uri: str) -> None:
+        with self._lock:
+            self._by_group.pop(landlord_id, None)  # re-inserted last: the most recently learnt
+            if len(self._by_group) >= self._limit:
+                del self._by_group[next(iter(self._by_group))]
+            self._by_group[landlord_id] = uri
+
+    def moved_on(self, landlord_id: str, failed: str, successor: str) -> None:
+        """``failed`` could not be reached: believe ``successor`` leads, unless
+        another thread has learnt better meanwhile."""
+        with self._lock:
+            if self._by_group.get(landlord_id, failed) == failed:
+                self._by_group.pop(landlord_id, None)
+                if len(self._by_group) >= self._limit:
+                    del self._by_group[next(iter(self._by_group))]
+                self._by_group[landlord_id] = successor
+
+
+_LEADERS = _Leaders()
+# the clock of a call's time budget: real seconds, as the sockets' timeouts are
+_now = time.monotonic
+
+
+def known_leader(landlord_id: str) -> str | None:
+    """The URI of the replica this process last learnt leads group ``landlord_id`` (``None``: none yet)."""
+    return _LEADERS.get(landlord_id)
+
+
+def _call_group(landlord_id: str, landlord: str, group: tuple[str, ...], method: str, args: tuple[Any, ...]) -> Any:
+    """Call ``method`` on the group's leader: the one last learnt (if the lease names it), else
+    the lease's ``landlord``; then where a ``NotLeaderError`` points (at most ``MAX_REDIRECTS``
+    times), or the group's next replica when one cannot be reached.
+
+    Every attempt after the first is bounded by what is left of the timeout the
+    first had (:func:`landlord.proxies.current_timeout`), so the whole call
+    takes no longer than one call would.
+
+    Raises:
+        NotLeaderError: a replica named no leader, or the redirects ran out.
+        Pyro5.errors.CommunicationError: no replica could be reached (the last one's error),
+            or the time ran out (the last error, whatever it was).
+        Exception: whatever the leader raised.
+    """
+    timeout = proxies.current_timeout()
+    deadline = math.inf if timeout is None else _now() + timeout
+    known = _LEADERS.get(landlord_id)
+    # a leader learnt through another lease counts only if this one names it too: a
+    # forged lease of the same landlord id must not steer other leases' cookies elsewhere
+    first = known if known is not None and (known == landlord or known in group) else landlord
+    failed: list[str] = []
+    redirects = 0
+    target = first
+    last: Exception | None = None
+    while True:
+        bound: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if last is not None and deadline != math.inf:
+            left = deadline - _now()
+            if left <= 0:
+                raise last
+            bound = proxies.timeout_within(left)
+        try:
+            with bound:
+                result = getattr(proxies.proxy_for(target), method)(*args)
+        except NotLeaderError as exc:
+            leader = _leader_named(exc)
+            if leader is None or redirects >= MAX_REDIRECTS:
+                raise
+            redirects, last = redirects + 1, exc
+            log.debug("%s of group %s: %s does not lead, %s does", method, landlord_id, target, leader)
+            _LEADERS.learn(landlord_id, leader)
+            if leader in failed:  # named, yet unreachable a moment ago: ask the others instead
+                target = _next(group, first, failed, exc)
+            else:
+                target = leader
+        except Pyro5.errors.CommunicationError as exc:
+            proxies.discard(target)  # the next call reconnects
+            failed.append(target)
+            last = exc
+            successor = _next(group, first, failed, exc)
+            log.debug("%s of group %s: %s unreachable (%s), trying %s", method, landlord_id, target, exc, successor)
+            _LEADERS.moved_on(landlord_id, target, successor)
+            target = successor
+        else:
+            if _LEADERS.get(landlord_id) != target:
+                _LEADERS.learn(landlord_id, target)
+            return result
+
+
+def _next(group: tuple[str, ...], first: str, failed: list[str], error: Exception) -> str:
+    """The group's next replica not yet failed, going round from ``first``.
+
+    Raises:
+        error: every replica has failed.
+    """
+    start = group.index(first) + 1 if first in group else 0
+    for uri in group[start:] + group[:start]:
+        if uri not in failed:
+            return uri
+    raise error
+
+
+def _leader_named(error: NotLeaderError) -> str | None:
+    """The leader's URI a ``NotLeaderError`` names, if it is a usable one."""
+    leader = getattr(error, "leader", None)
+    if not isinstance(leader, str):
+        return None
+    try:
+        return _check_uri(leader, "NotLeaderError.leader")
+    except ValueError:
+        log.warning("a replica named a leader that is not a PYRO: URI: %r", leader[:80])
+        return None
 
 
 def check_cookie(cookie: object) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import Pyro5.api
 
-__all__ = ["proxy_for", "discard", "set_call_timeout", "get_call_timeout", "timeout_within"]
+__all__ = ["proxy_for", "discard", "set_call_timeout", "get_call_timeout", "timeout_within", "current_timeout"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,14 @@ def timeout_within(seconds: float) -> Iterator[None]:
         yield
     finally:
         _local.bound = outer
+
+
+def current_timeout() -> float | None:
+    """The timeout this thread's next call through :func:`proxy_for` gets: the
+    call timeout, within the tightest :func:`timeout_within` bound in force
+    (``None``: no timeout). A caller that makes several calls within one
+    budget (a lease trying the replicas of its group) reads it once."""
+    return _timeout()
 
 
 def _timeout() -> float | None:

@@ -4,12 +4,17 @@ Imported by ``landlord/__init__.py``, so importing landlord is enough. A
 :class:`~landlord.LandlordLease` travels as::
 
     {"__class__": "landlord.LandlordLease", "cookie": str, "landlord": str (URI),
-     "landlord_id": str, "remaining": float, "term": float}
+     "landlord_id": str, "remaining": float, "term": float,
+     "landlords": [str (URI), ...]}
 
 ``remaining`` is the time left when it was sent; the receiver adds it to its
 own clock, so the clocks of two hosts never need to agree. ``term`` is the
 seconds last granted (what a renewal manager asks for again); a lease from a
-sender that did not send it takes ``remaining`` as its term.
+sender that did not send it takes ``remaining`` as its term. ``landlords``
+goes only with a lease of a replicated landlord: every replica's URI (the
+``landlord`` field stays the one that granted it, so a receiver that knows
+nothing of replicas still reaches the group); a lease without it has its one
+landlord.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ def checked_fields(data: dict[str, Any], classname: str, fields: dict[str, type 
 # -- LandlordLease ------------------------------------------------------------
 
 def lease_to_dict(lease: LandlordLease) -> dict[str, Any]:
-    return {
+    data = {
         "__class__": LEASE_CLASS,
         "cookie": lease.cookie,
         "landlord": lease.landlord_uri,
@@ -60,6 +65,9 @@ def lease_to_dict(lease: LandlordLease) -> dict[str, Any]:
         "remaining": lease.remaining if not math.isinf(lease.expiration) else math.inf,
         "term": lease.term,
     }
+    if lease.replicated:  # a plain landlord's lease travels exactly as it did before replicas
+        data["landlords"] = list(lease.landlords)
+    return data
 
 
 def lease_from_dict(classname: str, data: dict[str, Any]) -> LandlordLease:
@@ -70,7 +78,10 @@ def lease_from_dict(classname: str, data: dict[str, Any]) -> LandlordLease:
     term = checked_fields(data, classname, {"term": (int, float)})[0] if "term" in data else remaining
     if not term >= 0:
         raise ValueError(f"malformed {classname}: term is {term!r}")
-    return LandlordLease(cookie, landlord, landlord_id, SYSTEM_CLOCK.time() + remaining, term=term)
+    # the URIs themselves are checked by LandlordLease (check_landlords): a clear TypeError or ValueError
+    landlords = checked_fields(data, classname, {"landlords": (list, tuple)})[0] if "landlords" in data else None
+    return LandlordLease(cookie, landlord, landlord_id, SYSTEM_CLOCK.time() + remaining, term=term,
+                         landlords=landlords)
 
 
 # -- RenewResults --------------------------------------------------------------

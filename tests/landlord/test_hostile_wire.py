@@ -72,7 +72,10 @@ forged_lease = st.fixed_dictionaries(
     optional={"cookie": anything | st.text(min_size=1, max_size=300),
               "landlord": anything | st.sampled_from(["PYRO:x@127.0.0.1:1", "http://evil", "PYRO:", ""]),
               "landlord_id": anything | st.text(min_size=1, max_size=40),
-              "remaining": durations | anything})
+              "remaining": durations | anything,
+              "landlords": anything | st.lists(st.sampled_from(
+                  ["PYRO:x@127.0.0.1:1", "PYRO:y@127.0.0.1:2", "http://evil", "PYRONAME:x", "PYRO:", ""]),
+                  max_size=20)})
 forged_error = st.fixed_dictionaries(
     {"__class__": st.sampled_from(LANDLORD_ERRORS), "__exception__": st.booleans()},
     optional={"args": anything | st.lists(anything, max_size=3),

@@ -6,10 +6,14 @@ import math
 import time
 
 import pytest
-from Pyro5.serializers import SerpentSerializer
+import serpent
+from Pyro5.serializers import JsonSerializer, MarshalSerializer, SerpentSerializer
 
 import landlord
+import landlord.wire
 from landlord import LandlordLease, LeaseDeniedError, LeaseError, LeaseMapError, RenewResults, UnknownLeaseError
+from landlord.landlordlease import MAX_LANDLORDS
+from landlord.wire import LEASE_CLASS
 
 URI = "PYRO:obj_1@127.0.0.1:4160"
 serializer = SerpentSerializer()
@@ -65,6 +69,48 @@ def test_a_lease_from_an_older_sender_takes_remaining_as_its_term() -> None:
     assert round_trip(old_form).term == 7.0  # type: ignore[attr-defined]
 
 
+GROUP = [URI, "PYRO:obj_1@10.0.0.2:4160", "PYRO:obj_1@10.0.0.3:4160"]
+OLD_FIELDS = {"__class__", "cookie", "landlord", "landlord_id", "remaining", "term"}
+
+
+def previous_version_reads(data: dict) -> LandlordLease:
+    """How the version before replicas read a lease (its lease_from_dict): the named fields, nothing else."""
+    cookie, landlord_uri, landlord_id, remaining = landlord.wire.checked_fields(
+        data, LEASE_CLASS, {"cookie": str, "landlord": str, "landlord_id": str, "remaining": (int, float)})
+    term = data["term"] if "term" in data else remaining
+    return LandlordLease(cookie, landlord_uri, landlord_id, time.time() + remaining, term=term)
+
+
+def test_a_replicated_landlords_lease_travels_with_every_replica() -> None:
+    lease = LandlordLease("c", GROUP[1], "group", time.time() + 30, term=30, landlords=GROUP)
+    data = SerpentSerializer.class_to_dict(lease)
+    assert set(data) == OLD_FIELDS | {"landlords"} and data["landlords"] == GROUP
+    assert data["landlord"] == GROUP[1]  # the replica it came from, as before: an older receiver reaches the group
+    for serializer_class in (SerpentSerializer, JsonSerializer, MarshalSerializer):
+        wire = serializer_class()
+        copy = wire.loads(wire.dumps(lease))
+        assert isinstance(copy, LandlordLease) and copy == lease and copy.replicated
+        assert copy.landlords == tuple(GROUP) and copy.landlord == GROUP[1] and copy.term == 30
+
+
+def test_what_is_sent_stays_readable_by_the_previous_version() -> None:
+    clock = landlord.FakeClock()
+    lease = LandlordLease("c", URI, "group", clock.time() + 30, clock=clock, term=30, landlords=GROUP)
+    plain = LandlordLease("c", URI, "group", clock.time() + 30, clock=clock, term=30)
+    data, plain_data = SerpentSerializer.class_to_dict(lease), SerpentSerializer.class_to_dict(plain)
+    assert {k: v for k, v in data.items() if k != "landlords"} == plain_data  # the old fields, as they were
+    old = previous_version_reads(serpent.loads(serpent.dumps(data)))  # the dict as it arrives, before converters
+    assert old == lease and old.landlord == URI and old.term == 30
+
+
+def test_a_lease_from_an_older_sender_has_its_one_landlord() -> None:
+    old_form = {"__class__": "landlord.LandlordLease", "cookie": "c", "landlord": URI, "landlord_id": "id",
+                "remaining": 7.0, "term": 7.0}
+    lease = round_trip(old_form)
+    assert isinstance(lease, LandlordLease) and not lease.replicated and lease.landlords == (URI,)
+    assert "landlords" not in SerpentSerializer.class_to_dict(lease)
+
+
 def test_uri_objects_are_accepted_and_travel_as_strings() -> None:
     from Pyro5.core import URI as PyroURI
     lease = LandlordLease("c", PyroURI(URI), "id", time.time() + 5)
@@ -86,6 +132,23 @@ def test_uri_objects_are_accepted_and_travel_as_strings() -> None:
     {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "term": False},
     {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "term": None},
     {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "term": math.nan},
+    # landlords: a list of distinct PYRO: URIs, 1 to MAX_LANDLORDS of them
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": URI},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": None},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": 5},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": {URI: 1}},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": []},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": [URI, 5]},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": [[URI]]},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": ["http://evil"]},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": ["PYRONAME:x"]},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0, "landlords": [URI, URI]},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0,
+     "landlords": [f"PYRO:o@10.0.{i // 256}.{i % 256}:1" for i in range(MAX_LANDLORDS + 1)]},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0,
+     "landlords": [f"PYRO:o@10.0.{i // 256}.{i % 256}:1" for i in range(100_000)]},
+    {"cookie": "c", "landlord": URI, "landlord_id": "id", "remaining": 1.0,
+     "landlords": [f"PYRO:{'o' * 100_000}@10.0.0.1:1"]},
 ])
 def test_forged_leases_are_refused_clearly(forged: dict) -> None:
     with pytest.raises((ValueError, TypeError)):
