@@ -14,7 +14,7 @@ import Pyro5.server
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, check_duration
-from .landlordlease import MAX_BATCH, LandlordLease, check_cookie
+from .landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
 from .manager import LeasedResource, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
@@ -125,16 +125,28 @@ class Landlord:
         codec: how resources are stored and taken back (see
             :class:`ResourceCodec`); by default as :meth:`dump_resource` makes
             them and :meth:`load_resource` reads them back.
+        replicas: for one replica of a replicated landlord, the URIs of every
+            replica of its group (a list or tuple of ``PYRO:`` URIs, in the
+            order holders try them; its own need not come first): every lease
+            it makes carries them as :attr:`~landlord.LandlordLease.landlords`,
+            so its holders follow the group's leader. Give every replica the
+            same ``landlord_id``. ``None``: a plain landlord.
 
     Raises:
         ValueError: the policy already serves another landlord, an unknown
-            reaper, or a ``landlord_id`` other than the one ``store`` belongs to.
+            reaper, a ``landlord_id`` other than the one ``store`` belongs to,
+            or ``replicas`` empty, too many (``MAX_LANDLORDS``), repeated, or
+            not ``PYRO:`` URIs.
+        TypeError: ``replicas`` not a list or tuple of URI strings.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
                  on_cancel: Callable[[Any], None] | None = None, landlord_id: str | None = None,
+                 replicas: Sequence[str] | None = None,
                  store: LeaseStore | None = None, codec: ResourceCodec | None = None) -> None:
+        # checked before anything is claimed: a bad option leaves the store as it was
+        self._replicas = None if replicas is None else check_landlords(replicas, name="replicas")
         if store is not None:
             stored_id = store.landlord_id()
             if landlord_id is not None and stored_id is not None and landlord_id != stored_id:
@@ -163,6 +175,12 @@ class Landlord:
     @property
     def manager(self) -> LeaseManager:
         return self._manager
+
+    @property
+    def replicas(self) -> tuple[str, ...] | None:
+        """The URIs of every replica of this landlord's group, which its leases carry
+        (``None``: a plain landlord)."""
+        return self._replicas
 
     def new_lease(self, resource: Any, duration: float = ANY) -> LandlordLease:
         """Lease ``resource`` for ``duration`` seconds, as the policy allows.
@@ -236,7 +254,7 @@ class Landlord:
 
     def _make_lease(self, resource: LeasedResource, granted: float) -> LandlordLease:
         return LandlordLease(resource.cookie, self, self.landlord_id, self.clock.time() + granted,
-                             clock=self.clock, term=granted)
+                             clock=self.clock, term=granted, landlords=self._replicas)
 
     # -- remote -----------------------------------------------------------------
 

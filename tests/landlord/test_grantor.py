@@ -230,3 +230,42 @@ def test_renew_results_are_a_frozen_value() -> None:
     with pytest.raises(TypeError):
         hash(results)  # lists inside: unhashable, as before
     assert len(repr(RenewResults([1.0] * 10_000, []))) < 250  # a batch's repr stays short for logs
+
+
+def test_a_replica_stamps_its_group_on_every_lease(daemon: Any, close_later: list) -> None:
+    """Every lease of a replicated landlord names each replica, in the order given, its own need not be first."""
+    own = str(daemon.daemon.uriFor("replica-b"))
+    replicas = ["PYRO:replica-a@10.0.0.1:7000", own, "PYRO:replica-c@10.0.0.3:7000"]
+    landlord = RoomLandlord(policy=LeaseDurationPolicy(maximum=600), replicas=replicas, landlord_id="group-1")
+    close_later.append(landlord)
+    assert daemon.register(landlord, "replica-b") == own and landlord.replicas == tuple(replicas)
+    local = landlord.new_lease("1", 30)
+    assert local.replicated and local.landlords == tuple(replicas) and local.landlord is landlord
+    with Pyro5.api.Proxy(own) as proxy:
+        lease = proxy.rent("2", 30)
+    assert isinstance(lease, LandlordLease) and lease.landlord == own and lease.landlord_id == "group-1"
+    assert lease.landlords == tuple(replicas)
+    assert lease.renew(60) == 60  # it asks the replica it came from first: this one, which leads
+
+
+def test_a_plain_landlords_leases_name_it_alone(rooms: tuple) -> None:
+    landlord, uri, _ = rooms
+    assert landlord.replicas is None
+    with Pyro5.api.Proxy(uri) as proxy:
+        lease = proxy.rent("1", 30)
+    assert not lease.replicated and lease.landlords == (uri,)
+    assert not landlord.new_lease("2", 30).replicated
+
+
+@pytest.mark.parametrize("replicas, error", [
+    ("PYRO:x@10.0.0.1:1", TypeError),  # one str, not a list of them
+    ([], ValueError),
+    ([b"PYRO:x@10.0.0.1:1"], TypeError),
+    (["http://10.0.0.1:1"], ValueError),
+    (["PYRONAME:landlord"], ValueError),
+    (["PYRO:x@10.0.0.1:1", "PYRO:x@10.0.0.1:1"], ValueError),
+    ([f"PYRO:x@10.0.0.{i}:1" for i in range(100)], ValueError),
+])
+def test_bad_replicas_are_refused(replicas: Any, error: type) -> None:
+    with pytest.raises(error, match="replicas"):
+        Landlord(replicas=replicas, reaper="lazy")
