@@ -18,7 +18,7 @@ from .landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlor
 from .manager import LeasedResource, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
-from .store import LeaseStore
+from .store import Store
 
 __all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "COOKIE_BYTES", "MAX_BATCH"]
 
@@ -144,7 +144,7 @@ class Landlord:
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
                  on_cancel: Callable[[Any], None] | None = None, landlord_id: str | None = None,
                  replicas: Sequence[str] | None = None,
-                 store: LeaseStore | None = None, codec: ResourceCodec | None = None) -> None:
+                 store: Store | None = None, codec: ResourceCodec | None = None) -> None:
         # checked before anything is claimed: a bad option leaves the store as it was
         self._replicas = None if replicas is None else check_landlords(replicas, name="replicas")
         if store is not None:
@@ -210,7 +210,7 @@ class Landlord:
         self._manager.close()
 
     @property
-    def store(self) -> LeaseStore | None:
+    def store(self) -> Store | None:
         """Where the leases are kept, or ``None`` when only in memory."""
         return self._manager.store
 
@@ -231,7 +231,7 @@ class Landlord:
         :meth:`ResourceCodec.load`). By default, the data itself."""
         return data
 
-    def _restore(self, store: LeaseStore) -> None:
+    def _restore(self, store: Store) -> None:
         now, wall = self.clock.monotonic(), self.clock.time()
         restored: list[LeasedResource] = []
         for stored in store.leases(wall):

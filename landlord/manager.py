@@ -15,7 +15,7 @@ from .errors import UnknownLeaseError
 from .policy import LeasePolicy
 from .reapers import Reaper, make_reaper
 from .resource import LeasedResource
-from .store import LeaseStore
+from .store import Store
 
 __all__ = ["LeasedResource", "LeaseManager"]
 
@@ -53,7 +53,7 @@ class LeaseManager:
 
     def __init__(self, policy: LeasePolicy, *, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
-                 on_cancel: Callable[[Any], None] | None = None, store: LeaseStore | None = None,
+                 on_cancel: Callable[[Any], None] | None = None, store: Store | None = None,
                  dump: Callable[[Any], Any] | None = None) -> None:
         self.policy = policy
         self.clock = clock
@@ -319,7 +319,7 @@ class _Journal:
 
     __slots__ = ("_store", "_dump", "_clock")
 
-    def __init__(self, store: LeaseStore | None, dump: Callable[[Any], Any], clock: Clock) -> None:
+    def __init__(self, store: Store | None, dump: Callable[[Any], Any], clock: Clock) -> None:
         self._store = store
         self._dump = dump
         self._clock = clock

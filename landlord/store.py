@@ -36,7 +36,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from Pyro5.serializers import SerpentSerializer
 
@@ -45,7 +45,7 @@ try:  # not on Windows: there, keeping one landlord per store is up to the opera
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LeaseStore", "StoredLease", "StoreInUseError", "SYNCHRONOUS_MODES"]
+__all__ = ["Store", "LeaseStore", "StoredLease", "StoreInUseError", "SYNCHRONOUS_MODES"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,32 @@ class StoredLease(NamedTuple):
     cookie: str
     remaining: float  # seconds left now (negative: it ran out while the landlord was down)
     resource: Any
+
+
+class Store(Protocol):
+    """What a landlord and its lease manager need of a store: :class:`LeaseStore` (a file of
+    SQLite), or :class:`landlord.etcdstore.EtcdLeaseStore` (a replica group's leases in etcd).
+    Expirations are wall-clock times; see :class:`LeaseStore` for what each method does."""
+
+    def landlord_id(self) -> str | None: ...
+
+    def claim(self, landlord_id: str) -> None: ...
+
+    def leases(self, now: float) -> list[StoredLease]: ...
+
+    def put(self, cookie: str, expiration: float, resource: Any, now: float) -> None: ...
+
+    def renew(self, expirations: Iterable[tuple[str, float]], now: float) -> None: ...
+
+    def delete(self, cookies: Iterable[str]) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def get_setting(self, key: str, default: Any = None) -> Any: ...
+
+    def set_setting(self, key: str, value: Any) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class LeaseStore:

@@ -23,6 +23,7 @@ class _Event:  # mvccpb.Event: not a name pyetcd.etcdrpc exports
 class RangeResponse:
     header: ResponseHeader
     kvs: Sequence[_KeyValue]
+    more: bool
     count: int
 
 class TxnResponse:
