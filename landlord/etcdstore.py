@@ -480,12 +480,24 @@ class _RenewalLog:
                 self.known.pop(cookie, None)
                 self.pending.pop(cookie, None)
 
-    def ended_in(self, chunks: Iterable[tuple[str, int]], cookies: Sequence[str]) -> None:
-        """``cookies`` were written as ended in the log's ``chunks`` (keys and entry counts)."""
-        with self.changed:
-            self.chunks.update(chunks)
-            self.ended.update(cookie for cookie in cookies if cookie in self.known)
-        self.removed(cookies)
+    def end(self, cookies: list[str]) -> None:
+        """Write ``cookies`` to the log as ended: one transaction per TXN_BYTES of them (one for the
+        1,000 a reaper frees at a time). Not under :attr:`io`: the store's own write.
+
+        Raises:
+            as :meth:`_Calls.write`.
+        """
+        done = 0
+        for group in _groups(pack_ended(cookies)):
+            keys = self.new_keys(len(group))
+            self._calls.write(success=[self._calls.tx.put(key, value) for key, (value, _) in zip(keys, group)])
+            count = sum(entries for _, entries in group)
+            ended = cookies[done:done + count]
+            with self.changed:
+                self.chunks.update((key, entries) for key, (_, entries) in zip(keys, group))
+                self.ended.update(cookie for cookie in ended if cookie in self.known)
+            self.removed(ended)
+            done += count
 
     def new_keys(self, count: int) -> list[str]:
         with self.changed:
@@ -719,21 +731,7 @@ class EtcdLeaseStore:
         if not isinstance(landlord_id, str):
             raise TypeError(f"a landlord id is a str, not {type(landlord_id).__name__}")
         _landlord_id(landlord_id.encode())
-        key, tx = self._keys.landlord_id, self._tx
-        created, answers = self._calls.write(compare=[tx.create(key) == 0], success=[tx.put(key, landlord_id)],
-                                             failure=[tx.get(key)])
-        if created:
-            return
-        kvs = answers[0].response_range.kvs
-        stored = kvs[0].value if kvs else b""
-        try:
-            owner = _landlord_id(stored)
-        except ValueError as exc:
-            log.warning("%r: the stored landlord id is malformed (%s); %s claims the group", self, exc, landlord_id)
-            replaced, _ = self._calls.write(compare=[tx.value(key) == stored], success=[tx.put(key, landlord_id)])
-            if not replaced:
-                raise ValueError(f"{self!r}: the landlord id was changed while {landlord_id} claimed it") from None
-            return
+        owner = _claim(self._calls, self._keys.landlord_id, landlord_id, repr(self))
         if owner != landlord_id:
             raise ValueError(f"{self!r} belongs to landlord {owner}, not {landlord_id}")
 
@@ -755,17 +753,7 @@ class EtcdLeaseStore:
             folded = fold(records, [(revision, chunk) for revision, _, chunk in chunks])
             with self._log.changed:
                 pending = dict(self._log.pending)
-            stored, known = [], {}
-            for cookie, expiration, written, data in folded.leases:
-                expiration, written = pending.get(cookie, (expiration, written))
-                try:
-                    resource = self._serializer.loads(data)
-                except Exception as exc:
-                    log.warning("%r: skipped lease %s: its resource cannot be read (%s)", self, cookie, exc)
-                    continue
-                known[cookie] = (expiration, written)
-                remaining = math.inf if math.isinf(expiration) else min(expiration - now, expiration - written)
-                stored.append(StoredLease(cookie, remaining, resource))
+            stored, known = _take_in(folded, pending, now, self._serializer, repr(self))
             self._log.replace(known, {key: len(chunk.renewals) + len(chunk.ended) for _, key, chunk in chunks},
                               folded.ended)
         return stored
@@ -813,11 +801,12 @@ class EtcdLeaseStore:
 
     def delete(self, cookies: Iterable[str]) -> None:
         """Forget leases that ended, in one guarded transaction (unknown cookies are ignored): up to
-        127 by deleting their keys, more by writing them to the log as ended (over ~26,000 at once:
-        a transaction per MiB of cookies).
+        127 by deleting their keys, more by writing them to the log as ended (more than ~45,000 at
+        once: a transaction per MiB of cookies).
 
         Raises:
-            LeadershipLost: the store's term is over (nothing of it was written).
+            LeadershipLost: the store's term is over (nothing was written; of more than ~45,000,
+                nothing from the transaction refused on).
             pyetcd.Etcd3Exception, grpc.RpcError: etcd could not be reached
                 (the write may or may not have been applied).
             RuntimeError: the store is closed.
@@ -829,13 +818,7 @@ class EtcdLeaseStore:
                 self._calls.write(success=[self._tx.delete(self._keys.lease(cookie)) for cookie in unique])
                 self._log.removed(unique)
             return
-        done = 0
-        for group in _groups(pack_ended(unique)):
-            keys = self._log.new_keys(len(group))
-            self._calls.write(success=[self._tx.put(key, value) for key, (value, _) in zip(keys, group)])
-            counts = [count for _, count in group]
-            self._log.ended_in(zip(keys, counts), unique[done:done + sum(counts)])
-            done += sum(counts)
+        self._log.end(unique)
 
     def flush(self) -> None:
         """Write the renewals not yet written, now.
@@ -905,6 +888,50 @@ class EtcdLeaseStore:
 
 
 # -- reading a group's leases and log ------------------------------------------------------------
+
+
+def _claim(calls: _Calls, key: str, landlord_id: str, name: str) -> str:
+    """Create the landlord id's ``key`` holding ``landlord_id`` if it is absent (replacing a malformed
+    id, which is logged, in a second transaction); the id it holds now.
+
+    Raises:
+        ValueError: the malformed id was changed meanwhile.
+        LeadershipLost, pyetcd.Etcd3Exception, grpc.RpcError: as :meth:`_Calls.write`.
+    """
+    tx = calls.tx
+    created, answers = calls.write(compare=[tx.create(key) == 0], success=[tx.put(key, landlord_id)],
+                                   failure=[tx.get(key)])
+    if created:
+        return landlord_id
+    kvs = answers[0].response_range.kvs
+    stored = kvs[0].value if kvs else b""
+    try:
+        return _landlord_id(stored)
+    except ValueError as exc:
+        log.warning("%s: the stored landlord id is malformed (%s); %s claims the group", name, exc, landlord_id)
+    replaced, _ = calls.write(compare=[tx.value(key) == stored], success=[tx.put(key, landlord_id)])
+    if not replaced:
+        raise ValueError(f"{name}: the landlord id was changed while {landlord_id} claimed it")
+    return landlord_id
+
+
+def _take_in(folded: Folded, pending: Mapping[str, tuple[float, float]], now: float,
+             serializer: SerpentSerializer, name: str) -> tuple[list[StoredLease], dict[str, tuple[float, float]]]:
+    """The stored leases ``folded`` comes to at wall time ``now`` (a renewal still ``pending`` counting),
+    and each one's expiration and written time; a resource serpent cannot read is logged and skipped."""
+    stored, known = [], {}
+    for cookie, expiration, written, data in folded.leases:
+        expiration, written = pending.get(cookie, (expiration, written))
+        try:
+            resource = serializer.loads(data)
+        except Exception as exc:
+            log.warning("%s: skipped lease %s: its resource cannot be read (%s)", name, cookie, exc)
+            continue
+        known[cookie] = (expiration, written)
+        # never more than it had when written: the wall clock may have been set back meanwhile
+        remaining = math.inf if math.isinf(expiration) else min(expiration - now, expiration - written)
+        stored.append(StoredLease(cookie, remaining, resource))
+    return stored, known
 
 
 def _read(calls: _Calls, keys: _Keys, name: str) -> tuple[dict[str, Record], list[tuple[int, str, Chunk]]]:
