@@ -384,3 +384,42 @@ def test_renewed_all_across_chunks_each_lease_fails_alone(clock: FakeClock, monk
         ["UnknownLeaseError"]
     assert all(manager.get(c).expiration == 25 for c in cookies if c not in ("c3", "nobody"))
     assert freed.calls == {"c3": 1} and len(manager) == 9
+
+
+class FailingDeletes:
+    """A store whose writes succeed and whose deletes fail (etcd unreachable, a disk gone read-only)."""
+
+    def __init__(self) -> None:
+        self.deletes = 0
+
+    def landlord_id(self) -> str | None:
+        return None
+
+    def put(self, cookie: str, expiration: float, resource: Any, now: float) -> None:
+        pass
+
+    def renew(self, expirations: Any, now: float) -> None:
+        pass
+
+    def delete(self, cookies: Any) -> None:
+        self.deletes += 1
+        raise OSError("the store is unreachable")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_store_failing_to_record_expiries_neither_keeps_nor_leaks_the_leases(
+        clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    freed = Freed()
+    store = FailingDeletes()
+    manager = LeaseManager(bound(clock), reaper="lazy", clock=clock, on_expire=freed, store=store)  # type: ignore[arg-type]
+    grant(manager, "a", 10)
+    grant(manager, "b", 10)
+    clock.advance(11)
+    with caplog.at_level(logging.ERROR, logger="landlord.manager"):
+        assert manager.reap() == 2
+    assert freed.calls == {"a": 1, "b": 1} and len(manager) == 0
+    assert store.deletes == 1 and "freed anyway" in caplog.text
+    grant(manager, "c", 10)  # and the manager goes on working
+    assert manager.renewed("c", 10) == 10
