@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INSTALL_HINT", "require_pyetcd", "parse_endpoints", "connect", "leader_key", "LeadershipLost",
-    "guarded_transaction", "Tenure", "Election",
+    "guarded_transaction", "etcd_errors", "Tenure", "Election",
 ]
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def require_pyetcd() -> None:
                           f"protobuf >= 5.27.2: {INSTALL_HINT} (import failed: {exc})") from exc
 
 
-def _etcd_errors() -> tuple[type[BaseException], ...]:
+def etcd_errors() -> tuple[type[BaseException], ...]:
     """What a pyetcd call raises when etcd cannot answer: its own errors, and gRPC's for codes it does not map."""
     import pyetcd
     return pyetcd.Etcd3Exception, importlib.import_module("grpc").RpcError
@@ -314,7 +314,7 @@ class _Ballot:
 
     def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, key: str, candidate: str, ttl: int) -> None:
         self.client, self.key, self.candidate, self.ttl = client, key, candidate, ttl
-        self.errors = _etcd_errors()
+        self.errors = etcd_errors()
         self._deadline_exceeded = importlib.import_module("grpc").StatusCode.DEADLINE_EXCEEDED
         self._lock = threading.Lock()
         self._watching: Any = None  # the watch call in progress, for close() to cancel

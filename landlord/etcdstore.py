@@ -60,7 +60,6 @@ skipped, never raised; it is not deleted either (it may be someone else's).
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import struct
@@ -75,7 +74,7 @@ from Pyro5.serializers import SerpentSerializer
 
 from .backoff import OutageLog
 from .clock import SYSTEM_CLOCK, Clock
-from .election import LeadershipLost, guarded_transaction, require_pyetcd
+from .election import LeadershipLost, etcd_errors, guarded_transaction, require_pyetcd
 from .store import StoredLease
 
 if TYPE_CHECKING:
@@ -382,8 +381,7 @@ class _Calls:
         import pyetcd
         self.client, self.leadership, self.key, self.term = client, leadership, key, term
         self.tx = client.transactions
-        self.errors: tuple[type[BaseException], ...] = (
-            pyetcd.Etcd3Exception, importlib.import_module("grpc").RpcError)
+        self.errors = etcd_errors()
         self._none_left = pyetcd.exceptions.NoServerAvailableError  # pyetcd passes over every member for now
         self._retry = (pyetcd.exceptions.ConnectionFailedError, pyetcd.exceptions.ConnectionTimeoutError,
                        pyetcd.exceptions.InternalServerError, self._none_left)
