@@ -14,7 +14,7 @@ import pytest
 
 from landlord.testing import ChildProcess, FakeClock, ServingDaemon, free_port
 
-__all__ = ["ChildProcess", "Child", "Spawner", "ServingDaemon", "free_port", "sockets_of",
+__all__ = ["ChildProcess", "Child", "Spawner", "ServingDaemon", "free_port", "sockets_of", "skip_unless_required",
            "MANY_CLIENTS", "PROCESSES"]
 
 try:  # not on Windows
@@ -25,6 +25,18 @@ except ImportError:  # pragma: no cover
 PROCESSES = pathlib.Path(__file__).parent / "processes"
 MANY_CLIENTS = 1000
 FILES_FOR_MANY_CLIENTS = 2200  # this process's sockets (1,000 clients and some) with room to spare
+
+
+def skip_unless_required(reason: str | None, *, env: str, tests: str, needs: str) -> None:
+    """Skip the calling test because of ``reason`` (``None``: it can run), or fail it where ``env`` is ``"1"``.
+
+    CI sets ``env`` so that tests it must run can never pass by being skipped.
+    """
+    if reason is None:
+        return
+    if os.environ.get(env) == "1":
+        pytest.fail(f"{env}=1, but the {tests} tests cannot run: {reason}", pytrace=False)
+    pytest.skip(f"{tests} tests need {needs}: {reason}")
 
 
 @pytest.fixture

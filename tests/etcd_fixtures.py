@@ -15,11 +15,11 @@ only the modules that use etcd pay for it.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from conftest import skip_unless_required
 
 from landlord.testing_etcd import EtcdCluster, unavailable_reason
 
@@ -30,12 +30,7 @@ REQUIRE_ENV = "LANDLORD_REQUIRE_ETCD"  # "1": a missing etcd or client fails the
 
 def require_etcd() -> None:
     """Skip the calling test (or fail it, with ``LANDLORD_REQUIRE_ETCD=1``) where etcd cannot be run."""
-    reason = unavailable_reason()
-    if reason is None:
-        return
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{REQUIRE_ENV}=1, but the etcd tests cannot run: {reason}", pytrace=False)
-    pytest.skip(f"etcd tests need etcd and its client: {reason}")
+    skip_unless_required(unavailable_reason(), env=REQUIRE_ENV, tests="etcd", needs="etcd and its client")
 
 
 @pytest.fixture(scope="module")

@@ -58,6 +58,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 import pytest
+from conftest import skip_unless_required
 
 from landlord.testing import ChildProcess, Line
 
@@ -110,12 +111,7 @@ def unavailable_reason() -> str | None:
 
 def require_multihost() -> None:
     """Skip the calling test (or fail it, with ``LANDLORD_REQUIRE_MULTIHOST=1``) where namespaces cannot be made."""
-    reason = unavailable_reason()
-    if reason is None:
-        return
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{REQUIRE_ENV}=1, but the multihost tests cannot run: {reason}", pytrace=False)
-    pytest.skip(f"multihost tests need root and `ip netns`: {reason}")
+    skip_unless_required(unavailable_reason(), env=REQUIRE_ENV, tests="multihost", needs="root and `ip netns`")
 
 
 # -- cleaning up --------------------------------------------------------------------------
