@@ -290,6 +290,18 @@ class EtcdCluster:
                 client.close()
         raise EtcdUnavailable("no running member reports being etcd's leader")
 
+    def serving(self, client: pyetcd.MultiEndpointEtcd3Client) -> int:
+        """The index of the member ``client`` is talking to now.
+
+        Raises:
+            EtcdUnavailable: ``client`` is connected to no member of this cluster.
+        """
+        in_use = client.endpoint_in_use
+        for index, member in enumerate(self.members):
+            if in_use is not None and member.client_url.endswith(in_use.netloc):
+                return index
+        raise EtcdUnavailable(f"the client talks to no member of this cluster ({in_use})")
+
     def stop_member(self, index: int, signum: int = signal.SIGTERM) -> int:
         """End member ``index`` with ``signum`` (killing it if it lingers) and reap it; its exit status."""
         process = self.members[index].process

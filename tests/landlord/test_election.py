@@ -436,9 +436,7 @@ def test_killing_one_etcd_member_changes_nothing_for_the_leader(cluster: EtcdClu
     if which == "etcd's leader":
         victim = cluster.leader()
     else:
-        in_use = first.client.endpoint_in_use
-        assert in_use is not None
-        victim = next(i for i, m in enumerate(cluster.members) if m.client_url.endswith(in_use.netloc))
+        victim = cluster.serving(first.client)
     killed = time.monotonic()
     cluster.kill_member(victim)
     # a keep-alive sent after the kill has been answered: the leader carried on through it

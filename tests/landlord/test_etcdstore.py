@@ -444,9 +444,7 @@ def test_killing_one_etcd_member_goes_unnoticed(group: Group, cluster: EtcdClust
     if which == "etcd's leader":
         victim = cluster.leader()
     else:
-        in_use = group.client.endpoint_in_use
-        assert in_use is not None
-        victim = next(i for i, m in enumerate(cluster.members) if m.client_url.endswith(in_use.netloc))
+        victim = cluster.serving(group.client)
     cluster.kill_member(victim)
     store.put("c2", now + 60, "r", now)
     store.renew([("c1", now + 90)], now)
