@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import os
 import pathlib
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
 from landlord.testing import ChildProcess, FakeClock, ServingDaemon, free_port
 
-__all__ = ["ChildProcess", "Child", "Spawner", "ServingDaemon", "free_port", "sockets_of", "skip_unless_required",
-           "MANY_CLIENTS", "PROCESSES"]
+__all__ = ["ChildProcess", "Child", "Spawner", "ServingDaemon", "free_port", "sockets_of",
+           "skip_unless_required", "run_to_the_end", "MANY_CLIENTS", "PROCESSES", "REPO_ROOT"]
 
 try:  # not on Windows
     import resource
@@ -23,8 +25,21 @@ except ImportError:  # pragma: no cover
     resource = None  # type: ignore[assignment]
 
 PROCESSES = pathlib.Path(__file__).parent / "processes"
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 MANY_CLIENTS = 1000
 FILES_FOR_MANY_CLIENTS = 2200  # this process's sockets (1,000 clients and some) with room to spare
+
+
+def run_to_the_end(script: pathlib.Path, *, timeout: float) -> str:
+    """Run ``script`` with this Python from the repository's top; all it printed (stdout, then stderr).
+
+    Fails the test unless it exits with status 0 within ``timeout`` seconds.
+    """
+    finished = subprocess.run([sys.executable, str(script)], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=timeout)
+    output = finished.stdout + finished.stderr
+    assert finished.returncode == 0, f"{script.name} exited with status {finished.returncode}:\n{output}"
+    return output
 
 
 def skip_unless_required(reason: str | None, *, env: str, tests: str, needs: str) -> None:

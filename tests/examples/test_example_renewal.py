@@ -11,11 +11,10 @@ everything shut down cleanly.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_to_the_end
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RENEWAL_DEMO = REPO_ROOT / "examples" / "renewal" / "demo.py"
@@ -31,11 +30,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def demo_output() -> str:
     """Everything the renewal demo printed, once it has exited with status 0."""
-    finished = subprocess.run([sys.executable, str(RENEWAL_DEMO)], cwd=REPO_ROOT, capture_output=True,
-                              text=True, timeout=DEMO_TIMEOUT_SECONDS)
-    output = finished.stdout + finished.stderr
-    assert finished.returncode == 0, f"demo exited with status {finished.returncode}:\n{output}"
-    return output
+    return run_to_the_end(RENEWAL_DEMO, timeout=DEMO_TIMEOUT_SECONDS)
 
 
 def lines_matching(pattern: str, output: str) -> list[re.Match[str]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import Pyro5.api
 import pytest
-from conftest import ChildProcess
+from conftest import ChildProcess, run_to_the_end
 
 import landlord
 from landlord import LeaseMapError, UnknownLeaseError
@@ -35,11 +35,7 @@ DEMO_TIMEOUT_SECONDS = 60
 @pytest.fixture(scope="module")
 def foo_demo_output() -> str:
     """Everything the Foo landlord demo printed, once it has exited with status 0."""
-    finished = subprocess.run([sys.executable, str(FOO_DEMO)], cwd=REPO_ROOT, capture_output=True,
-                              text=True, timeout=DEMO_TIMEOUT_SECONDS)
-    output = finished.stdout + finished.stderr
-    assert finished.returncode == 0, f"demo exited with status {finished.returncode}:\n{output}"
-    return output
+    return run_to_the_end(FOO_DEMO, timeout=DEMO_TIMEOUT_SECONDS)
 
 
 def _foo_named(pattern: str, output: str) -> str:
