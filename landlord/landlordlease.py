@@ -148,7 +148,8 @@ class LandlordLease(AbstractLease):
 
     def call_landlord(self, method: str, *args: Any) -> Any:
         """Call ``method`` of this lease's landlord: in-process directly, else
-        through this thread's proxy for it (dropped after a communication error).
+        through this thread's proxy for it (dropped after a communication error);
+        a replicated landlord's through the group, wherever the lease is.
 
         Objects tied to a lease (a lookup registration) use it to reach the
         landlord the same way the lease does, following a replicated
@@ -158,10 +159,10 @@ class LandlordLease(AbstractLease):
 
     def _call(self, method: str, *args: Any) -> Any:
         target = self._landlord
+        if self._landlords is not None:  # even in the leader's process: the leader may have changed
+            return _call_group(self._landlord_id, self.landlord_uri, self._landlords, method, args)
         if not isinstance(target, str):
             return getattr(target, method)(*args)
-        if self._landlords is not None:
-            return _call_group(self._landlord_id, target, self._landlords, method, args)
         try:
             return getattr(proxies.proxy_for(target), method)(*args)
         except Pyro5.errors.CommunicationError:
@@ -350,7 +351,8 @@ def _call_group(landlord_id: str, landlord: str, group: tuple[str, ...], method:
     # a leader learnt through another lease counts only if this one names it too: a
     # forged lease of the same landlord id must not steer other leases' cookies elsewhere
     first = known if known is not None and (known == landlord or known in group) else landlord
-    failed: list[str] = []
+    failed: list[str] = []  # could not be reached
+    passed: list[str] = []  # failed, or named another leader: not asked again unless named
     redirects = 0
     target = first
     last: Exception | None = None
@@ -371,15 +373,17 @@ def _call_group(landlord_id: str, landlord: str, group: tuple[str, ...], method:
             redirects, last = redirects + 1, exc
             log.debug("%s of group %s: %s does not lead, %s does", method, landlord_id, target, leader)
             _LEADERS.learn(landlord_id, leader)
-            if leader in failed:  # named, yet unreachable a moment ago: ask the others instead
-                target = _next(group, first, failed, exc)
+            passed.append(target)
+            if leader in failed:  # named (news not yet everywhere), yet unreachable: ask one not yet asked
+                target = _next(group, first, passed, exc)
             else:
                 target = leader
         except Pyro5.errors.CommunicationError as exc:
             proxies.discard(target)  # the next call reconnects
             failed.append(target)
+            passed.append(target)
             last = exc
-            successor = _next(group, first, failed, exc)
+            successor = _next(group, first, passed, exc)
             log.debug("%s of group %s: %s unreachable (%s), trying %s", method, landlord_id, target, exc, successor)
             _LEADERS.moved_on(landlord_id, target, successor)
             target = successor
@@ -389,15 +393,15 @@ def _call_group(landlord_id: str, landlord: str, group: tuple[str, ...], method:
             return result
 
 
-def _next(group: tuple[str, ...], first: str, failed: list[str], error: Exception) -> str:
-    """The group's next replica not yet failed, going round from ``first``.
+def _next(group: tuple[str, ...], first: str, passed: list[str], error: Exception) -> str:
+    """The group's next replica not yet passed over, going round from ``first``.
 
     Raises:
-        error: every replica has failed.
+        error: every replica has been.
     """
     start = group.index(first) + 1 if first in group else 0
     for uri in group[start:] + group[:start]:
-        if uri not in failed:
+        if uri not in passed:
             return uri
     raise error
 

@@ -188,6 +188,18 @@ def test_a_closed_leader_gives_way_to_the_next_replica_that_answers(group: Group
     assert group.calls == [(2, "renew")] and known_leader(group.landlord_id) == group.uris[2]
 
 
+def test_a_follower_still_naming_the_dead_leader_is_passed_over_for_one_not_yet_asked(group: Group) -> None:
+    lease = group.lease(first=0)
+    lease.renew(TERM)
+    group.kill(0)
+    group.leader = 2
+    group.names[1] = group.uris[0]  # replica 1 has not heard of the election yet
+    group.calls.clear()
+    assert lease.renew(TERM) == TERM
+    assert group.calls == [(1, "renew"), (2, "renew")]  # not back to 1, which named the dead one
+    assert known_leader(group.landlord_id) == group.uris[2]
+
+
 def test_all_replicas_down_is_a_communication_error(group: Group) -> None:
     lease = group.lease()
     lease.renew(TERM)
