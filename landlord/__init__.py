@@ -24,6 +24,7 @@ from .proxies import discard as discard_proxy
 from .proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
+from .replicated import ReplicatedLandlord, replica_uris
 from .resource import LeasedResource
 from .serving import serve_landlord
 from .store import LeaseStore, StoreInUseError
@@ -36,7 +37,7 @@ __all__ = [
     "ANY", "FOREVER", "check_duration",
     "Lease", "AbstractLease", "LandlordLease", "LeaseMap",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
-    "Landlord", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseManager",
+    "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseManager",
     "LeasePolicy", "LeaseDurationPolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",

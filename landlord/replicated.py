@@ -1,0 +1,468 @@
+"""One replica of a replicated landlord: :class:`ReplicatedLandlord`.
+
+Run one per host, each with the same group and the same list of every
+replica's URI; they elect one leader through etcd
+(:class:`~landlord.election.Election`). The leader alone grants, renews,
+cancels and expires; every write but a renewal reaches etcd before the
+caller has its answer, and renewals within ``commit_interval``
+(:class:`~landlord.etcdstore.EtcdLeaseStore`). The others answer
+:class:`~landlord.NotLeaderError` naming the leader, which a lease of the
+group follows on its own (its ``landlords`` name every replica).
+
+A leadership is a *term*: from its election to its end. At the start of
+each, the new leader makes a landlord of its own for the term (an ordinary
+:class:`~landlord.Landlord` over a store guarded by the term) and loads every
+lease from etcd into it, on a thread of its own, so that the election's
+keep-alives go on meanwhile. A lease keeps its cookie and its remaining time
+(stored as a wall-clock deadline), less at most the commit interval plus the
+clocks' skew; expiry is then decided on the new leader's monotonic clock.
+
+Fencing: a replica answers only while its election confirms its term
+(:attr:`~landlord.election.Election.revision`), checked before and after
+each call. A leader that cannot confirm it in time, or a term that ended
+while a call was being answered, answers nothing: the caller sees its
+connection closed (a Pyro5 ``CommunicationError``, which a holder retries),
+never a definite denial. A write it still sends is refused by etcd.
+
+A write whose outcome is unknown (etcd did not answer) leaves the term's
+landlord possibly out of step with etcd: the term's landlord is then made
+again from etcd, in the same term, before anything else is answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import Pyro5.errors
+import Pyro5.server
+
+from .clock import SYSTEM_CLOCK, Clock
+from .duration import ANY
+from .election import Election, LeadershipLost, etcd_errors, leader_key, require_pyetcd
+from .errors import LeaseError, NotLeaderError
+from .etcdstore import EtcdLeaseStore
+from .grantor import Landlord, RenewResults, ResourceCodec
+from .landlordlease import LandlordLease, check_landlords
+from .manager import LeaseManager
+from .policy import LeaseDurationPolicy, LeasePolicy
+from .resource import LeasedResource
+
+if TYPE_CHECKING:
+    import pyetcd
+
+__all__ = ["ReplicatedLandlord", "replica_uris", "replica_object_id"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+READY_WAIT = 1.0  # seconds a call waits for a new leader to load its leases, before it is turned away
+RELOAD_PAUSE = 0.2  # seconds between attempts to load the leases when etcd fails to answer
+JOIN_TIMEOUT = 10.0  # seconds close() waits for the loader thread
+
+
+def replica_object_id(group: str) -> str:
+    """The Pyro5 object id a replica of ``group`` is served under: ``"landlord." + group``, the same on
+    every host, so that each replica's URI follows from its address.
+
+    Raises:
+        ValueError: not a group name (letters, digits, ``_.-``).
+    """
+    leader_key(group)
+    return "landlord." + group
+
+
+def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str) -> list[str]:
+    """The URIs of a group's replicas served at ``addresses`` (:func:`replica_object_id` on each).
+
+    Args:
+        addresses: ``"h1:p1,h2:p2,h3:p3"``, or a list of ``"host:port"`` or ``(host, port)``.
+        group: the group's name.
+
+    Raises:
+        ValueError: an address that is not ``host:port`` with a port from 1 to 65535, or a bad group.
+        TypeError: ``addresses`` of the wrong type.
+    """
+    object_id = replica_object_id(group)
+    items = addresses.split(",") if isinstance(addresses, str) else addresses
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"addresses must be 'h1:p1,h2:p2' or a list, got {type(addresses).__name__}")
+    uris = []
+    for item in items:
+        if isinstance(item, str):
+            host, _, port_text = item.strip().rpartition(":")
+            port: object = int(port_text) if port_text.isdigit() else port_text
+        elif isinstance(item, tuple) and len(item) == 2:
+            host, port = item
+        else:
+            raise TypeError(f"an address is 'host:port' or (host, port), not {item!r:.80}")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not isinstance(host, str) or not host or not isinstance(port, int) or not 0 < port < 65536:
+            raise ValueError(f"not an address of the form host:port: {item!r:.80}")
+        uris.append(f"PYRO:{object_id}@{f'[{host}]' if ':' in host else host}:{port}")
+    return list(check_landlords(uris, name="addresses"))
+
+
+class _TermLandlord(Landlord):
+    """The landlord of one term. Its leases name the replica (which every term of it shares), so every
+    term's landlord binds the replica's one policy to the same lease factory: the replica's."""
+
+    def __init__(self, replica: ReplicatedLandlord, **options: Any) -> None:
+        self._make_lease = replica._make_lease  # type: ignore[method-assign]
+        super().__init__(**options)
+
+
+class _Term:
+    """A term of leadership: the election's revision it began at, and its landlord."""
+
+    __slots__ = ("revision", "landlord", "stale")
+
+    def __init__(self, revision: int, landlord: _TermLandlord) -> None:
+        self.revision, self.landlord = revision, landlord
+        self.stale = False  # a write's outcome is unknown: made again from etcd before answering more
+
+
+class ReplicatedLandlord:
+    """One replica of a landlord replicated through etcd (see the module's docstring).
+
+    Serve it with a Pyro5 daemon under :func:`replica_object_id` (so that its
+    URI is one of ``replicas``), then :meth:`start` it. Remote methods are a
+    landlord's: :meth:`renew`, :meth:`cancel`, :meth:`renew_all`,
+    :meth:`cancel_all`; local ones :meth:`new_lease`, :meth:`get_resource`,
+    :meth:`close`. On a replica that does not lead each raises
+    :class:`~landlord.NotLeaderError` naming the leader; on one that knows
+    no leader, whose term is unconfirmed, still loading after ``ready_wait``,
+    or closing, ``Pyro5.errors.ConnectionClosedError`` (served, the caller's
+    connection is closed: it hears nothing).
+
+    Args:
+        client: an etcd client (:func:`landlord.election.connect`), this
+            replica's own; :meth:`close` does not close it.
+        group: the group's name: every replica of it gives the same.
+        replicas: every replica's URI, the same list on each
+            (:func:`replica_uris`); every lease names them all.
+        prefix: where the group's keys live in etcd.
+        ttl: the election lease's TTL in whole seconds: how long a dead
+            leader's successor waits (see :class:`~landlord.election.Election`).
+        commit_interval: seconds from a renewal to its commit to etcd.
+        ready_wait: seconds a call to a new leader waits for it to load.
+        landlord_id: the group's landlord id; ``None``: the one stored in
+            etcd, or a new one the first leader stores.
+        policy, reaper, clock, on_expire, on_cancel, codec: as for
+            :class:`~landlord.Landlord`, for the landlord of each term (one
+            policy serves them all; ``reaper`` a name, as each term makes its
+            own). ``on_expire`` runs on the leader only.
+
+    Raises:
+        ValueError: a bad group or prefix; ``replicas`` that
+            :func:`~landlord.landlordlease.check_landlords` refuses;
+            ``commit_interval`` or ``ready_wait`` not positive and finite.
+        TypeError: ``replicas`` or ``reaper`` of the wrong type.
+        ImportError: the etcd client is not installed.
+    """
+
+    def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, *, group: str, replicas: Sequence[str],
+                 prefix: str = "landlord", ttl: int = 2, commit_interval: float = 0.1,
+                 ready_wait: float = READY_WAIT, landlord_id: str | None = None,
+                 policy: LeasePolicy | None = None, reaper: str = "sleeper", clock: Clock = SYSTEM_CLOCK,
+                 on_expire: Callable[[Any], None] | None = None, on_cancel: Callable[[Any], None] | None = None,
+                 codec: ResourceCodec | None = None) -> None:
+        require_pyetcd()
+        self.key = leader_key(group, prefix=prefix)
+        self.group, self.prefix, self.ttl = group, prefix, ttl
+        self.replicas = check_landlords(replicas, name="replicas")
+        for name, value in (("commit_interval", commit_interval), ("ready_wait", ready_wait)):
+            if not 0 < value < math.inf:
+                raise ValueError(f"{name} must be positive and finite, not {value!r}")
+        if not isinstance(reaper, str):
+            raise TypeError(f"reaper must be a reaper's name (each term makes its own), not {reaper!r:.80}")
+        self.clock, self.commit_interval, self.ready_wait = clock, float(commit_interval), float(ready_wait)
+        self._client = client
+        self._landlord_id = landlord_id
+        self._options: dict[str, Any] = {
+            "policy": policy if policy is not None else LeaseDurationPolicy(), "reaper": reaper, "clock": clock,
+            "on_expire": on_expire, "on_cancel": on_cancel, "codec": codec, "replicas": self.replicas}
+        self._changed = threading.Condition()
+        self._wanted: int | None = None  # the revision of the term the election gave, while it lasts
+        self._term: _Term | None = None
+        self._closing = False
+        self._election: Election | None = None
+        self._loader: threading.Thread | None = None
+        self._errors = etcd_errors()
+
+    # -- local ----------------------------------------------------------------------------------
+
+    @property
+    def uri(self) -> str | None:
+        """The URI this replica is registered under, or ``None`` before it is."""
+        daemon = getattr(self, "_pyroDaemon", None)
+        return str(daemon.uriFor(self)) if daemon is not None else None
+
+    @property
+    def landlord_id(self) -> str | None:
+        """The group's landlord id, once given or learnt from a term (``None`` before)."""
+        return self._landlord_id
+
+    @property
+    def manager(self) -> LeaseManager | None:
+        """The lease manager of this replica's term while it leads (its leases, on its clock), else ``None``."""
+        term = self._term
+        return term.landlord.manager if term is not None else None
+
+    @property
+    def election(self) -> Election | None:
+        """This replica's election, once :meth:`start` ed."""
+        return self._election
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica leads, its term confirmed and its leases loaded: it answers now."""
+        election, term = self._election, self._term
+        return election is not None and term is not None and not term.stale \
+            and election.revision == term.revision
+
+    def leader(self) -> str | None:
+        """The URI of the replica that leads, as this one last learnt (``None``: none known)."""
+        return self._election.leader() if self._election is not None else None
+
+    def wait_leading(self, timeout: float) -> bool:
+        """Block until this replica answers as leader (:attr:`leading`), at most ``timeout`` real seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not self.leading:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(min(left, 0.05))  # the election's confirmations do not notify this
+            return True
+
+    def start(self, candidate: str | None = None) -> ReplicatedLandlord:
+        """Join the group's election as ``candidate`` (default: :attr:`uri`); this replica.
+
+        Raises:
+            ValueError: the candidate is not one of ``replicas`` (callers could not follow it),
+                or the election's timing options are refused (see :class:`~landlord.election.Election`).
+            RuntimeError: not registered with a daemon and no candidate given, or started before.
+        """
+        candidate = candidate if candidate is not None else self.uri
+        if candidate is None:
+            raise RuntimeError("register the replica with a Pyro5 daemon before starting it, or name its URI")
+        if candidate not in self.replicas:
+            raise ValueError(f"this replica's URI {candidate} is not one of the group's replicas {self.replicas}")
+        with self._changed:
+            if self._election is not None or self._closing:
+                raise RuntimeError("a ReplicatedLandlord starts once")
+            self._election = Election(self._client, group=self.group, candidate=candidate, prefix=self.prefix,
+                                      ttl=self.ttl, clock=self.clock, on_elected=self._elected,
+                                      on_deposed=self._deposed)
+            self._loader = threading.Thread(target=self._load_terms, name=f"terms {self.key}", daemon=True)
+        self._loader.start()
+        self._election.start()
+        return self
+
+    def new_lease(self, resource: Any, duration: float = ANY) -> LandlordLease:
+        """Lease ``resource`` (see :meth:`Landlord.new_lease`); written to etcd before it returns.
+
+        Raises:
+            NotLeaderError, Pyro5.errors.ConnectionClosedError: as the class says.
+            ValueError, LeaseDeniedError: as :meth:`Landlord.new_lease`.
+        """
+        lease: LandlordLease = self._answer(lambda landlord: landlord.new_lease(resource, duration))
+        return lease
+
+    def get_resource(self, cookie: str) -> Any:
+        """The resource leased under ``cookie`` (see :meth:`Landlord.get_resource`)."""
+        return self._answer(lambda landlord: landlord.get_resource(cookie))
+
+    def __len__(self) -> int:
+        """How many leases this replica holds: those of the group while it leads, else 0."""
+        term = self._term
+        return len(term.landlord) if term is not None else 0
+
+    def close(self) -> None:
+        """Stop answering, write the renewals not yet written, resign (another replica is elected at
+        once) and close this term's landlord; its leases stay in etcd. Idempotent."""
+        with self._changed:
+            self._closing = True
+            term, election = self._term, self._election
+            self._changed.notify_all()
+        if term is not None:
+            self._flush(term)
+        if election is not None:
+            election.close()
+        if self._loader is not None and self._loader is not threading.current_thread():
+            self._loader.join(JOIN_TIMEOUT)
+        with self._changed:
+            term, self._term = self._term, None
+        if term is not None:
+            term.landlord.close()
+
+    def __repr__(self) -> str:
+        return f"ReplicatedLandlord({self.key!r}, uri={self.uri!r}, leading={self.leading})"
+
+    # -- remote: a landlord's, answered by the leader alone ------------------------------------------
+
+    @Pyro5.server.expose
+    def renew(self, cookie: str, duration: float) -> float:
+        """As :meth:`Landlord.renew`."""
+        granted: float = self._answer(lambda landlord: landlord.renew(cookie, duration))
+        return granted
+
+    @Pyro5.server.expose
+    def cancel(self, cookie: str) -> None:
+        """As :meth:`Landlord.cancel`: written to etcd before it returns."""
+        self._answer(lambda landlord: landlord.cancel(cookie))
+
+    @Pyro5.server.expose
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
+        """As :meth:`Landlord.renew_all`."""
+        results: RenewResults = self._answer(lambda landlord: landlord.renew_all(cookies, durations))
+        return results
+
+    @Pyro5.server.expose
+    def cancel_all(self, cookies: Sequence[str]) -> dict[str, Exception]:
+        """As :meth:`Landlord.cancel_all`."""
+        failures: dict[str, Exception] = self._answer(lambda landlord: landlord.cancel_all(cookies))
+        return failures
+
+    # -- answering ------------------------------------------------------------------------------
+
+    def _answer(self, action: Callable[[Landlord], T]) -> T:
+        """``action`` on this term's landlord, answered only if the term lasted through it."""
+        term = self._serving()
+        try:
+            result = action(term.landlord)
+        except (LeaseError, TypeError, ValueError):
+            self._still_serving(term)  # a definite answer, if the term lasted
+            raise
+        except Exception as exc:
+            # the store could not write (etcd silent, the term over): what etcd holds is unknown
+            self._went_stale(term, exc)
+            raise Pyro5.errors.ConnectionClosedError(f"the write did not reach etcd: {exc}") from exc
+        self._still_serving(term)
+        return result
+
+    def _serving(self) -> _Term:
+        term, election = self._term, self._election
+        if term is not None and election is not None and not term.stale and election.revision == term.revision:
+            return term  # one lock taken, the election's: the common case
+        return self._wait_for_term()
+
+    def _wait_for_term(self) -> _Term:
+        deadline = time.monotonic() + self.ready_wait
+        with self._changed:
+            while not self._closing and self._election is not None and self._election.revision is not None:
+                term = self._term
+                if term is not None and not term.stale and term.revision == self._election.revision:
+                    return term
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Pyro5.errors.ConnectionClosedError(f"{self.key}: the new leader is still loading its "
+                                                             "leases; ask again")
+                self._changed.wait(min(left, 0.05))
+            closing, election = self._closing, self._election
+        leader = self.leader()
+        # fenced (a term held but unconfirmed), going, or no leader known: silence, never a definite
+        # answer; a holder tries the group's next replica, which may know the leader
+        if closing or leader is None or (election is not None and election.confirmed_until > -math.inf):
+            raise Pyro5.errors.ConnectionClosedError(f"{self.key}: this replica does not lead now and knows "
+                                                     "no leader; ask again")
+        raise NotLeaderError(f"this replica does not lead {self.key}; {leader} does", leader)
+
+    def _still_serving(self, term: _Term) -> None:
+        election = self._election
+        if election is None or election.revision != term.revision or self._closing:
+            raise Pyro5.errors.ConnectionClosedError(f"{self.key}: the term ended while answering; ask again")
+
+    def _went_stale(self, term: _Term, exc: Exception) -> None:
+        log.warning("%s: a write failed (%s); the leases are loaded again from etcd", self.key, exc)
+        with self._changed:
+            term.stale = True
+            self._changed.notify_all()
+
+    def _make_lease(self, resource: LeasedResource, granted: float) -> LandlordLease:
+        landlord_id = self._landlord_id
+        assert landlord_id is not None, "leases are made in a term, which knows the group's landlord id"
+        return LandlordLease(resource.cookie, self, landlord_id, self.clock.time() + granted, clock=self.clock,
+                             term=granted, landlords=self.replicas)
+
+    # -- terms: the election's callbacks, and the thread that opens and closes terms ----------------
+
+    def _elected(self, revision: int) -> None:
+        with self._changed:
+            self._wanted = revision
+            self._changed.notify_all()
+
+    def _deposed(self, reason: str) -> None:
+        with self._changed:
+            self._wanted = None
+            self._changed.notify_all()
+
+    def _load_terms(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._closing or self._needs_change())
+                if self._closing:
+                    return
+                wanted, old = self._wanted, self._term
+                self._term = None
+            if old is not None:
+                if old.stale and wanted == old.revision:
+                    self._flush(old)  # the same term goes on: what was renewed must not be lost
+                old.landlord.close()
+            if wanted is not None and not self._open(wanted):
+                self._pause_unless_changed(wanted)
+
+    def _pause_unless_changed(self, wanted: int) -> None:
+        """Wait RELOAD_PAUSE before loading again, unless the term ends or the replica closes first."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._closing or self._wanted != wanted, RELOAD_PAUSE)
+
+    def _needs_change(self) -> bool:
+        term = self._term
+        return (term.revision if term is not None else None) != self._wanted or (term is not None and term.stale)
+
+    def _open(self, revision: int) -> bool:
+        """Make the term's landlord and load the group's leases into it; whether it was done."""
+        election = self._election
+        assert election is not None
+        started = time.monotonic()
+        try:
+            store = EtcdLeaseStore(self._client, election, commit_interval=self.commit_interval, clock=self.clock)
+            landlord = _TermLandlord(self, store=store, landlord_id=self._landlord_id, **self._options)
+        except LeadershipLost as exc:
+            log.info("%s: the term at revision %d ended before its leases were loaded (%s)", self.key, revision, exc)
+            return True
+        except self._errors as exc:
+            log.warning("%s: cannot load the group's leases from etcd (%s); trying again", self.key, exc)
+            return False
+        except ValueError as exc:  # a landlord id other than the group's: the operator must choose
+            log.error("%s: %s; this replica resigns and will not lead", self.key, exc)
+            election.close()  # so that a rightly configured replica can
+            return True
+        self._landlord_id = landlord.landlord_id
+        with self._changed:
+            if self._closing or self._wanted != revision:
+                keep = False
+            else:
+                self._term, keep = _Term(revision, landlord), True
+                self._changed.notify_all()
+        if not keep:
+            landlord.close()
+            return True
+        log.info("%s: leading from revision %d with %d lease(s), loaded in %.3f s", self.key, revision,
+                 len(landlord), time.monotonic() - started)
+        return True
+
+    def _flush(self, term: _Term) -> None:
+        store = term.landlord.store
+        if isinstance(store, EtcdLeaseStore):
+            try:
+                store.flush()
+            except Exception as exc:
+                log.warning("%s: renewals not written before the term closed: %s", self.key, exc)
