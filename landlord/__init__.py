@@ -26,7 +26,7 @@ from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
 from .replicated import ReplicatedLandlord, replica_uris
 from .resource import LeasedResource
-from .serving import serve_landlord
+from .serving import serve_landlord, serve_replica
 from .store import LeaseStore, StoreInUseError
 from .tls import TLSConfig, apply_tls, tls_settings
 from .wire import register_exception
@@ -43,5 +43,5 @@ __all__ = [
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
     "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "discard_proxy", "register_exception",
-    "serve_landlord", "TLSConfig", "apply_tls", "tls_settings",
+    "serve_landlord", "serve_replica", "TLSConfig", "apply_tls", "tls_settings",
 ]

@@ -82,6 +82,7 @@ from Pyro5 import config as pyro_config
 
 from .grantor import Landlord
 from .multiplex import greet_when_spoken
+from .replicated import ReplicatedLandlord, replica_object_id
 from .tls import TLSConfig, tls_settings
 
 try:  # not on Windows
@@ -95,7 +96,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
-    "serve_landlord", "serve_object", "landlord_object_id", "pyro_settings", "raise_open_files_limit",
+    "serve_landlord", "serve_replica", "serve_object", "landlord_object_id", "pyro_settings", "raise_open_files_limit",
     "SERVER_TYPE", "SERVER_TYPES", "MAX_MESSAGE_SIZE", "COMM_TIMEOUT", "THREADPOOL_SIZE", "WANTED_OPEN_FILES",
     "DEFAULT_HOST", "WILDCARD_HOSTS", "advertised_host", "check_advertise", "own_address", "uri_host",
 ]
@@ -425,6 +426,45 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
     serve_object(landlord, host, port, advertise=advertise, object_id=object_id, tls=tls,
                  server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
                  name="landlord", announce=announce)
+
+
+def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: int = 0, *,
+                  advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
+                  threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
+                  ready: Callable[[str], None] | None = None, announce: bool = True) -> None:
+    """Serve one replica of a replicated landlord at ``host:port`` until SIGTERM or SIGINT (or ``stop``),
+    as :func:`serve_landlord` serves a landlord; then close it (it resigns: another replica leads at once).
+
+    It is registered under :func:`~landlord.replicated.replica_object_id`, so
+    its URI is ``PYRO:landlord.<group>@<advertised host>:<port>``, which must
+    be one of the group's ``replicas``; it joins the group's election once it
+    answers, before ``ready`` is called.
+
+    Args:
+        replica: what to serve (not yet started).
+        host, port, advertise, tls, server_type, threadpool_size, stop, announce:
+            as for :func:`serve_landlord`.
+        ready: called with the replica's URI once it answers and has joined the election.
+
+    Raises:
+        TypeError: ``replica`` is not a :class:`~landlord.ReplicatedLandlord`.
+        ValueError: its URI is not one of its ``replicas``, or as :func:`serve_landlord`.
+        OSError: the address is in use or cannot be bound.
+    """
+    if not isinstance(replica, ReplicatedLandlord):
+        raise TypeError(f"expected a ReplicatedLandlord, got {type(replica).__name__}")
+
+    def joined(uri: str) -> None:
+        replica.start(uri)
+        if ready is not None:
+            ready(uri)
+
+    try:
+        serve_object(replica, host, port, advertise=advertise, object_id=replica_object_id(replica.group), tls=tls,
+                     server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=joined,
+                     name="replica", details=f"group {replica.group}", announce=announce)
+    finally:
+        replica.close()
 
 
 def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object_id: str,

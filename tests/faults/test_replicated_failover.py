@@ -1,0 +1,231 @@
+"""A replicated landlord's failover, with real processes: three replicas over a real three-member etcd.
+
+Each replica is tests/processes/replica_landlord.py; this process holds the leases. A holder keeps
+renewing every lease in a batch through the failover and records every answer: across kill -9 of
+the leader, SIGSTOP of the leader past its TTL, or the loss of an etcd member, no renewal is ever
+refused (a definite answer), every cookie still renews afterwards, a lease nobody renews still
+expires at its own deadline, and a new leader serves within 3 s of the old one's death.
+"""
+
+from __future__ import annotations
+
+import collections
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import Pyro5.api
+import Pyro5.errors
+import pytest
+from conftest import Spawner
+from etcd_fixtures import cluster, etcd_cluster, new_group  # noqa: F401
+
+from landlord import LandlordLease, LeaseError, NotLeaderError, RenewResults, replica_uris, timeout_within
+from landlord.testing import WaitFailed, free_port
+from landlord.testing_etcd import EtcdCluster
+
+TERM = 20.0  # seconds each renewed lease is granted
+FAILOVER_GOAL = 3.0  # seconds from the leader's death to the first renewal served by its successor
+TTL = 2.0  # the replicas' election TTL (ReplicatedLandlord's default)
+COMMIT_INTERVAL = 0.1  # ReplicatedLandlord's default
+SKEW = 0.3  # this machine's one clock read by two processes, plus the test's own steps
+
+
+class Replicas:
+    """Three replica processes of one group; ``children[i]`` serves ``uris[i]``."""
+
+    def __init__(self, spawn: Spawner, cluster: EtcdCluster) -> None:
+        self.group = new_group()
+        ports = [free_port() for _ in range(3)]
+        addresses = ",".join(f"127.0.0.1:{port}" for port in ports)
+        self.uris = replica_uris(addresses, self.group)
+        endpoints = ",".join(cluster.endpoints)
+        self.children = [spawn("replica_landlord.py", endpoints, self.group, str(port), addresses) for port in ports]
+        for child in self.children:
+            child.wait_for(r"^replica at ", timeout=20)
+
+    def status(self, index: int) -> dict[str, Any] | None:
+        try:
+            with Pyro5.api.Proxy(self.uris[index]) as proxy, timeout_within(1.0):
+                proxy._pyroTimeout = 1.0
+                answer: dict[str, Any] = proxy.status()
+                return answer
+        except Pyro5.errors.CommunicationError:
+            return None
+
+    def leader(self, *, excluding: int | None = None, timeout: float = 10.0) -> int:
+        """The index of the replica that answers as leader (polled: the processes tell nothing unasked)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for index in range(3):
+                status = self.status(index) if index != excluding else None
+                if status is not None and status["leading"]:
+                    return index
+            threading.Event().wait(0.05)  # a poll's period, not a synchronisation
+        raise WaitFailed(f"no replica of {self.group} leads after {timeout} s")
+
+    def proxy(self, index: int) -> Pyro5.api.Proxy:
+        proxy = Pyro5.api.Proxy(self.uris[index])
+        proxy._pyroTimeout = 5.0
+        return proxy
+
+
+@pytest.fixture
+def replicas(spawn: Spawner, cluster: EtcdCluster) -> Iterator[Replicas]:
+    yield Replicas(spawn, cluster)
+
+
+class Holder:
+    """Renews ``leases`` in one batch call after another on a thread of its own, through the group,
+    and counts every answer by kind: granted, definite (a LeaseError: must never happen while a cookie
+    lives), or retry (a communication error or NotLeaderError)."""
+
+    def __init__(self, leases: list[LandlordLease]) -> None:
+        self.leases = leases
+        self.answers: collections.Counter[str] = collections.Counter()
+        self.definite: list[BaseException] = []
+        self.granted_at: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="holder", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        cookies = [lease.cookie for lease in self.leases]
+        while not self._stop.is_set():
+            try:
+                with timeout_within(1.0):
+                    results: RenewResults = self.leases[0].call_landlord("renew_all", cookies, [TERM] * len(cookies))
+            except (Pyro5.errors.CommunicationError, NotLeaderError):
+                self.answers["retry"] += 1
+                self._stop.wait(0.02)  # a holder's retry pause
+                continue
+            if results.denied:
+                self.definite.extend(results.denied)
+                self.answers["definite"] += 1
+            else:
+                self.answers["granted"] += 1
+                self.granted_at.append(time.monotonic())
+
+    def first_grant_after(self, moment: float, timeout: float = 10.0) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            later = [at for at in list(self.granted_at) if at > moment]
+            if later:
+                return later[0] - moment
+            self._stop.wait(0.01)
+        raise WaitFailed(f"no renewal granted within {timeout} s of the failover")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+
+
+def rent(replicas: Replicas, leader: int, count: int, duration: float, prefix: str) -> list[LandlordLease]:
+    with replicas.proxy(leader) as proxy:
+        return [proxy.rent(f"{prefix} {number}", duration) for number in range(count)]
+
+
+def left(replicas: Replicas, leader: int, lease: LandlordLease) -> float:
+    with replicas.proxy(leader) as proxy:
+        seconds: float = proxy.left(lease.cookie)
+        return seconds
+
+
+def test_kill_9_of_the_leader_loses_no_cookie_keeps_every_term_and_a_successor_serves_within_3_s(
+        replicas: Replicas) -> None:
+    leader = replicas.leader()
+    renewed = rent(replicas, leader, 50, TERM, "room")
+    orphans = rent(replicas, leader, 3, 4.0, "orphan")  # their holder is gone: nobody renews them
+    orphans_end = time.monotonic() + 4.0
+    assert all(lease.landlords == tuple(replicas.uris) for lease in renewed + orphans)
+    holder = Holder(renewed)
+    try:
+        while holder.answers["granted"] < 3:
+            threading.Event().wait(0.01)
+        killed_at = time.monotonic()
+        replicas.children[leader].kill()
+        failover = holder.first_grant_after(killed_at)
+        successor = replicas.leader(excluding=leader)
+        assert failover <= FAILOVER_GOAL, f"the first renewal was served {failover:.2f} s after the kill"
+        for lease in orphans:  # their remaining term is kept, not reset by the failover
+            expected = orphans_end - time.monotonic()
+            assert left(replicas, successor, lease) == pytest.approx(expected, abs=COMMIT_INTERVAL + SKEW)
+        freed = replicas.children[successor]
+        for number in range(3):
+            line = freed.wait_for(rf"^freed orphan {number}$", timeout=10)
+            assert line.string  # freed by the successor...
+        late = time.monotonic() - orphans_end
+        assert late < 1.0, f"...at their own deadline, not a term after the failover ({late:.2f} s late)"
+        holder.stop()
+        assert holder.definite == [], "a live lease was refused"
+        for lease in renewed:  # every cookie still renews, from this thread as from the holder's
+            assert lease.renew(TERM) == pytest.approx(TERM)
+    finally:
+        holder.stop()
+
+
+def test_a_leader_stopped_past_its_ttl_is_fenced_answers_nothing_and_rejoins_as_a_follower(
+        replicas: Replicas) -> None:
+    leader = replicas.leader()
+    leases = rent(replicas, leader, 10, TERM, "room")
+    old = replicas.children[leader]
+    old.process.send_signal(signal.SIGSTOP)
+    try:
+        successor = replicas.leader(excluding=leader, timeout=TTL + 8)
+        # calls queued on the stopped leader's sockets, answered (or not) once it runs again
+        queued: dict[str, Any] = {}
+
+        def call_old_leader(name: str, call: Any) -> None:
+            try:
+                with replicas.proxy(leader) as proxy:
+                    proxy._pyroTimeout = 10.0
+                    queued[name] = call(proxy)
+            except BaseException as exc:
+                queued[name] = exc
+
+        callers = [threading.Thread(target=call_old_leader, args=(name, call)) for name, call in (
+            ("renew", lambda proxy: proxy.renew(leases[0].cookie, TERM)),
+            ("rent", lambda proxy: proxy.rent("written by a fenced leader", TERM)),
+            ("forged", lambda proxy: proxy.renew("forged-cookie-of-22-ch", TERM)))]
+        for caller in callers:
+            caller.start()
+        threading.Event().wait(0.3)  # the calls reach the stopped process's sockets (a margin, not a sync)
+    finally:
+        old.process.send_signal(signal.SIGCONT)
+    for caller in callers:
+        caller.join(15)
+    for name, outcome in queued.items():  # silence, or "ask the leader": never an answer of its own
+        assert isinstance(outcome, (Pyro5.errors.CommunicationError, NotLeaderError)), (name, outcome)
+        assert not isinstance(outcome, LeaseError)
+    deadline = time.monotonic() + 10
+    while (status := replicas.status(leader)) is None or status["leader"] != replicas.uris[successor]:
+        assert time.monotonic() < deadline, f"the old leader did not rejoin as a follower: {status}"
+        threading.Event().wait(0.05)
+    assert status["leading"] is False
+    with replicas.proxy(successor) as proxy:
+        assert proxy.status()["held"] == 10  # the fenced leader's grant was never written
+    for lease in leases:
+        assert lease.renew(TERM) == pytest.approx(TERM)
+
+
+def test_killing_one_etcd_member_goes_unnoticed_by_holders(cluster: EtcdCluster, replicas: Replicas) -> None:
+    leader = replicas.leader()
+    leases = rent(replicas, leader, 20, TERM, "room")
+    holder = Holder(leases)
+    try:
+        while holder.answers["granted"] < 3:
+            threading.Event().wait(0.01)
+        cluster.kill_member(cluster.leader())  # the worst one: etcd elects a leader of its own
+        granted = holder.answers["granted"]
+        holder.first_grant_after(time.monotonic())
+        while holder.answers["granted"] < granted + 50:  # renewals go on through etcd's own election
+            assert holder.answers["retry"] == 0, holder.answers
+            threading.Event().wait(0.01)
+        more = rent(replicas, replicas.leader(), 1, TERM, "after")  # a write goes through the two left
+        holder.stop()
+        assert holder.definite == [] and holder.answers["retry"] == 0, holder.answers
+        assert more[0].renew(TERM) == pytest.approx(TERM)
+    finally:
+        holder.stop()

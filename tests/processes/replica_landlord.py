@@ -1,0 +1,52 @@
+"""One replica of a replicated room landlord, in a process of its own (tests/faults/test_replicated_failover.py).
+
+    python tests/processes/replica_landlord.py ENDPOINTS GROUP PORT ADDRESSES
+
+ADDRESSES names every replica of the group (``127.0.0.1:p1,127.0.0.1:p2,...``);
+this one serves at ``127.0.0.1:PORT``, which must be one of them. Prints
+``replica at <uri> (...)`` once serving, ``freed <room>`` when a lease
+expires on it (while it leads). Remote methods beside a landlord's:
+``rent(room, duration)`` (a lease; only the leader grants), ``left(cookie)``
+(seconds the leader gives the lease, on its own clock), ``status()``
+(``{"leading": bool, "leader": uri or None, "held": n}``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import Pyro5.api
+
+import landlord
+from landlord.election import connect
+
+
+class ReplicatedRooms(landlord.ReplicatedLandlord):
+    @Pyro5.api.expose
+    def rent(self, room: str, duration: float) -> landlord.LandlordLease:
+        return self.new_lease(room, duration)
+
+    @Pyro5.api.expose
+    def left(self, cookie: str) -> float:
+        def seconds_left(held: landlord.Landlord) -> float:
+            return held.manager.get(cookie).expiration - self.clock.monotonic()
+        seconds: float = self._answer(seconds_left)
+        return seconds
+
+    @Pyro5.api.expose
+    def status(self) -> dict[str, Any]:
+        return {"leading": self.leading, "leader": self.leader(), "held": len(self)}
+
+
+def main(endpoints: str, group: str, port: str, addresses: str) -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
+    rooms = ReplicatedRooms(connect(endpoints), group=group, replicas=landlord.replica_uris(addresses, group),
+                            policy=landlord.LeaseDurationPolicy(maximum=600),
+                            on_expire=lambda room: print("freed", room, flush=True))
+    landlord.serve_replica(rooms, "127.0.0.1", int(port))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:5])
