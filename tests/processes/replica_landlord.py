@@ -1,9 +1,9 @@
 """One replica of a replicated room landlord, in a process of its own (tests/faults/test_replicated_failover.py).
 
-    python tests/processes/replica_landlord.py ENDPOINTS GROUP PORT ADDRESSES
+    python tests/processes/replica_landlord.py ENDPOINTS GROUP PORT ADDRESSES [HOST]
 
 ADDRESSES names every replica of the group (``127.0.0.1:p1,127.0.0.1:p2,...``);
-this one serves at ``127.0.0.1:PORT``, which must be one of them. Prints
+this one serves at ``HOST:PORT`` (HOST: 127.0.0.1 unless given), which must be one of them. Prints
 ``replica at <uri> (...)`` once serving, ``freed <room>`` when a lease
 expires on it (while it leads). Remote methods beside a landlord's:
 ``rent(room, duration)`` (a lease; only the leader grants), ``left(cookie)``
@@ -40,13 +40,13 @@ class ReplicatedRooms(landlord.ReplicatedLandlord):
         return {"leading": self.leading, "leader": self.leader(), "held": len(self)}
 
 
-def main(endpoints: str, group: str, port: str, addresses: str) -> None:
+def main(endpoints: str, group: str, port: str, addresses: str, host: str = "127.0.0.1") -> None:
     logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
     rooms = ReplicatedRooms(connect(endpoints), group=group, replicas=landlord.replica_uris(addresses, group),
                             policy=landlord.LeaseDurationPolicy(maximum=600),
                             on_expire=lambda room: print("freed", room, flush=True))
-    landlord.serve_replica(rooms, "127.0.0.1", int(port))
+    landlord.serve_replica(rooms, host, int(port))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:6])

@@ -1,0 +1,101 @@
+"""A replicated landlord on three hosts over an etcd member on each, its holder on a fourth.
+
+Hosts a, b and c each run one etcd member and one replica (tests/processes/replica_landlord.py);
+host d runs the holder (mh_replica_holder.py), renewing a batch of leases through the group. Taking
+the leader's link down isolates it and its etcd member from the majority: the leader must go silent
+(fenced: it cannot keep its election lease), the other two elect a successor that serves the
+holder's cookies with nothing refused, and once the link is back the old leader follows the new one.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+from etcd_fixtures import require_etcd
+from netns import HostProcess, Network, clean_stale, require_multihost
+
+from landlord.testing_etcd import find_etcd
+
+ETCD_CLIENT_PORT, ETCD_PEER_PORT, REPLICA_PORT = 2379, 2380, 7000  # each host has every port to itself
+TERM = 10.0
+GROUP = "rooms"
+REPLICA = str(pathlib.Path(__file__).resolve().parent.parent / "processes" / "replica_landlord.py")
+
+
+@pytest.fixture
+def network() -> Iterator[Network]:
+    """Four hosts: a, b and c for the replicas and etcd, d for the holder; removed after the test."""
+    require_multihost()
+    clean_stale()
+    with Network(("a", "b", "c", "d")) as net:
+        yield net
+
+
+@pytest.fixture
+def etcd_data() -> Iterator[str]:
+    """A directory for the members' data, on tmpfs where there is one; removed after the test."""
+    require_etcd()
+    parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    workdir = tempfile.mkdtemp(prefix="landlord-mh-etcd-", dir=parent)
+    yield workdir
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def start_etcd(network: Network, hosts: list[str], workdir: str) -> list[HostProcess]:
+    """One etcd member on each host, on its own address (timing as landlord.testing_etcd.EtcdCluster's)."""
+    binary = find_etcd()
+    initial = ",".join(f"{name}=http://{network[name].address}:{ETCD_PEER_PORT}" for name in hosts)
+    members = []
+    for name in hosts:
+        address = network[name].address
+        client, peer = f"http://{address}:{ETCD_CLIENT_PORT}", f"http://{address}:{ETCD_PEER_PORT}"
+        members.append(network[name].start(
+            binary, "--name", name, "--data-dir", f"{workdir}/{name}",
+            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", "mh",
+            "--heartbeat-interval", "50", "--election-timeout", "500", "--logger", "zap", "--log-level", "warn",
+            name=f"etcd {name}"))
+    return members
+
+
+def test_a_partition_that_isolates_the_leader_fences_it_and_the_holder_loses_nothing(
+        network: Network, etcd_data: str) -> None:
+    replica_hosts = ["a", "b", "c"]
+    start_etcd(network, replica_hosts, etcd_data)
+    endpoints = ",".join(f"http://{network[name].address}:{ETCD_CLIENT_PORT}" for name in replica_hosts)
+    addresses = ",".join(f"{network[name].address}:{REPLICA_PORT}" for name in replica_hosts)
+    replicas = {name: network[name].python(REPLICA, endpoints, GROUP, str(REPLICA_PORT), addresses,
+                                           network[name].address, name="replica") for name in replica_hosts}
+    for replica in replicas.values():
+        replica.expect(r"^replica at ", timeout=30)
+    holder = network["d"].python("mh_replica_holder.py", addresses, GROUP, "20", str(TERM), name="holder")
+    holder.expect(r"^rented 20$", timeout=30)
+    old_uri = holder.expect(r"^leader (\S+)$", timeout=30).group(1)
+    [leader_host] = [name for name in replica_hosts if f"@{network[name].address}:" in old_uri]
+    holder.wait_count(r"^renewed ", 3, timeout=10)
+
+    start = holder.mark()
+    cut_at = network.partition(leader_host)
+    line, match = holder.wait_for(r"^leader (\S+)$", timeout=TERM, start=start)
+    new_uri = match.group(1)
+    assert new_uri != old_uri and f"@{network[leader_host].address}:" not in new_uri
+    holder.wait_for(r"^renewed ", timeout=5, start=line.index)  # the successor serves the same cookies
+    failover = line.time - cut_at
+    assert failover < TERM / 2, f"the holder followed the new leader {failover:.2f} s after the partition"
+    # the isolated leader gave up its term: it says so in its own log, which this test reads
+    replicas[leader_host].expect(r"no longer leads", timeout=5)
+
+    network.heal(leader_host)
+    deadline_start = holder.mark()
+    holder.send(f"status {old_uri}")
+    status = holder.expect(rf"^status {re.escape(old_uri)} (.*)$", timeout=10, start=deadline_start).group(1)
+    assert status.split()[0] == "False", f"the old leader, back on the network, still leads: {status}"
+    holder.wait_count(r"^renewed ", 3, timeout=10, start=holder.mark())
+    assert holder.matches(r"^definite ") == [], "a live lease was refused"
