@@ -2,7 +2,8 @@
 
 Each replica is tests/processes/replica_landlord.py; this process holds the leases. A holder keeps
 renewing every lease in a batch through the failover and records every answer: across kill -9 of
-the leader, SIGSTOP of the leader past its TTL, or the loss of an etcd member, no renewal is ever
+the leader, SIGSTOP of the leader past its TTL, the loss of an etcd member or of etcd's quorum
+(the leader goes silent within its TTL, and serves again once etcd is back), no renewal is ever
 refused (a definite answer), every cookie still renews afterwards, a lease nobody renews still
 expires at its own deadline, and a new leader serves within 3 s of the old one's death.
 """
@@ -227,5 +228,34 @@ def test_killing_one_etcd_member_goes_unnoticed_by_holders(cluster: EtcdCluster,
         holder.stop()
         assert holder.definite == [] and holder.answers["retry"] == 0, holder.answers
         assert more[0].renew(TERM) == pytest.approx(TERM)
+    finally:
+        holder.stop()
+
+
+def test_losing_etcd_quorum_silences_the_leader_within_its_ttl_and_service_resumes_with_nothing_lost(
+        cluster: EtcdCluster, replicas: Replicas) -> None:
+    leader = replicas.leader()
+    leases = rent(replicas, leader, 20, TERM, "room")
+    holder = Holder(leases)
+    try:
+        holder.first_grant_after(time.monotonic())
+        lost_at = time.monotonic()
+        for member in (0, 1):  # a majority of three gone: etcd answers nobody
+            cluster.pause_member(member)
+        retries = holder.answers["retry"]
+        deadline = lost_at + TTL + 1.0
+        while time.monotonic() < deadline and holder.answers["retry"] == retries:
+            threading.Event().wait(0.05)
+        last_grant = holder.granted_at[-1]
+        assert last_grant - lost_at < TTL, f"renewals were granted {last_grant - lost_at:.2f} s into the outage"
+        assert holder.answers["retry"] > retries, "the holder kept being answered without etcd"
+        for member in (0, 1):
+            cluster.resume_member(member)
+        back_at = time.monotonic()
+        holder.first_grant_after(back_at, timeout=15.0)  # measured: 3.6 s (etcd's election, then ours)
+        holder.stop()
+        assert holder.definite == [], "a live lease was refused"
+        for lease in leases:
+            assert lease.renew(TERM) == pytest.approx(TERM)
     finally:
         holder.stop()
