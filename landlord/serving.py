@@ -429,7 +429,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
 
 
 def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: int = 0, *,
-                  advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
+                  advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = "thread",
                   threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                   ready: Callable[[str], None] | None = None, announce: bool = True) -> None:
     """Serve one replica of a replicated landlord at ``host:port`` until SIGTERM or SIGINT (or ``stop``),
@@ -440,10 +440,15 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     be one of the group's ``replicas``; it joins the group's election once it
     answers, before ``ready`` is called.
 
+    Served by the ``"thread"`` server by default, not ``"multiplex"``: a
+    grant or cancel waits for its etcd transaction (for up to 2 s while etcd
+    elects a leader of its own), and must not hold up other holders' renewals
+    meanwhile, which never wait for etcd.
+
     Args:
         replica: what to serve (not yet started).
         host, port, advertise, tls, server_type, threadpool_size, stop, announce:
-            as for :func:`serve_landlord`.
+            as for :func:`serve_landlord` (but ``server_type`` ``"thread"``).
         ready: called with the replica's URI once it answers and has joined the election.
 
     Raises:
