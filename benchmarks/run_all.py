@@ -43,6 +43,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("scale.py", ["--no-memory"]),
     ("renewal.py", []),
     ("bench_store.py", []),
+    ("bench_replicated.py", []),
 ]
 
 
