@@ -27,7 +27,7 @@ from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
 from .replicated import ReplicatedLandlord, replica_uris
 from .resource import LeasedResource
 from .serving import serve_landlord, serve_replica
-from .store import LeaseStore, StoreInUseError
+from .store import LeaseStore, Store, StoreInUseError
 from .tls import TLSConfig, apply_tls, tls_settings
 from .wire import register_exception
 
@@ -39,7 +39,7 @@ __all__ = [
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseManager",
     "LeasePolicy", "LeaseDurationPolicy",
-    "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "StoreInUseError",
+    "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "Store", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
     "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "discard_proxy", "register_exception",

@@ -55,7 +55,7 @@ from .resource import LeasedResource
 if TYPE_CHECKING:
     import pyetcd
 
-__all__ = ["ReplicatedLandlord", "replica_uris", "replica_object_id"]
+__all__ = ["ReplicatedLandlord", "ReplicaTerm", "replica_uris", "replica_object_id"]
 
 log = logging.getLogger(__name__)
 
@@ -77,18 +77,21 @@ def replica_object_id(group: str) -> str:
     return "landlord." + group
 
 
-def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str) -> list[str]:
+def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str, *,
+                 object_id: str | None = None) -> list[str]:
     """The URIs of a group's replicas served at ``addresses`` (:func:`replica_object_id` on each).
 
     Args:
         addresses: ``"h1:p1,h2:p2,h3:p3"``, or a list of ``"host:port"`` or ``(host, port)``.
         group: the group's name.
+        object_id: the object id the replicas are served under, if not :func:`replica_object_id`
+            (the replicated lookup service keeps the lookup service's).
 
     Raises:
         ValueError: an address that is not ``host:port`` with a port from 1 to 65535, or a bad group.
         TypeError: ``addresses`` of the wrong type.
     """
-    object_id = replica_object_id(group)
+    object_id = replica_object_id(group) if object_id is None else object_id
     items = addresses.split(",") if isinstance(addresses, str) else addresses
     if not isinstance(items, (list, tuple)):
         raise TypeError(f"addresses must be 'h1:p1,h2:p2' or a list, got {type(addresses).__name__}")
@@ -108,13 +111,23 @@ def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str) -
     return list(check_landlords(uris, name="addresses"))
 
 
-class _TermLandlord(Landlord):
-    """The landlord of one term. Its leases name the replica (which every term of it shares), so every
-    term's landlord binds the replica's one policy to the same lease factory: the replica's."""
+class ReplicaTerm:
+    """Mixed into the landlord of one term (before :class:`~landlord.Landlord` or a subclass of it):
+    its leases are the replica's, naming the replica and every other of its group, so every
+    term's landlord binds the replica's one policy to the same lease factory, the replica's.
+
+    Args:
+        replica: the replica whose term it serves.
+        options: the landlord's own.
+    """
 
     def __init__(self, replica: ReplicatedLandlord, **options: Any) -> None:
-        self._make_lease = replica._make_lease  # type: ignore[method-assign]
+        self._make_lease = replica._make_lease
         super().__init__(**options)
+
+
+class _TermLandlord(ReplicaTerm, Landlord):
+    """The landlord of one term of a plain :class:`ReplicatedLandlord`."""
 
 
 class _Term:
@@ -122,7 +135,7 @@ class _Term:
 
     __slots__ = ("revision", "landlord", "stale")
 
-    def __init__(self, revision: int, landlord: _TermLandlord) -> None:
+    def __init__(self, revision: int, landlord: Landlord) -> None:
         self.revision, self.landlord = revision, landlord
         self.stale = False  # a write's outcome is unknown: made again from etcd before answering more
 
@@ -204,6 +217,11 @@ class ReplicatedLandlord:
         return str(daemon.uriFor(self)) if daemon is not None else None
 
     @property
+    def object_id(self) -> str:
+        """The Pyro5 object id it is served under (:func:`replica_object_id`), the same on every replica."""
+        return replica_object_id(self.group)
+
+    @property
     def landlord_id(self) -> str | None:
         """The group's landlord id, once given or learnt from a term (``None`` before)."""
         return self._landlord_id
@@ -272,12 +290,12 @@ class ReplicatedLandlord:
             NotLeaderError, Pyro5.errors.ConnectionClosedError: as the class says.
             ValueError, LeaseDeniedError: as :meth:`Landlord.new_lease`.
         """
-        lease: LandlordLease = self._answer(lambda landlord: landlord.new_lease(resource, duration))
+        lease: LandlordLease = self.answer(lambda landlord: landlord.new_lease(resource, duration))
         return lease
 
     def get_resource(self, cookie: str) -> Any:
         """The resource leased under ``cookie`` (see :meth:`Landlord.get_resource`)."""
-        return self._answer(lambda landlord: landlord.get_resource(cookie))
+        return self.answer(lambda landlord: landlord.get_resource(cookie))
 
     def __len__(self) -> int:
         """How many leases this replica holds: those of the group while it leads, else 0."""
@@ -310,30 +328,37 @@ class ReplicatedLandlord:
     @Pyro5.server.expose
     def renew(self, cookie: str, duration: float) -> float:
         """As :meth:`Landlord.renew`."""
-        granted: float = self._answer(lambda landlord: landlord.renew(cookie, duration))
+        granted: float = self.answer(lambda landlord: landlord.renew(cookie, duration))
         return granted
 
     @Pyro5.server.expose
     def cancel(self, cookie: str) -> None:
         """As :meth:`Landlord.cancel`: written to etcd before it returns."""
-        self._answer(lambda landlord: landlord.cancel(cookie))
+        self.answer(lambda landlord: landlord.cancel(cookie))
 
     @Pyro5.server.expose
     def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
         """As :meth:`Landlord.renew_all`."""
-        results: RenewResults = self._answer(lambda landlord: landlord.renew_all(cookies, durations))
+        results: RenewResults = self.answer(lambda landlord: landlord.renew_all(cookies, durations))
         return results
 
     @Pyro5.server.expose
     def cancel_all(self, cookies: Sequence[str]) -> dict[str, Exception]:
         """As :meth:`Landlord.cancel_all`."""
-        failures: dict[str, Exception] = self._answer(lambda landlord: landlord.cancel_all(cookies))
+        failures: dict[str, Exception] = self.answer(lambda landlord: landlord.cancel_all(cookies))
         return failures
 
     # -- answering ------------------------------------------------------------------------------
 
-    def _answer(self, action: Callable[[Landlord], T]) -> T:
-        """``action`` on this term's landlord, answered only if the term lasted through it."""
+    def answer(self, action: Callable[[Landlord], T]) -> T:
+        """``action(landlord)`` on this term's landlord, its result answered only if the term lasted
+        through it: how a subclass's own remote methods reach the leases.
+
+        Raises:
+            NotLeaderError, Pyro5.errors.ConnectionClosedError: as the class says.
+            Exception: what ``action`` raised, if it is a definite answer (a LeaseError, TypeError or
+                ValueError); anything else (a write etcd did not confirm) as ConnectionClosedError.
+        """
         term = self._serving()
         try:
             result = action(term.landlord)
@@ -385,6 +410,18 @@ class ReplicatedLandlord:
             term.stale = True
             self._changed.notify_all()
 
+    def make_landlord(self, *, store: EtcdLeaseStore, landlord_id: str | None) -> Landlord:
+        """The landlord of a term that begins: over ``store``, with ``landlord_id`` (``None``: the
+        store's). A subclass serving more than a plain landlord (the replicated lookup service)
+        returns its own, a :class:`ReplicaTerm` subclass so that its leases are the replica's.
+
+        Raises:
+            LeadershipLost: the term ended meanwhile.
+            ValueError: ``landlord_id`` is not the group's.
+            pyetcd.Etcd3Exception, grpc.RpcError: etcd did not answer.
+        """
+        return _TermLandlord(self, store=store, landlord_id=landlord_id, **self._options)
+
     def _make_lease(self, resource: LeasedResource, granted: float) -> LandlordLease:
         landlord_id = self._landlord_id
         assert landlord_id is not None, "leases are made in a term, which knows the group's landlord id"
@@ -434,7 +471,7 @@ class ReplicatedLandlord:
         started = time.monotonic()
         try:
             store = EtcdLeaseStore(self._client, election, commit_interval=self.commit_interval, clock=self.clock)
-            landlord = _TermLandlord(self, store=store, landlord_id=self._landlord_id, **self._options)
+            landlord = self.make_landlord(store=store, landlord_id=self._landlord_id)
         except LeadershipLost as exc:
             log.info("%s: the term at revision %d ended before its leases were loaded (%s)", self.key, revision, exc)
             return True

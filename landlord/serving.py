@@ -82,7 +82,7 @@ from Pyro5 import config as pyro_config
 
 from .grantor import Landlord
 from .multiplex import greet_when_spoken
-from .replicated import ReplicatedLandlord, replica_object_id
+from .replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
 
 try:  # not on Windows
@@ -435,8 +435,8 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     """Serve one replica of a replicated landlord at ``host:port`` until SIGTERM or SIGINT (or ``stop``),
     as :func:`serve_landlord` serves a landlord; then close it (it resigns: another replica leads at once).
 
-    It is registered under :func:`~landlord.replicated.replica_object_id`, so
-    its URI is ``PYRO:landlord.<group>@<advertised host>:<port>``, which must
+    It is registered under its ``object_id`` (:func:`~landlord.replicated.replica_object_id`),
+    so its URI is ``PYRO:landlord.<group>@<advertised host>:<port>``, which must
     be one of the group's ``replicas``; it joins the group's election once it
     answers, before ``ready`` is called.
 
@@ -465,7 +465,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
             ready(uri)
 
     try:
-        serve_object(replica, host, port, advertise=advertise, object_id=replica_object_id(replica.group), tls=tls,
+        serve_object(replica, host, port, advertise=advertise, object_id=replica.object_id, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=joined,
                      name="replica", details=f"group {replica.group}", announce=announce)
     finally:

@@ -34,8 +34,8 @@ from landlord import (
     LeasedResource,
     LeaseDurationPolicy,
     LeasePolicy,
-    LeaseStore,
     Reaper,
+    Store,
     UnknownLeaseError,
     check_duration,
 )
@@ -79,7 +79,8 @@ class LookupService(Landlord):
             on; a mailer of yours can do the same with ``on_undeliverable=``
             calling ``service.fanout.listener_gone``).
         store: keep registrations and event registrations (with their leases)
-            in this :class:`~landlord.LeaseStore`, and take back what it holds:
+            in this :class:`~landlord.LeaseStore` (or any :class:`~landlord.Store`,
+            such as a replica's etcd store), and take back what it holds:
             after a crash the service answers as before for every lease that
             has not run out meanwhile; those that have are ended with their
             events. Event registrations whose listener is an in-process object
@@ -88,7 +89,7 @@ class LookupService(Landlord):
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, landlord_id: str | None = None,
-                 mailer: EventMailer | None = None, store: LeaseStore | None = None) -> None:
+                 mailer: EventMailer | None = None, store: Store | None = None) -> None:
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self.registry = Registry(clock=clock)

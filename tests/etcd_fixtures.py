@@ -15,15 +15,24 @@ only the modules that use etcd pay for it.
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
 import pytest
 from conftest import skip_unless_required
 
+from landlord import ReplicatedLandlord, replica_uris
+from landlord.election import connect
+from landlord.testing import ServingDaemon, free_port
 from landlord.testing_etcd import EtcdCluster, unavailable_reason
 
-__all__ = ["REQUIRE_ENV", "require_etcd", "etcd_cluster", "cluster", "new_group"]
+__all__ = ["REQUIRE_ENV", "require_etcd", "etcd_cluster", "cluster", "new_group", "ReplicaGroup", "FAILOVER"]
+
+R = TypeVar("R", bound=ReplicatedLandlord)
+
+FAILOVER = 5.0  # seconds a test waits for a new leader after a resignation (takes milliseconds)
 
 REQUIRE_ENV = "LANDLORD_REQUIRE_ETCD"  # "1": a missing etcd or client fails the etcd tests instead of skipping them
 
@@ -51,3 +60,43 @@ def cluster(etcd_cluster: EtcdCluster) -> Iterator[EtcdCluster]:
 def new_group() -> str:
     """A group name no other test uses (tests share one cluster)."""
     return f"g{uuid.uuid4().hex[:12]}"
+
+
+class ReplicaGroup(Generic[R]):
+    """Replicas of one new group in this process, each served by a daemon of its own and with an etcd
+    client of its own: ``make(client, group, uris)`` makes one (a ReplicatedLandlord or subclass)."""
+
+    def __init__(self, cluster: EtcdCluster, make: Callable[..., R], *, size: int = 3,
+                 object_id: str | None = None) -> None:
+        self.name = new_group()
+        ports = [free_port() for _ in range(size)]
+        self.uris = replica_uris([("127.0.0.1", port) for port in ports], self.name, object_id=object_id)
+        self.daemons = [ServingDaemon(port=port) for port in ports]
+        self.replicas: list[R] = []
+        for daemon in self.daemons:
+            replica = make(connect(cluster.endpoints), self.name, self.uris)
+            daemon.register(replica, replica.object_id)
+            self.replicas.append(replica)
+
+    def start(self) -> ReplicaGroup[R]:
+        for replica in self.replicas:
+            replica.start()
+        return self
+
+    def leader(self, *, excluding: R | None = None, timeout: float = FAILOVER) -> R:
+        """The replica that answers as leader (waiting for one)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for replica in self.replicas:
+                if replica is not excluding and replica.wait_leading(0.02):
+                    return replica
+        raise AssertionError(f"no replica of {self.name} leads after {timeout} s")
+
+    def followers(self, leader: R) -> list[R]:
+        return [replica for replica in self.replicas if replica is not leader]
+
+    def close(self) -> None:
+        for replica in self.replicas:
+            replica.close()
+        for daemon in self.daemons:
+            daemon.close()

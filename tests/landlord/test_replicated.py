@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import Pyro5.api
 import Pyro5.errors
 import pytest
-from etcd_fixtures import cluster, etcd_cluster, new_group  # noqa: F401
+from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster  # noqa: F401
 
 from landlord import (
     FOREVER,
@@ -31,9 +31,6 @@ from landlord.election import connect
 from landlord.replicated import replica_object_id
 from landlord.testing import Recorder, ServingDaemon, free_port
 from landlord.testing_etcd import EtcdCluster
-
-FAILOVER = 5.0  # seconds a test waits for a new leader after a resignation (takes milliseconds)
-
 
 # -- addresses, pure -------------------------------------------------------------------------------
 
@@ -64,48 +61,19 @@ def test_replica_uris_refuse_a_bad_group_and_wrong_types() -> None:
 # -- against etcd ----------------------------------------------------------------------------------
 
 
-class Group:
-    """Three replicas of one group in this process, each served by a daemon of its own."""
+class Group(ReplicaGroup[ReplicatedLandlord]):
+    """Three replicas of a new group; what their leases free goes to :attr:`expired`."""
 
-    def __init__(self, cluster: EtcdCluster, *, size: int = 3, **options: object) -> None:
-        self.name = new_group()
-        ports = [free_port() for _ in range(size)]
-        self.uris = replica_uris([("127.0.0.1", port) for port in ports], self.name)
+    def __init__(self, cluster: EtcdCluster) -> None:
         self.expired: Recorder[object] = Recorder()
-        self.daemons = [ServingDaemon(port=port) for port in ports]
-        self.replicas: list[ReplicatedLandlord] = []
-        for daemon in self.daemons:
-            replica = ReplicatedLandlord(connect(cluster.endpoints), group=self.name, replicas=self.uris,
-                                         on_expire=self.expired, **options)  # type: ignore[arg-type]
-            daemon.register(replica, replica_object_id(self.name))
-            self.replicas.append(replica)
-
-    def start(self) -> Group:
-        for replica in self.replicas:
-            replica.start()
-        return self
-
-    def leader(self, *, excluding: ReplicatedLandlord | None = None, timeout: float = FAILOVER) -> ReplicatedLandlord:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for replica in self.replicas:
-                if replica is not excluding and replica.wait_leading(0.02):
-                    return replica
-        raise AssertionError(f"no replica of {self.name} leads after {timeout} s")
-
-    def followers(self, leader: ReplicatedLandlord) -> list[ReplicatedLandlord]:
-        return [replica for replica in self.replicas if replica is not leader]
-
-    def close(self) -> None:
-        for replica in self.replicas:
-            replica.close()
-        for daemon in self.daemons:
-            daemon.close()
+        super().__init__(cluster, lambda client, name, uris: ReplicatedLandlord(
+            client, group=name, replicas=uris, on_expire=self.expired))
 
 
 @pytest.fixture
 def group(cluster: EtcdCluster) -> Iterator[Group]:
-    started = Group(cluster).start()
+    started = Group(cluster)
+    started.start()
     yield started
     started.close()
 

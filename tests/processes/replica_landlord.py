@@ -32,7 +32,7 @@ class ReplicatedRooms(landlord.ReplicatedLandlord):
     def left(self, cookie: str) -> float:
         def seconds_left(held: landlord.Landlord) -> float:
             return held.manager.get(cookie).expiration - self.clock.monotonic()
-        seconds: float = self._answer(seconds_left)
+        seconds: float = self.answer(seconds_left)
         return seconds
 
     @Pyro5.api.expose

@@ -1,0 +1,167 @@
+"""One replica of a lookup service replicated through etcd: :class:`ReplicatedLookupService`.
+
+Three of them, on three hosts, with the same group and the same list of
+every replica's address, are one lookup service that survives the loss of
+any one (see docs/replication.md). Each is a
+:class:`landlord.ReplicatedLandlord` whose landlord of a term is a whole
+lookup service (a :class:`~lookup.server.ServedLookupService` over the
+term's etcd store): the leader loads every registration and event
+registration, with its lease, its cookie and its remaining term, and the
+event sequence numbers, which are written before each event is sent (so a
+listener may see a gap after a failover, never a repeat). The others answer
+:class:`landlord.NotLeaderError` naming the leader, which a lease of the
+group, a :class:`~lookup.registration.ServiceRegistration` and an event
+registration follow on their own.
+
+It is served under the lookup service's own object id, so
+:func:`~lookup.locate.lookup_uri` gives each replica's URI from its address.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import Pyro5.server
+
+from landlord import ANY, SYSTEM_CLOCK, Clock, Landlord, LeaseDurationPolicy, LeasePolicy, ReplicatedLandlord, Store
+from landlord.replicated import ReplicaTerm
+
+from .entry import Entry
+from .item import ServiceItem, ServiceMatches, ServiceTemplate
+from .locate import LOOKUP_OBJECT_ID
+from .registration import ServiceRegistration
+from .server import MAX_TABLE_ROWS, ServedLookupService
+from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, MAX_MATCHES
+
+if TYPE_CHECKING:
+    import pyetcd
+
+    from .events import EventRegistration
+
+__all__ = ["ReplicatedLookupService", "ETCD_PREFIX"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+ETCD_PREFIX = "lookup"  # the group's keys: /lookup/<group>/...
+
+
+class _TermLookupService(ReplicaTerm, ServedLookupService):
+    """The lookup service of one term of leadership: its leases are the replica's."""
+
+
+class ReplicatedLookupService(ReplicatedLandlord):
+    """One replica of a replicated lookup service (see the module's docstring).
+
+    Its remote methods are the lookup service's (:meth:`register`,
+    :meth:`lookup`, :meth:`lookup_all`, :meth:`notify`, the attribute changes,
+    :meth:`entry_classes`, :meth:`field_values`, :meth:`service_types`,
+    :meth:`registrations_table`) and a landlord's, answered by the leader
+    alone, as :class:`landlord.ReplicatedLandlord` answers. Serve it with
+    :func:`landlord.serve_replica` (``python -m lookup serve --etcd``).
+
+    Args:
+        client: an etcd client (:func:`landlord.election.connect`), this replica's own.
+        group: the group's name, the same on every replica.
+        replicas: every replica's URI, the same list on each
+            (``landlord.replica_uris(addresses, group, object_id=LOOKUP_OBJECT_ID)``).
+        max_lease, default_lease: the lease terms, as ``python -m lookup serve``'s.
+        policy: lease terms instead (default: from ``max_lease`` and ``default_lease``).
+        prefix, ttl, commit_interval, ready_wait, reaper, clock: as for
+            :class:`landlord.ReplicatedLandlord`.
+
+    Raises:
+        ValueError, TypeError, ImportError: as :class:`landlord.ReplicatedLandlord`;
+            ValueError too for bad lease terms.
+    """
+
+    def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, *, group: str, replicas: Sequence[str],
+                 max_lease: float = DEFAULT_MAX_LEASE, default_lease: float = DEFAULT_LEASE,
+                 policy: LeasePolicy | None = None, prefix: str = ETCD_PREFIX, ttl: int = 2,
+                 commit_interval: float = 0.1, ready_wait: float = 1.0, reaper: str = "sleeper",
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        policy = policy if policy is not None else LeaseDurationPolicy(maximum=max_lease, default=default_lease)
+        super().__init__(client, group=group, replicas=replicas, prefix=prefix, ttl=ttl,
+                         commit_interval=commit_interval, ready_wait=ready_wait, policy=policy, reaper=reaper,
+                         clock=clock)
+        self._policy, self._reaper_name = policy, reaper
+
+    @property
+    def object_id(self) -> str:
+        """The lookup service's own object id: a replica's URI follows from its address alone."""
+        return LOOKUP_OBJECT_ID
+
+    def make_landlord(self, *, store: Store, landlord_id: str | None) -> Landlord:
+        """A whole lookup service for the term beginning, over its etcd store."""
+        return _TermLookupService(self, policy=self._policy, reaper=self._reaper_name, clock=self.clock,
+                                  landlord_id=landlord_id, store=store)
+
+    def _service(self, action: Callable[[ServedLookupService], T]) -> T:
+        return self.answer(lambda landlord: action(cast(ServedLookupService, landlord)))
+
+    # -- the lookup service's remote methods, answered by the leader ------------------------------
+
+    @Pyro5.server.expose
+    def register(self, item: ServiceItem, duration: float = ANY) -> ServiceRegistration:
+        """As :meth:`lookup.LookupService.register`: written to etcd before it returns."""
+        return self._service(lambda service: service.register(item, duration))
+
+    @Pyro5.server.expose
+    def add_attributes(self, cookie: str, entries: Sequence[Entry]) -> None:
+        """As :meth:`lookup.LookupService.add_attributes`: written to etcd before it returns."""
+        self._service(lambda service: service.add_attributes(cookie, entries))
+
+    @Pyro5.server.expose
+    def set_attributes(self, cookie: str, entries: Sequence[Entry]) -> None:
+        """As :meth:`lookup.LookupService.set_attributes`: written to etcd before it returns."""
+        self._service(lambda service: service.set_attributes(cookie, entries))
+
+    @Pyro5.server.expose
+    def modify_attributes(self, cookie: str, templates: Sequence[Entry], entries: Sequence[Entry | None]) -> None:
+        """As :meth:`lookup.LookupService.modify_attributes`: written to etcd before it returns."""
+        self._service(lambda service: service.modify_attributes(cookie, templates, entries))
+
+    @Pyro5.server.expose
+    def lookup(self, template: ServiceTemplate) -> Any:
+        """As :meth:`lookup.LookupService.lookup`."""
+        return self._service(lambda service: service.lookup(template))
+
+    @Pyro5.server.expose
+    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES) -> ServiceMatches:
+        """As :meth:`lookup.LookupService.lookup_all`."""
+        return self._service(lambda service: service.lookup_all(template, max_matches))
+
+    @Pyro5.server.expose
+    def entry_classes(self, template: ServiceTemplate) -> list[str]:
+        """As :meth:`lookup.LookupService.entry_classes`."""
+        return self._service(lambda service: service.entry_classes(template))
+
+    @Pyro5.server.expose
+    def field_values(self, template: ServiceTemplate, index: int, field: str) -> list[Any]:
+        """As :meth:`lookup.LookupService.field_values`."""
+        return self._service(lambda service: service.field_values(template, index, field))
+
+    @Pyro5.server.expose
+    def service_types(self, template: ServiceTemplate, prefix: str = "") -> list[str]:
+        """As :meth:`lookup.LookupService.service_types`."""
+        return self._service(lambda service: service.service_types(template, prefix))
+
+    @Pyro5.server.expose
+    def notify(self, template: ServiceTemplate, transitions: int, listener: Any, handback: Any = None,
+               duration: float = ANY) -> EventRegistration:
+        """As :meth:`lookup.LookupService.notify`: written to etcd before it returns."""
+        return self._service(lambda service: service.notify(template, transitions, listener, handback, duration))
+
+    @Pyro5.server.expose
+    def registrations_table(self, max_rows: int = MAX_TABLE_ROWS) -> tuple[list[tuple[Any, ...]], int]:
+        """As :meth:`lookup.server.ServedLookupService.registrations_table`."""
+        return self._service(lambda service: service.registrations_table(max_rows))
+
+    @Pyro5.server.expose
+    def replica_status(self) -> dict[str, Any]:
+        """``{"leading": bool, "leader": uri or None, "group": name}``: for ``python -m lookup list``.
+        Answered by every replica, leading or not."""
+        return {"leading": self.leading, "leader": self.leader(), "group": self.group}

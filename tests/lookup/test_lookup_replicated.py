@@ -1,0 +1,142 @@
+"""lookup.replicated: one replica of a lookup service replicated through etcd.
+
+Three replicas in this process, each on a Pyro5 daemon of its own, against a real three-member etcd:
+the leader registers and answers lookups, followers name it; when the leader goes, its successor has
+every registration (same service id, same cookie, its remaining term) and every event registration,
+whose events go on numbered after the last one sent (a gap at worst, never a repeat).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import Pyro5.api
+import pytest
+from etcd_fixtures import ReplicaGroup, cluster, etcd_cluster  # noqa: F401
+
+from landlord import NotLeaderError, UnknownLeaseError
+from landlord.testing import ServingDaemon
+from landlord.testing_etcd import EtcdCluster
+from lookup import TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH, Name, ServiceEvent, ServiceItem, ServiceTemplate
+from lookup.locate import LOOKUP_OBJECT_ID
+from lookup.replicated import ReplicatedLookupService
+
+SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
+
+
+class Quoter:
+    pass
+
+
+Group = ReplicaGroup[ReplicatedLookupService]
+
+
+@pytest.fixture
+def group(cluster: EtcdCluster) -> Iterator[Group]:
+    started = ReplicaGroup(cluster, lambda client, name, uris: ReplicatedLookupService(
+        client, group=name, replicas=uris, max_lease=60, default_lease=30), object_id=LOOKUP_OBJECT_ID)
+    started.start()
+    yield started
+    started.close()
+
+
+class Listener:
+    """A remote event listener: records the events it is sent."""
+
+    def __init__(self) -> None:
+        self.received: list[ServiceEvent] = []
+        self._changed = threading.Condition()
+
+    @Pyro5.api.expose
+    def notify(self, event: ServiceEvent) -> None:
+        with self._changed:
+            self.received.append(event)
+            self._changed.notify_all()
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[ServiceEvent]:
+        with self._changed:
+            assert self._changed.wait_for(lambda: len(self.received) >= count, timeout), self.received
+            return list(self.received)
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[Listener, str]]:
+    listening = Listener()
+    with ServingDaemon() as daemon:
+        yield listening, daemon.register(listening)
+
+
+def quoter(name: str) -> ServiceItem:
+    return ServiceItem(None, SERVICE_URI, (Quoter,), (Name(name),))
+
+
+def test_the_leader_registers_and_answers_and_followers_name_it(group: Group) -> None:
+    leader = group.leader()
+    registration = leader.register(quoter("quotes"), 30)
+    assert registration.lease.landlords == tuple(group.uris)
+    assert group.uris[0].startswith(f"PYRO:{LOOKUP_OBJECT_ID}@")
+    template = ServiceTemplate(None, (Quoter,), ())
+    assert leader.lookup(template) == SERVICE_URI
+    for follower in group.followers(leader):
+        with Pyro5.api.Proxy(follower.uri) as proxy:
+            with pytest.raises(NotLeaderError) as caught:
+                proxy.lookup(template)
+            assert caught.value.leader == leader.uri
+            status = proxy.replica_status()
+        assert status == {"leading": False, "leader": leader.uri, "group": group.name}
+
+
+def test_after_a_failover_every_registration_is_found_and_its_lease_renews(group: Group) -> None:
+    leader = group.leader()
+    kept = leader.register(quoter("kept"), 60)
+    changed = leader.register(quoter("changed"), 60)
+    changed.set_attributes([Name("renamed")])  # through the group, written to etcd before it returns
+    leader.close()
+    successor = group.leader(excluding=leader)
+    matches = successor.lookup_all(ServiceTemplate(None, (Quoter,), ()))
+    assert sorted(item.service_id for item in matches.items) == sorted([kept.service_id, changed.service_id])
+    assert successor.lookup(ServiceTemplate(changed.service_id, (), ())) == SERVICE_URI
+    assert successor.lookup(ServiceTemplate(None, (), (Name("renamed"),))) == SERVICE_URI
+    assert kept.lease.renew(60) == pytest.approx(60)  # the same cookie, against the new leader
+    kept.add_attributes([Name("again")])
+    kept.lease.cancel()
+    with pytest.raises(UnknownLeaseError):
+        kept.lease.renew(1)
+    assert successor.lookup(ServiceTemplate(kept.service_id, (), ())) is None
+
+
+def test_a_registration_nobody_renews_ends_at_its_own_deadline_after_a_failover(group: Group) -> None:
+    leader = group.leader()
+    orphan = leader.register(quoter("orphan"), 2)
+    deadline = time.monotonic() + 2
+    leader.close()
+    successor = group.leader(excluding=leader)
+    template = ServiceTemplate(orphan.service_id, (), ())
+    assert successor.lookup(template) == SERVICE_URI
+    while successor.lookup(template) is not None:
+        assert time.monotonic() < deadline + 1.0, "still listed a second past its own deadline"
+        threading.Event().wait(0.02)  # a poll's period
+    assert time.monotonic() >= deadline - successor.commit_interval - 0.1
+
+
+def test_event_registrations_survive_a_failover_and_their_numbers_never_repeat(
+        group: Group, listener: tuple[Listener, str]) -> None:
+    events, listener_uri = listener
+    leader = group.leader()
+    watched = leader.notify(ServiceTemplate(None, (Quoter,), ()), TRANSITION_NOMATCH_MATCH | TRANSITION_MATCH_NOMATCH,
+                            listener_uri, "handback", 60)
+    leader.register(quoter("first"), 30)
+    [first] = events.wait_for(1)
+    leader.close()
+    successor = group.leader(excluding=leader)
+    assert watched.lease.renew(60) == pytest.approx(60)  # the event registration's lease, same cookie
+    second = successor.register(quoter("second"), 30)
+    second.lease.cancel()
+    received = events.wait_for(3)
+    assert [event.event_id for event in received] == [first.event_id] * 3
+    numbers = [event.sequence_number for event in received]
+    assert numbers == sorted(set(numbers)), f"a number repeated or went back: {numbers}"
+    assert [event.transition for event in received[1:]] == [TRANSITION_NOMATCH_MATCH, TRANSITION_MATCH_NOMATCH]
+    assert all(event.handback == "handback" for event in received)
