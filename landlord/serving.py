@@ -431,7 +431,8 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
 def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: int = 0, *,
                   advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = "thread",
                   threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
-                  ready: Callable[[str], None] | None = None, announce: bool = True) -> None:
+                  ready: Callable[[str], None] | None = None, announce: bool = True,
+                  name: str = "replica") -> None:
     """Serve one replica of a replicated landlord at ``host:port`` until SIGTERM or SIGINT (or ``stop``),
     as :func:`serve_landlord` serves a landlord; then close it (it resigns: another replica leads at once).
 
@@ -450,6 +451,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
         host, port, advertise, tls, server_type, threadpool_size, stop, announce:
             as for :func:`serve_landlord` (but ``server_type`` ``"thread"``).
         ready: called with the replica's URI once it answers and has joined the election.
+        name: what the log lines call it (the first: ``"<name> at <uri> (...)"``).
 
     Raises:
         TypeError: ``replica`` is not a :class:`~landlord.ReplicatedLandlord`.
@@ -467,7 +469,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     try:
         serve_object(replica, host, port, advertise=advertise, object_id=replica.object_id, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=joined,
-                     name="replica", details=f"group {replica.group}", announce=announce)
+                     name=name, details=f"replica of group {replica.group}", announce=announce)
     finally:
         replica.close()
 

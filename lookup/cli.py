@@ -4,9 +4,10 @@
 
     python -m lookup serve [--host 127.0.0.1] [--advertise ADDR] [--port 4160] [--max-lease S]
                            [--default-lease S] [--reaper sleeper|polling|lazy] [--store PATH] [--verbose]
+                           [--etcd URL[,URL...] --group NAME --replicas H1:P1,H2:P2,H3:P3]
                            [--cert PATH --key PATH --ca PATH]
-    python -m lookup list [--host 127.0.0.1] [--port 4160] [--timeout S] [--limit N]
-                          [--cert PATH --key PATH --ca PATH]
+    python -m lookup list [--host 127.0.0.1] [--port 4160] [--etcd URL[,URL...] --group NAME]
+                          [--timeout S] [--limit N] [--cert PATH --key PATH --ca PATH]
     python -m lookup --version
 
 ``serve`` listens on ``--host`` and puts ``--advertise`` in every URI it
@@ -26,8 +27,14 @@ restarted on it (even after ``kill -9``) has them back, each with its
 remaining time less the downtime, and its clients carry on as if nothing had
 happened (see :class:`landlord.LeaseStore`).
 
-Exit codes: 0 done, 1 the lookup service cannot be reached (or the address
-cannot be served, or the store opened), 2 a usage error.
+``--etcd``, ``--group`` and ``--replicas`` (all three) run one replica of a
+replicated lookup service (see docs/replication.md and
+:mod:`lookup.replicated`): run one on each host named in ``--replicas``,
+with the same three options. ``list --etcd URL --group NAME`` asks etcd
+which replica leads the group, says so, and lists that replica's table.
+
+Exit codes: 0 done, 1 the lookup service (or etcd) cannot be reached (or the
+address cannot be served, or the store opened), 2 a usage error.
 """
 
 from __future__ import annotations
@@ -101,6 +108,31 @@ def _advertise(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _checked_by(check: Any) -> Any:
+    """An argparse type that passes the text through ``check``, its ValueError a usage error."""
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+    return parse
+
+
+def _add_etcd_options(parser: argparse.ArgumentParser, *, serving: bool) -> None:
+    from landlord import replica_uris
+    from landlord.election import leader_key, parse_endpoints
+
+    group = parser.add_argument_group("replication", "a replicated lookup service, over etcd")
+    group.add_argument("--etcd", type=_checked_by(parse_endpoints), metavar="URL[,URL...]",
+                       help="the etcd cluster's client URLs (http://host:port)")
+    group.add_argument("--group", type=_checked_by(leader_key), metavar="NAME",
+                       help="the replica group's name (letters, digits, _.-)")
+    if serving:
+        group.add_argument("--replicas", type=_checked_by(lambda text: replica_uris(text, "g")),
+                           metavar="H1:P1,H2:P2,...", help="every replica's address, this one's among them")
+
+
 _TLS_OPTIONS = ("cert", "key", "ca")  # the options' dests, all given or none
 
 
@@ -161,6 +193,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                             "(default: in memory only)")
     serve.add_argument("-v", "--verbose", action="store_true",
                        help="log at DEBUG, renewals included")
+    _add_etcd_options(serve, serving=True)
     _add_tls_options(serve, side="server")
 
     show = commands.add_parser(
@@ -173,6 +206,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                       help="seconds to wait for it (default %(default)g)")
     show.add_argument("--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
                       help="show at most N registrations (default %(default)s)")
+    _add_etcd_options(show, serving=False)
     _add_tls_options(show, side="client")
     return parser
 
@@ -195,19 +229,32 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
             args.default_lease = min(DEFAULT_LEASE, args.max_lease)
         elif args.default_lease > args.max_lease:
             parser.error(f"--default-lease ({args.default_lease:g}) exceeds --max-lease ({args.max_lease:g})")
+        replicated = [args.etcd, args.group, args.replicas]
+        if any(option is not None for option in replicated):
+            if None in replicated:
+                parser.error("--etcd, --group and --replicas go together")
+            if args.store is not None:
+                parser.error("--store and --etcd exclude each other: a replica keeps its leases in etcd")
+            return _serve_replica(args, parser)
         return _serve(args)
+    if (args.etcd is None) != (args.group is None):
+        parser.error("--etcd and --group go together")
     if args.port == 0:
         parser.error("list needs the lookup service's port, not 0")
     return _list(args, sys.stdout)
 
 
+def _log_to_stderr(verbose: bool) -> None:
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT, stream=sys.stderr)
+    level = logging.DEBUG if verbose else logging.INFO
+    for name in ("lookup", "landlord"):
+        logging.getLogger(name).setLevel(level)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .server import serve  # here: `list` need not import the server
 
-    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT, stream=sys.stderr)
-    level = logging.DEBUG if args.verbose else logging.INFO
-    for name in ("lookup", "landlord"):
-        logging.getLogger(name).setLevel(level)
+    _log_to_stderr(args.verbose)
     try:
         serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease,
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store)
@@ -220,7 +267,60 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .replicated import EtcdUnreachableError, serve_replicated  # here: only a replica needs etcd
+
+    _log_to_stderr(args.verbose)
+    try:
+        serve_replicated(args.host, args.port, etcd=args.etcd, group=args.group, replicas=args.replicas,
+                         advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
+                         reaper=args.reaper, tls=args.tls)
+    except ValueError as exc:  # this replica not among --replicas
+        parser.error(str(exc))
+    except ImportError as exc:
+        print(f"lookup: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except EtcdUnreachableError as exc:
+        print(f"lookup: cannot reach etcd: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except OSError as exc:  # the address is in use, or not ours
+        print(f"lookup: cannot serve at {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    return EXIT_OK
+
+
+def _leader_address(args: argparse.Namespace, out: TextIO) -> bool:
+    """Ask etcd which replica leads ``--group``, say so, and point ``args`` at it; whether one does."""
+    import Pyro5.core
+
+    from landlord.election import etcd_errors
+
+    from .replicated import EtcdUnreachableError, group_leader, reach_etcd
+
+    try:
+        client = reach_etcd(args.etcd, timeout=args.timeout)
+        try:
+            leader = group_leader(client, args.group)
+        finally:
+            client.close()
+    except EtcdUnreachableError as exc:
+        print(f"lookup: cannot reach etcd: {exc}", file=sys.stderr)
+        return False
+    except etcd_errors() as exc:  # it answered once, then no more
+        print(f"lookup: lost etcd: {exc}", file=sys.stderr)
+        return False
+    if leader is None:
+        print(f"lookup: group {args.group} has no leader now", file=sys.stderr)
+        return False
+    out.write(f"group {args.group}: led by {leader}\n")
+    uri = Pyro5.core.URI(leader)
+    args.host, args.port = uri.host, uri.port
+    return True
+
+
 def _list(args: argparse.Namespace, out: TextIO) -> int:
+    if args.etcd is not None and not _leader_address(args, out):
+        return EXIT_UNREACHABLE
     try:
         # restored after: main() may run inside a longer-lived process
         with tls_settings(args.tls) if args.tls is not None else contextlib.nullcontext():

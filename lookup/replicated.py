@@ -20,17 +20,33 @@ It is served under the lookup service's own object id, so
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import Pyro5.server
 
-from landlord import ANY, SYSTEM_CLOCK, Clock, Landlord, LeaseDurationPolicy, LeasePolicy, ReplicatedLandlord, Store
+from landlord import (
+    ANY,
+    SYSTEM_CLOCK,
+    Clock,
+    Landlord,
+    LeaseDurationPolicy,
+    LeasePolicy,
+    ReplicatedLandlord,
+    Store,
+    replica_uris,
+    serve_replica,
+)
+from landlord.election import connect, etcd_errors, leader_key, parse_endpoints
 from landlord.replicated import ReplicaTerm
+from landlord.serving import advertised_host
+from landlord.tls import TLSConfig
 
 from .entry import Entry
 from .item import ServiceItem, ServiceMatches, ServiceTemplate
-from .locate import LOOKUP_OBJECT_ID
+from .locate import LOOKUP_OBJECT_ID, lookup_uri
 from .registration import ServiceRegistration
 from .server import MAX_TABLE_ROWS, ServedLookupService
 from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, MAX_MATCHES
@@ -40,7 +56,9 @@ if TYPE_CHECKING:
 
     from .events import EventRegistration
 
-__all__ = ["ReplicatedLookupService", "ETCD_PREFIX"]
+__all__ = [
+    "ReplicatedLookupService", "ETCD_PREFIX", "EtcdUnreachableError", "reach_etcd", "group_leader", "serve_replicated",
+]
 
 log = logging.getLogger(__name__)
 
@@ -165,3 +183,76 @@ class ReplicatedLookupService(ReplicatedLandlord):
         """``{"leading": bool, "leader": uri or None, "group": name}``: for ``python -m lookup list``.
         Answered by every replica, leading or not."""
         return {"leading": self.leading, "leader": self.leader(), "group": self.group}
+
+
+# -- serving one replica, and finding a group's leader: what `python -m lookup` does with --etcd -----
+
+
+class EtcdUnreachableError(RuntimeError):
+    """No member of the etcd cluster answered."""
+
+
+def reach_etcd(endpoints: str, *, timeout: float = 5.0) -> pyetcd.MultiEndpointEtcd3Client:
+    """A client of the etcd cluster at ``endpoints`` (comma-separated client URLs), once one of its
+    members has answered a read.
+
+    Raises:
+        ValueError: a malformed endpoint.
+        EtcdUnreachableError: no member answered within ``timeout`` seconds.
+        ImportError: the etcd client is not installed.
+    """
+    client = connect(endpoints)
+    deadline = time.monotonic() + timeout
+    errors = etcd_errors()
+    while True:
+        try:
+            client.get(f"/{ETCD_PREFIX}/")
+            return client
+        except errors as exc:
+            if time.monotonic() >= deadline:
+                client.close()
+                raise EtcdUnreachableError(f"no etcd member at {endpoints} answered within {timeout:g} s "
+                                           f"({exc or type(exc).__name__})") from exc
+            threading.Event().wait(0.1)  # a member not listening fails at once: a retry's pace
+
+
+def group_leader(client: pyetcd.MultiEndpointEtcd3Client, group: str) -> str | None:
+    """The URI of the replica that leads lookup group ``group`` now, as etcd has it (``None``: none).
+
+    Raises:
+        ValueError: a bad group name.
+        pyetcd.Etcd3Exception, grpc.RpcError: etcd did not answer.
+    """
+    value = client.get(leader_key(group, prefix=ETCD_PREFIX))[0]
+    return value.decode(errors="replace") if value else None
+
+
+def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: str, advertise: str | None = None,
+                     max_lease: float = DEFAULT_MAX_LEASE, default_lease: float = DEFAULT_LEASE,
+                     reaper: str = "sleeper", tls: TLSConfig | None = None, stop: threading.Event | None = None,
+                     ready: Callable[[str], None] | None = None, announce: bool = True) -> None:
+    """Serve one replica of lookup group ``group`` at ``host:port`` until SIGTERM or SIGINT (or ``stop``).
+
+    Args:
+        host, port, advertise, max_lease, default_lease, reaper, tls, stop, ready, announce:
+            as for :func:`lookup.server.serve`.
+        etcd: the etcd cluster's client URLs, comma-separated.
+        group: the group's name.
+        replicas: every replica's address, ``h1:p1,h2:p2,h3:p3``, the same on each; this one's
+            (its advertised address and ``port``) among them.
+
+    Raises:
+        ValueError: a malformed etcd URL, group name or address; this replica's address not
+            among ``replicas``; bad lease terms (all before anything is bound or sent).
+        EtcdUnreachableError: no etcd member answered.
+        OSError: the address is in use or cannot be bound.
+    """
+    uris = replica_uris(replicas, group, object_id=LOOKUP_OBJECT_ID)
+    own = lookup_uri(advertised_host(host, advertise), port)
+    if own not in uris:
+        raise ValueError(f"this replica's address {own.split('@', 1)[1]} is not one of the replicas {replicas}")
+    parse_endpoints(etcd)
+    policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
+    replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper)
+    serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=ready, announce=announce,
+                  name="lookup service")

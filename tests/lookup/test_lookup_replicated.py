@@ -8,16 +8,19 @@ whose events go on numbered after the last one sent (a gap at worst, never a rep
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
 
 import Pyro5.api
 import pytest
-from etcd_fixtures import ReplicaGroup, cluster, etcd_cluster  # noqa: F401
+from conftest import free_port
+from etcd_fixtures import ReplicaGroup, cluster, etcd_cluster, new_group  # noqa: F401
+from lookup_processes import run_lookup
 
 from landlord import NotLeaderError, UnknownLeaseError
-from landlord.testing import ServingDaemon
+from landlord.testing import ChildProcess, ServingDaemon
 from landlord.testing_etcd import EtcdCluster
 from lookup import TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH, Name, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID
@@ -140,3 +143,72 @@ def test_event_registrations_survive_a_failover_and_their_numbers_never_repeat(
     assert numbers == sorted(set(numbers)), f"a number repeated or went back: {numbers}"
     assert [event.transition for event in received[1:]] == [TRANSITION_NOMATCH_MATCH, TRANSITION_MATCH_NOMATCH]
     assert all(event.handback == "handback" for event in received)
+
+
+# -- python -m lookup serve --etcd, and list --group: real processes ------------------------------------
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--etcd", "ftp://h1:2379", "--group", "g", "--replicas", "127.0.0.1:4160"], "argument --etcd: not an etcd"),
+    (["--etcd", "http://h1", "--group", "g", "--replicas", "127.0.0.1:4160"], "argument --etcd: not an etcd"),
+    (["--etcd", "http://h1:2379", "--group", "a/b", "--replicas", "127.0.0.1:4160"], "argument --group:"),
+    (["--etcd", "http://h1:2379", "--group", "g", "--replicas", "127.0.0.1"], "argument --replicas:"),
+    (["--etcd", "http://h1:2379", "--group", "g"], "--etcd, --group and --replicas go together"),
+    (["--etcd", "http://h1:2379", "--group", "g", "--replicas", "127.0.0.1:4160", "--store", "x.db"],
+     "--store and --etcd exclude each other"),
+    (["--etcd", "http://h1:2379", "--group", "g", "--replicas", "127.0.0.1:4161", "--port", "4160"],
+     "this replica's address 127.0.0.1:4160 is not one of the replicas"),
+])
+def test_serve_with_bad_replication_options_says_what_in_one_line_and_exits_2(args: list[str], message: str) -> None:
+    done = run_lookup("serve", *args)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert "error:" in last and message in last, done.stderr
+    assert [line for line in done.stderr.splitlines() if "error" in line] == [last]
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_with_an_unreachable_etcd_says_so_in_one_line_and_exits_1() -> None:
+    port = free_port()
+    done = run_lookup("serve", "--etcd", f"http://127.0.0.1:{free_port()}", "--group", "g",
+                      "--replicas", f"127.0.0.1:{port}", "--port", str(port))
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [done.stderr.splitlines()[-1]]
+    assert done.stderr.startswith("lookup: cannot reach etcd: no etcd member at")
+
+
+def test_three_served_replicas_fail_over_and_list_names_the_leader(cluster: EtcdCluster) -> None:
+    group, ports = new_group(), [free_port() for _ in range(3)]
+    addresses = ",".join(f"127.0.0.1:{port}" for port in ports)
+    etcd = ",".join(cluster.endpoints)
+    replicas = [ChildProcess("-m", "lookup", "serve", "--etcd", etcd, "--group", group, "--replicas", addresses,
+                             "--port", str(port), name=f"replica {port}") for port in ports]
+    try:
+        uris = [replica.read_uri(20, pattern=r"^lookup service at (?P<uri>\S+) ") for replica in replicas]
+        leader_uri = _listed_leader(etcd, group)
+        with Pyro5.api.Proxy(leader_uri) as proxy:
+            registration = proxy.register(quoter("served"), 60)
+        assert registration.lease.landlords == tuple(uris)
+        killed_at = time.monotonic()
+        replicas[uris.index(leader_uri)].kill()
+        while (successor := _listed_leader(etcd, group, allow_none=True)) in (None, leader_uri):
+            assert time.monotonic() - killed_at < 5, "no successor listed 5 s after the kill"
+        listed = run_lookup("list", "--etcd", etcd, "--group", group)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.splitlines()[0] == f"group {group}: led by {successor}"
+        assert registration.service_id in listed.stdout
+        assert registration.lease.renew(60) == pytest.approx(60)
+    finally:
+        for replica in replicas:
+            replica.close()
+
+
+def _listed_leader(etcd: str, group: str, *, allow_none: bool = False) -> str | None:
+    """The leader ``python -m lookup list --etcd --group`` names, reachable or not (``None``: it names none)."""
+    done = run_lookup("list", "--etcd", etcd, "--group", group, "--timeout", "5")
+    if not done.stdout:
+        assert allow_none and "has no leader now" in done.stderr, done.stderr
+        return None
+    match = re.match(rf"^group {group}: led by (\S+)$", done.stdout.splitlines()[0])
+    assert match, done.stdout
+    return match.group(1)
