@@ -69,11 +69,11 @@ from landlord import (
     NotLeaderError,
     RenewResults,
     ReplicatedLandlord,
+    known_leader,
     replica_uris,
     timeout_within,
 )
 from landlord.grantor import MAX_BATCH
-from landlord.landlordlease import known_leader
 from landlord.testing import ChildProcess, WaitFailed, free_port
 from landlord.testing_etcd import EtcdCluster, EtcdUnavailable, unavailable_reason
 
@@ -84,6 +84,7 @@ TERM = 60.0                 # seconds asked for on every grant and renewal: noth
 ETCD_TTL = 60               # the same, for etcd's leases (whole seconds)
 FAILOVER_GOAL = 3.0         # seconds from the leader's death to the first renewal served by its successor
 THROUGHPUT_GOAL = 0.5       # replicated renew_all / in-memory renew_all
+COMMIT_INTERVAL = 0.1       # seconds: ReplicatedLandlord's default, which the replicas keep
 HOLDER_TIMEOUT = 1.0        # seconds one renewal call of the failover holder may take
 RETRY_PAUSE = 0.02          # the failover holder's pause after a call that must be retried
 BEFORE_KILL = 1.0           # seconds of renewals recorded before the kill
@@ -99,6 +100,9 @@ WARM_UP = 0.2               # seconds each side runs before the rounds
 ETCD_MAX_IN_FLIGHT = 1000   # pipelined LeaseGrants at once (etcd answers "too many requests" far beyond)
 BIN = 0.1                   # seconds per bar of the failover plot
 UNBUFFERED = {"PYTHONUNBUFFERED": "1"}
+# every landlord here is served the same way (serve_replica's default): a grant waits for etcd and must not
+# hold up renewals; the baselines on the same server type, so that only the store differs
+SERVER_TYPE = "thread"
 
 log = logging.getLogger("bench_replicated")
 
@@ -157,7 +161,7 @@ def serve_plain(store_dir: str | None) -> int:
     store = LeaseStore(Path(store_dir) / "leases.sqlite") if store_dir is not None else None
     served = BenchLandlord(store)
     try:
-        landlord.serve_landlord(served, "127.0.0.1", 0)
+        landlord.serve_landlord(served, "127.0.0.1", 0, server_type=SERVER_TYPE)
     finally:
         served.close()
     return 0
@@ -179,8 +183,9 @@ def serve_a_replica(args: argparse.Namespace) -> int:
 
     endpoints, group, port, addresses = args.replica
     logging.basicConfig(level=logging.WARNING, format="replica %(name)s %(levelname)s %(message)s")
-    replica = BenchReplica(connect(endpoints), group=group, replicas=replica_uris(addresses, group), policy=policy())
-    landlord.serve_replica(replica, "127.0.0.1", int(port))
+    replica = BenchReplica(connect(endpoints), group=group, replicas=replica_uris(addresses, group), policy=policy(),
+                           commit_interval=COMMIT_INTERVAL)
+    landlord.serve_replica(replica, "127.0.0.1", int(port), server_type=SERVER_TYPE)
     return 0
 
 
@@ -314,12 +319,13 @@ class Group:
 def grant(proxy: Any, count: int, what: str) -> list[LandlordLease]:
     """``count`` leases of TERM from ``proxy``'s grant_many, GRANT_CHUNK a call."""
     leases: list[LandlordLease] = []
-    started = time.monotonic()
+    started = said = time.monotonic()
     while len(leases) < count:
         chunk = min(GRANT_CHUNK, count - len(leases))
         leases.extend(proxy.grant_many(chunk, TERM))
-        if count > GRANT_CHUNK:
-            progress(f"  {what}: {len(leases):,} of {count:,} leases granted")
+        if time.monotonic() - said > 5 and len(leases) < count:
+            said = time.monotonic()
+            progress(f"  {what}: {len(leases):,} of {count:,} leases granted...")
     progress(f"  {what}: {count:,} leases granted in {time.monotonic() - started:.1f} s")
     return leases
 
@@ -543,6 +549,12 @@ class EtcdLeases:
                 raise RuntimeError(f"etcd answered {answered} of {len(requests)} keep-alives")
         return call
 
+    def size(self) -> tuple[int, int]:
+        """The size of the database of the member this client talks to (bytes), and etcd's revision."""
+        status = self.client.maintenancestub.Status(self.rpc.StatusRequest(), CALL_TIMEOUT,
+                                                    metadata=self.client.metadata)
+        return int(status.dbSize), int(status.header.revision)
+
     def close(self) -> None:
         self.client.close()
 
@@ -676,8 +688,12 @@ def measure(args: argparse.Namespace) -> Report:
             sides["replicated"] = renew_all(grant(leader, args.batch, "replicated leader"))
             progress(f"  etcd: {args.batch:,} leases granted (pipelined) for the keep-alive stream")
             sides["etcd"] = etcd.keep_alive(etcd.grant_pipelined(args.batch))
+            before = etcd.size()
             figures = measure_renewals(sides, args)
+            after = etcd.size()
             rows += renewal_rows(figures, args.batch)
+            extra["etcd_db"] = growth(before, after, args)
+            notes.append(growth_line(extra["etcd_db"], args.batch))
             rows.append(grant_row)
             notes += grant_notes
             etcd_leader = cluster.leader()
@@ -720,6 +736,24 @@ def failover_lines(rounds: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def growth(before: tuple[int, int], after: tuple[int, int], args: argparse.Namespace) -> dict[str, float]:
+    """What the replicated renewals added to etcd's database. etcd keeps every revision until it is compacted,
+    and the replicas never compact it (the store's own compaction rewrites its renewal log, not etcd's history).
+    Renewing continuously, the leader's committer writes each lease at most once per commit interval."""
+    seconds = WARM_UP + args.rounds * args.seconds
+    written = args.batch * seconds / COMMIT_INTERVAL
+    return {"db_bytes_before": before[0], "db_bytes_after": after[0], "revisions": after[1] - before[1],
+            "renewing_seconds": seconds, "bytes_per_lease_written": (after[0] - before[0]) / written}
+
+
+def growth_line(db: Mapping[str, float], n: int) -> str:
+    return (f"etcd's database (the baseline client's member) grew from {db['db_bytes_before'] / 2**20:.1f} to "
+            f"{db['db_bytes_after'] / 2**20:.1f} MiB in {db['revisions']:,} revisions over "
+            f"{db['renewing_seconds']:.1f} s of the leader renewing {n:,} leases without pause (each written at most "
+            f"once per {COMMIT_INTERVAL:g} s: about {db['bytes_per_lease_written']:.0f} bytes a lease written); "
+            "etcd keeps every revision until compacted, and nothing here compacts it (etcd's --auto-compaction-*)")
+
+
 def renewal_notes(args: argparse.Namespace, replicated: bool) -> list[str]:
     n = args.batch
     lines = ["what was compared:",
@@ -728,8 +762,9 @@ def renewal_notes(args: argparse.Namespace, replicated: bool) -> list[str]:
     if replicated:
         lines.append("    replicated: to the group's leader (the group call), which records the renewals in memory; "
                      "its committer writes them to etcd every 0.1 s (one or two transactions of packed chunks)")
-    lines.append("    in-memory and SQLite: a Landlord served by serve_landlord in a child process; SQLite's file on "
-                 f"{tmpfs() or tempfile.gettempdir()}, synchronous=NORMAL (one transaction per 1,000 renewals)")
+    lines.append(f"    in-memory and SQLite: a Landlord served by serve_landlord in a child process (the "
+                 f"{SERVER_TYPE} server, as the replicas); SQLite's file on {tmpfs() or tempfile.gettempdir()}, "
+                 "synchronous=NORMAL (one transaction per 1,000 renewals)")
     if replicated:
         lines.append(f"  etcd keep-alive: one LeaseKeepAlive stream carrying {n:,} requests (one per lease: etcd has "
                      f"no batch keep-alive), all sent at once, {n:,} answers read; the same cluster and rounds")
