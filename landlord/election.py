@@ -564,7 +564,9 @@ class _Campaign:
             self.tenure.end()
             self.lease_id = self.revision = None
             self.changed.notify_all()
-        log.warning("%s no longer leads %s: %s", self.ballot.candidate, self.ballot.key, reason)
+        # a resignation asked for (close) is routine; any other end of a term is worth a warning
+        log.log(logging.INFO if self.closing else logging.WARNING, "%s no longer leads %s: %s",
+                self.ballot.candidate, self.ballot.key, reason)
         if lease_id is not None:
             self.ballot.revoke(lease_id)  # frees the key at once if etcd still has it
         _safely(self.on_deposed, reason)
