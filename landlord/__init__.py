@@ -15,7 +15,7 @@ from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
 from .grantor import Landlord, RenewResults, ResourceCodec
-from .landlordlease import LandlordLease, known_leader
+from .landlordlease import LandlordLease, call_group, known_leader
 from .lanes import Lanes
 from .lease import AbstractLease, Lease, LeaseMap
 from .manager import LeaseManager
@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ANY", "FOREVER", "check_duration",
-    "Lease", "AbstractLease", "LandlordLease", "LeaseMap", "known_leader",
+    "Lease", "AbstractLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseManager",
     "LeasePolicy", "LeaseDurationPolicy",

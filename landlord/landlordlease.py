@@ -27,7 +27,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .errors import LeaseError, NotLeaderError
 from .lease import AbstractLease, Lease, check_granted, sent_now
 
-__all__ = ["LandlordLease", "check_landlords", "known_leader", "MAX_LANDLORDS", "MAX_REDIRECTS"]
+__all__ = ["LandlordLease", "check_landlords", "known_leader", "call_group", "MAX_LANDLORDS", "MAX_REDIRECTS"]
 
 log = logging.getLogger(__name__)
 
@@ -328,6 +328,30 @@ _now = time.monotonic
 def known_leader(landlord_id: str) -> str | None:
     """The URI of the replica this process last learnt leads group ``landlord_id`` (``None``: none yet)."""
     return _LEADERS.get(landlord_id)
+
+
+def call_group(replicas: Sequence[str], method: str, *args: Any) -> Any:
+    """Call ``method(*args)`` on the replica that leads the group at ``replicas``, from any thread,
+    as a lease of the group calls its landlord: the replica this process last learnt leads it
+    first, then where a ``NotLeaderError`` points, or the next replica when one cannot be reached,
+    all within one call's timeout (:func:`landlord.timeout_within` bounds it).
+
+    For a client that holds no lease of the group yet (its first grant, a lookup).
+
+    Args:
+        replicas: the group's ``PYRO:`` URIs (see :func:`check_landlords`).
+        method: the remote method's name.
+        args: its arguments.
+
+    Raises:
+        TypeError, ValueError: ``replicas`` that :func:`check_landlords` refuses (nothing is sent).
+        NotLeaderError: the redirects ran out.
+        Pyro5.errors.CommunicationError: no replica could be reached, or the time ran out.
+        Exception: whatever the leader raised.
+    """
+    group = check_landlords(replicas, name="replicas")
+    # the leader is learnt per group, under a key of its own: its URIs
+    return _call_group("group " + ",".join(sorted(group)), group[0], group, method, args)
 
 
 def _call_group(landlord_id: str, landlord: str, group: tuple[str, ...], method: str, args: tuple[Any, ...]) -> Any:

@@ -77,13 +77,13 @@ def replica_object_id(group: str) -> str:
     return "landlord." + group
 
 
-def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str, *,
+def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str | None = None, *,
                  object_id: str | None = None) -> list[str]:
     """The URIs of a group's replicas served at ``addresses`` (:func:`replica_object_id` on each).
 
     Args:
         addresses: ``"h1:p1,h2:p2,h3:p3"``, or a list of ``"host:port"`` or ``(host, port)``.
-        group: the group's name.
+        group: the group's name (unless ``object_id`` is given).
         object_id: the object id the replicas are served under, if not :func:`replica_object_id`
             (the replicated lookup service keeps the lookup service's).
 
@@ -91,7 +91,12 @@ def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str, *
         ValueError: an address that is not ``host:port`` with a port from 1 to 65535, or a bad group.
         TypeError: ``addresses`` of the wrong type.
     """
-    object_id = replica_object_id(group) if object_id is None else object_id
+    if object_id is None:
+        if group is None:
+            raise TypeError("replica_uris needs the group's name, or the object id the replicas are served under")
+        object_id = replica_object_id(group)
+    elif group is not None:
+        replica_object_id(group)  # checked all the same
     items = addresses.split(",") if isinstance(addresses, str) else addresses
     if not isinstance(items, (list, tuple)):
         raise TypeError(f"addresses must be 'h1:p1,h2:p2' or a list, got {type(addresses).__name__}")

@@ -40,8 +40,9 @@ from .events import (
 )
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .join import JoinManager
-from .locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate
+from .locate import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
 from .registration import ServiceRegistration
+from .replicated import ReplicatedLookupService
 from .service import LookupService
 
 __all__ = [
@@ -49,6 +50,6 @@ __all__ = [
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches", "qualified_name",
     "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names",
     "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService", "JoinManager", "LookupCache",
-    "locate", "LookupServiceNotFoundError", "LOOKUP_OBJECT_ID",
+    "locate", "LookupGroup", "LookupServiceNotFoundError", "LOOKUP_OBJECT_ID", "ReplicatedLookupService",
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
 ]

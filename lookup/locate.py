@@ -9,15 +9,19 @@ its host and port is enough to reach it: its URI is
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
 
+from landlord import call_group, replica_uris, timeout_within
 from landlord.serving import uri_host
 
 __all__ = [
-    "locate", "lookup_uri", "LookupServiceNotFoundError",
+    "locate", "lookup_uri", "LookupGroup", "LookupServiceNotFoundError",
     "LOOKUP_OBJECT_ID", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_TIMEOUT", "LOOKUP_METHODS",
 ]
 
@@ -51,9 +55,11 @@ def lookup_uri(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> str:
     return f"PYRO:{LOOKUP_OBJECT_ID}@{uri_host(host)}:{port}"
 
 
-def locate(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
-           timeout: float | None = DEFAULT_TIMEOUT) -> Pyro5.api.Proxy:
-    """A bound proxy of the lookup service at ``host:port``.
+def locate(host: str | Sequence[str | tuple[str, int]] = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
+           timeout: float | None = DEFAULT_TIMEOUT) -> Any:
+    """A bound proxy of the lookup service at ``host:port``; or, given every replica's address of a
+    replicated lookup service (``"h1:p1,h2:p2,h3:p3"``, or a list of ``"host:port"`` or ``(host,
+    port)``), a :class:`LookupGroup` of them, once one of them has answered.
 
     The proxy belongs to the calling thread, as every Pyro5 proxy does (hand
     it to another thread with ``_pyroClaimOwnership()``); close it with
@@ -67,13 +73,20 @@ def locate(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
 
     Raises:
         LookupServiceNotFoundError: nothing answers there in time, or what
-            answers is not a lookup service.
+            answers is not a lookup service (of a group: no replica answers).
         TypeError, ValueError: a malformed address or timeout.
     """
-    uri = lookup_uri(host, port)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+    if not isinstance(host, str) or "," in host:
+        group = LookupGroup(replica_uris(host, object_id=LOOKUP_OBJECT_ID), timeout=timeout)
+        try:
+            group.replica_status()  # any replica answers this, leading or not
+        except Pyro5.errors.CommunicationError as exc:
+            raise LookupServiceNotFoundError(f"no replica of {', '.join(group.uris)} answers: {exc}") from exc
+        return group
+    uri = lookup_uri(host, port)
     proxy = Pyro5.api.Proxy(uri)
     proxy._pyroTimeout = timeout
     try:
@@ -88,6 +101,45 @@ def locate(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
                                          f"(it lacks {', '.join(sorted(missing))})")
     log.debug("located the lookup service at %s", uri)
     return proxy
+
+
+class LookupGroup:
+    """The replicas of a replicated lookup service, as one: any of the lookup service's methods,
+    called on it, goes to the replica that leads (following a ``NotLeaderError`` naming it), or
+    to the next replica when one cannot be reached (see :func:`landlord.call_group`).
+
+    Unlike a Pyro5 proxy it may be used from any thread. A ``with`` block is allowed (it closes
+    nothing: each thread's connections are kept for its next call).
+
+    Args:
+        uris: every replica's URI.
+        timeout: seconds each call may take in all, whatever replicas it tries (``None``: the
+            process's call timeout, :func:`landlord.set_call_timeout`).
+    """
+
+    __slots__ = ("uris", "timeout")
+
+    def __init__(self, uris: Sequence[str], *, timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        self.uris = tuple(uris)
+        self.timeout = timeout
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method.startswith("_"):  # Pyro5's own attributes, copy's and pickle's probes: not remote calls
+            raise AttributeError(method)
+
+        def call(*args: Any) -> Any:
+            with timeout_within(self.timeout) if self.timeout is not None else contextlib.nullcontext():
+                return call_group(self.uris, method, *args)
+        return call
+
+    def __enter__(self) -> LookupGroup:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"LookupGroup({', '.join(self.uris)})"
 
 
 def _check_address(host: object, port: object) -> None:

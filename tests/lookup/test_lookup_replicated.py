@@ -12,6 +12,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import Pyro5.api
 import pytest
@@ -23,7 +24,7 @@ from landlord import NotLeaderError, UnknownLeaseError
 from landlord.testing import ChildProcess, ServingDaemon
 from landlord.testing_etcd import EtcdCluster
 from lookup import TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH, Name, ServiceEvent, ServiceItem, ServiceTemplate
-from lookup.locate import LOOKUP_OBJECT_ID
+from lookup.locate import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
 from lookup.replicated import ReplicatedLookupService
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
@@ -143,6 +144,32 @@ def test_event_registrations_survive_a_failover_and_their_numbers_never_repeat(
     assert numbers == sorted(set(numbers)), f"a number repeated or went back: {numbers}"
     assert [event.transition for event in received[1:]] == [TRANSITION_NOMATCH_MATCH, TRANSITION_MATCH_NOMATCH]
     assert all(event.handback == "handback" for event in received)
+
+
+def test_locate_given_every_replica_is_one_group_that_follows_the_leader_from_any_thread(group: Group) -> None:
+    addresses = ",".join(uri.split("@", 1)[1] for uri in group.uris)
+    located = locate(addresses, timeout=5)
+    assert isinstance(located, LookupGroup) and located.uris == tuple(group.uris)
+    registration = located.register(quoter("through the group"), 60)  # a follower may be asked first
+    template = ServiceTemplate(registration.service_id, (), ())
+    leader = group.leader()
+    leader.close()
+    group.leader(excluding=leader)
+    found: list[Any] = []
+    elsewhere = threading.Thread(target=lambda: found.append(located.lookup(template)))
+    elsewhere.start()
+    elsewhere.join(10)
+    assert found == [SERVICE_URI]  # the same group object, another thread, the new leader
+    assert located.lookup_all(template).items[0].service_id == registration.service_id
+    with pytest.raises(AttributeError):
+        located._pyroBind  # noqa: B018  (not a remote call)
+
+
+def test_locate_a_group_nobody_answers_for_is_not_found() -> None:
+    with pytest.raises(LookupServiceNotFoundError):
+        locate([("127.0.0.1", free_port()), ("127.0.0.1", free_port())], timeout=2)
+    with pytest.raises(ValueError):
+        locate("127.0.0.1:1,127.0.0.1", timeout=2)
 
 
 # -- python -m lookup serve --etcd, and list --group: real processes ------------------------------------
