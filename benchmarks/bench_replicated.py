@@ -480,7 +480,7 @@ def plot_stream(stream: Mapping[str, Any], path: Path) -> str:
                 "pip install -e '.[bench]' for the plot)")
     answers = stream["answers"]
     start = math.floor(min(at for at, _, _ in answers) / BIN)
-    end = math.ceil(max(at for at, _, _ in answers) / BIN)
+    end = max(math.ceil(max(at for at, _, _ in answers) / BIN), start + 1)
     edges = [BIN * i for i in range(start, end + 1)]
     counts: dict[str, list[float]] = {kind: [0.0] * (len(edges) - 1) for kind in ("granted", "retry")}
     for at, kind, _ in answers:
