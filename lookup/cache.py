@@ -41,8 +41,9 @@ from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErro
 from .callbacks import EventReceiver
 from .events import ServiceEvent
 from .follower import Follower
-from .item import ServiceItem, ServiceTemplate, uri_of
-from .peer import check_retry
+from .item import ServiceItem, ServiceTemplate
+from .locate import LookupGroup
+from .peer import check_retry, locator_key
 from .service import DEFAULT_MAX_LEASE
 from .view import MergedView, Teller
 
@@ -294,7 +295,7 @@ class LookupCache:
 
 def _lookup_uris(lookups: Any) -> list[str]:
     """The URIs of one lookup service or several, in order, each once."""
-    if isinstance(lookups, (str, Pyro5.core.URI, Pyro5.client.Proxy)):
+    if isinstance(lookups, (str, Pyro5.core.URI, Pyro5.client.Proxy, LookupGroup)):
         given = [lookups]
     else:
         try:
@@ -307,7 +308,7 @@ def _lookup_uris(lookups: Any) -> list[str]:
     uris: dict[str, None] = {}
     for lookup in given:
         try:
-            uris[uri_of(lookup)] = None
+            uris[locator_key(lookup)] = None
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"a lookup service is a proxy or URI, got {lookup!r:.80}") from exc
+            raise TypeError(f"a lookup service is a proxy or URI, or a LookupGroup, got {lookup!r:.80}") from exc
     return list(uris)

@@ -18,11 +18,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from landlord import FOREVER, Backoff, Clock, LeaseRenewalEvent, LeaseRenewalManager, PeerErrors, proxy_for
+from landlord import FOREVER, Backoff, Clock, LeaseRenewalEvent, LeaseRenewalManager, PeerErrors
 
 from .events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
 from .item import ServiceTemplate
-from .peer import PeerThread
+from .peer import PeerThread, leader_proxy
 from .view import MergedView
 
 __all__ = ["Follower", "MAX_SNAPSHOT"]
@@ -138,7 +138,7 @@ class Follower:
         token = uuid.uuid4().hex
         with self._condition:
             self._token, self._last_sequence, self._held = token, 0, []
-        proxy = proxy_for(self.uri)
+        proxy = leader_proxy(self.uri)
         sink_uri = self._sink_uri(proxy)
         registration = proxy.notify(self._template, ALL_TRANSITIONS, sink_uri, token, self._lease_duration)
         try:

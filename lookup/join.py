@@ -30,7 +30,7 @@ from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErro
 from .entry import Entry, modified_entries
 from .item import ServiceItem, type_names, uri_of
 from .keeper import Joined, Keeper
-from .peer import check_retry
+from .peer import check_retry, locator_key
 from .registration import ServiceRegistration
 
 __all__ = ["JoinManager"]
@@ -249,6 +249,7 @@ def _service_address(service: Any) -> tuple[str, tuple[str, ...] | None]:
 
 def _locator_uri(locator: Any) -> str:
     try:
-        return uri_of(locator)
+        return locator_key(locator)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"a locator is a lookup service's proxy or URI, got {locator!r:.80}") from exc
+        raise TypeError(f"a locator is a lookup service's proxy or URI, or a LookupGroup, got {locator!r:.80}") \
+            from exc

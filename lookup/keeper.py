@@ -15,10 +15,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from landlord import FOREVER, Backoff, Clock, LeaseRenewalEvent, LeaseRenewalManager, PeerErrors, proxy_for
+from landlord import FOREVER, Backoff, Clock, LeaseRenewalEvent, LeaseRenewalManager, PeerErrors
 
 from .item import ServiceItem
-from .peer import PeerThread
+from .peer import PeerThread, leader_proxy
 from .registration import ServiceRegistration
 
 __all__ = ["Keeper", "Joined"]
@@ -124,7 +124,7 @@ class Keeper:
 
     def _register(self, item: ServiceItem) -> None:
         try:
-            registration = proxy_for(self.uri).register(item, self._lease_duration)
+            registration = leader_proxy(self.uri).register(item, self._lease_duration)
         except Exception as exc:  # unreachable, or refused: keep trying, a policy may change its mind
             with self._condition:
                 self._peer.retry_later(exc)

@@ -17,11 +17,27 @@ import logging
 import math
 import threading
 from collections.abc import Callable
+from typing import Any
 
-from landlord import Backoff, Clock, OutageLog, PeerErrors, check_duration, discard_proxy
+from landlord import (
+    Backoff,
+    Clock,
+    NotLeaderError,
+    OutageLog,
+    PeerErrors,
+    call_group,
+    check_duration,
+    discard_proxy,
+    proxy_for,
+)
 from landlord.classify import Verdict, classify
 
-__all__ = ["PeerThread", "Plan", "check_retry"]
+from .item import uri_of
+from .locate import LookupGroup
+
+__all__ = ["PeerThread", "Plan", "check_retry", "locator_key", "leader_proxy", "discard_locator"]
+
+GROUP_SEPARATOR = ","  # a replicated lookup service is known by its replicas' URIs, joined by this
 
 # No logger of its own: a peer logs on its owner's (lookup.join, lookup.cache), where users look.
 
@@ -133,7 +149,7 @@ class PeerThread:
     def failed(self, error: BaseException, doing: str) -> None:
         """Log a failed attempt (WARNING once per outage, then DEBUG); ``doing``: ``"subscribe to"``."""
         if classify(error) is Verdict.RETRY:
-            discard_proxy(self.uri)  # the next attempt goes out on a fresh connection
+            discard_locator(self.uri)  # the next attempt goes out on a fresh connection
         self._outage.failed(error, doing)
 
     def recovered(self) -> bool:
@@ -156,3 +172,43 @@ class PeerThread:
         """Wait for the thread to end (unless called on it: an owner's listener may close its owner)."""
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+
+
+# -- a lookup service, or a replicated one, by one key ----------------------------------------------------
+
+
+def locator_key(locator: Any) -> str:
+    """What a JoinManager or LookupCache knows a lookup service by: its URI, or for a
+    :class:`~lookup.locate.LookupGroup` (a replicated lookup service) its replicas' URIs joined by commas.
+
+    Raises:
+        TypeError, ValueError: not a proxy, URI or LookupGroup (see :func:`lookup.item.uri_of`).
+    """
+    if isinstance(locator, LookupGroup):
+        return GROUP_SEPARATOR.join(locator.uris)
+    return uri_of(locator)
+
+
+def leader_proxy(key: str) -> Any:
+    """This thread's proxy for the lookup service known by ``key``: for a replicated one, for the
+    replica that leads it now (asked of the group), so that calls made one after another on it
+    (subscribe, then list) reach the same replica.
+
+    Raises:
+        Pyro5.errors.CommunicationError: no replica of the group answered.
+        NotLeaderError: the replica that answered knows no leader (an election under way).
+    """
+    if GROUP_SEPARATOR not in key:
+        return proxy_for(key)
+    replicas = key.split(GROUP_SEPARATOR)
+    status = call_group(replicas, "replica_status")
+    leader = status.get("leader") if isinstance(status, dict) else None
+    if leader not in replicas:
+        raise NotLeaderError("the replicated lookup service has no leader now", None)
+    return proxy_for(leader)
+
+
+def discard_locator(key: str) -> None:
+    """Drop this thread's proxies for the lookup service known by ``key`` (each replica's, for a group)."""
+    for uri in key.split(GROUP_SEPARATOR):
+        discard_proxy(uri)

@@ -23,7 +23,16 @@ from lookup_processes import run_lookup
 from landlord import NotLeaderError, UnknownLeaseError
 from landlord.testing import ChildProcess, ServingDaemon
 from landlord.testing_etcd import EtcdCluster
-from lookup import TRANSITION_MATCH_NOMATCH, TRANSITION_NOMATCH_MATCH, Name, ServiceEvent, ServiceItem, ServiceTemplate
+from lookup import (
+    TRANSITION_MATCH_NOMATCH,
+    TRANSITION_NOMATCH_MATCH,
+    JoinManager,
+    LookupCache,
+    Name,
+    ServiceEvent,
+    ServiceItem,
+    ServiceTemplate,
+)
 from lookup.locate import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
 from lookup.replicated import ReplicatedLookupService
 
@@ -170,6 +179,33 @@ def test_locate_a_group_nobody_answers_for_is_not_found() -> None:
         locate([("127.0.0.1", free_port()), ("127.0.0.1", free_port())], timeout=2)
     with pytest.raises(ValueError):
         locate("127.0.0.1:1,127.0.0.1", timeout=2)
+
+
+def test_a_join_manager_and_a_cache_given_the_group_keep_the_service_through_a_failover(
+        group: Group, daemon: Any) -> None:
+    located = LookupGroup(group.uris, timeout=5)
+    service = Quoter()
+    daemon.register(service)
+    with JoinManager(service, attributes=[Name("joined")], locators=[located], lease_duration=4) as join, \
+            LookupCache(located, ServiceTemplate(None, (Quoter,), ()), lease_duration=4,
+                        retry_initial=0.1, retry_max=0.5) as cache:
+        assert join.wait_registered(1, timeout=10)
+        assert join.locators() == [",".join(group.uris)]  # the group is one locator
+        assert cache.wait_ready(10)
+        deadline = time.monotonic() + 10
+        while [item.service_id for item in cache.items()] != [join.service_id]:
+            assert time.monotonic() < deadline, cache.items()
+            threading.Event().wait(0.02)
+        leader = group.leader()
+        leader.close()
+        successor = group.leader(excluding=leader)
+        # past two of the join's lease terms: its registration was renewed through the new leader
+        renewed_until = time.monotonic() + 2 * 4
+        while time.monotonic() < renewed_until:
+            assert successor.lookup(ServiceTemplate(join.service_id, (), ())) is not None
+            threading.Event().wait(0.2)
+        assert [item.service_id for item in cache.items()] == [join.service_id]
+        assert join.times_registered == 1, "the registration was lost and made again"
 
 
 # -- python -m lookup serve --etcd, and list --group: real processes ------------------------------------
