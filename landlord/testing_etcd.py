@@ -163,7 +163,10 @@ class EtcdCluster:
         self.version = _version(self.binary)
         self.size = size
         self._data_parent = data_parent if data_parent is not None else _default_parent()
-        self._timing = ["--heartbeat-interval", str(heartbeat_ms), "--election-timeout", str(election_timeout_ms)]
+        self._timing = ["--heartbeat-interval", str(heartbeat_ms), "--election-timeout", str(election_timeout_ms),
+                        # as in production: without compaction etcd keeps every revision (a replica's
+                        # renewals add some 50 bytes each) until its space quota stops new elections
+                        "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "5m"]
         self._start_timeout = start_timeout
         self._lock = threading.Lock()
         self.workdir: str | None = None

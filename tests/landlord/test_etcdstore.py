@@ -150,8 +150,11 @@ class Recording:
         with self.lock:
             if self.fail is not None:
                 raise self.fail
-            self.sent.append(list(success[0].success))  # the caller's operations, inside the guard
-        return True, [types.SimpleNamespace(response_txn=types.SimpleNamespace(succeeded=True, responses=[]))]
+            nested = len(success) == 1 and hasattr(success[0], "success")
+            self.sent.append(list(success[0].success) if nested else list(success))  # the caller's operations
+        if nested:
+            return True, [types.SimpleNamespace(response_txn=types.SimpleNamespace(succeeded=True, responses=[]))]
+        return True, [types.SimpleNamespace() for _ in success]
 
     def written(self) -> list[dict[str, tuple[float, float]]]:
         """Each transaction's renewal entries."""

@@ -61,6 +61,7 @@ def start_etcd(network: Network, hosts: list[str], workdir: str) -> list[HostPro
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
             "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", "mh",
             "--heartbeat-interval", "50", "--election-timeout", "500", "--logger", "zap", "--log-level", "warn",
+            "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "5m",
             name=f"etcd {name}"))
     return members
 
