@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ LOOKUP_OBJECT_ID = "lookup.LookupService"  # fixed, so the URI follows from host
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4160       # Jini's lookup port
 DEFAULT_TIMEOUT = 10.0    # seconds, to connect and then for every call
+LEADER_POLL = 0.05        # seconds between asking a replicated lookup service's replicas for a leader
 
 # what an object must answer to count as a lookup service
 LOOKUP_METHODS = frozenset({"register", "lookup", "lookup_all", "notify", "renew", "cancel"})
@@ -59,7 +61,7 @@ def locate(host: str | Sequence[str | tuple[str, int]] = DEFAULT_HOST, port: int
            timeout: float | None = DEFAULT_TIMEOUT) -> Any:
     """A bound proxy of the lookup service at ``host:port``; or, given every replica's address of a
     replicated lookup service (``"h1:p1,h2:p2,h3:p3"``, or a list of ``"host:port"`` or ``(host,
-    port)``), a :class:`LookupGroup` of them, once one of them has answered.
+    port)``), a :class:`LookupGroup` of them, once one of them names a leader.
 
     The proxy belongs to the calling thread, as every Pyro5 proxy does (hand
     it to another thread with ``_pyroClaimOwnership()``); close it with
@@ -73,19 +75,15 @@ def locate(host: str | Sequence[str | tuple[str, int]] = DEFAULT_HOST, port: int
 
     Raises:
         LookupServiceNotFoundError: nothing answers there in time, or what
-            answers is not a lookup service (of a group: no replica answers).
+            answers is not a lookup service (of a group: no replica answers, or none
+            names a leader, within ``timeout``).
         TypeError, ValueError: a malformed address or timeout.
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
     if not isinstance(host, str) or "," in host:
-        group = LookupGroup(replica_uris(host, object_id=LOOKUP_OBJECT_ID), timeout=timeout)
-        try:
-            group.replica_status()  # any replica answers this, leading or not
-        except Pyro5.errors.CommunicationError as exc:
-            raise LookupServiceNotFoundError(f"no replica of {', '.join(group.uris)} answers: {exc}") from exc
-        return group
+        return _with_a_leader(LookupGroup(replica_uris(host, object_id=LOOKUP_OBJECT_ID), timeout=timeout))
     uri = lookup_uri(host, port)
     proxy = Pyro5.api.Proxy(uri)
     proxy._pyroTimeout = timeout
@@ -140,6 +138,27 @@ class LookupGroup:
 
     def __repr__(self) -> str:
         return f"LookupGroup({', '.join(self.uris)})"
+
+
+def _with_a_leader(group: LookupGroup) -> LookupGroup:
+    """``group`` once a replica names a leader (it has just started, perhaps), within its timeout.
+
+    Raises:
+        LookupServiceNotFoundError: no replica answers, or none names a leader in time.
+    """
+    deadline = time.monotonic() + (group.timeout if group.timeout is not None else DEFAULT_TIMEOUT)
+    while True:
+        try:
+            status = group.replica_status()  # any replica answers this, leading or not
+        except Pyro5.errors.CommunicationError as exc:
+            if time.monotonic() >= deadline:
+                raise LookupServiceNotFoundError(f"no replica of {', '.join(group.uris)} answers: {exc}") from exc
+        else:
+            if isinstance(status, dict) and status.get("leader") in group.uris:
+                return group
+            if time.monotonic() >= deadline:
+                raise LookupServiceNotFoundError(f"the replicas {', '.join(group.uris)} answer, but name no leader")
+        time.sleep(LEADER_POLL)  # an election under way: ask again shortly
 
 
 def _check_address(host: object, port: object) -> None:
