@@ -97,7 +97,11 @@ def test_a_partition_that_isolates_the_leader_fences_it_and_the_holder_loses_not
     assert new_uri != old_uri and f"@{network[leader_host].address}:" not in new_uri
     holder.wait_for(r"^renewed ", timeout=5, start=line.index)  # the successor serves the same cookies
     failover = line.time - cut_at
-    assert failover < TERM / 2, f"the holder followed the new leader {failover:.2f} s after the partition"
+    # Bound: the election TTL (2 s), plus, when the cut-off host held etcd's own raft leader too,
+    # etcd's election (~0.5 s) after which etcd gives every lease a fresh TTL (2 s more: etcd resets
+    # TTLs on a leader change), plus a holder's call timing out on the silent host (1 s): about 5.5 s,
+    # within the lease's term, which is what the holder needs (measured 2.1 s, and 5.3 s once).
+    assert failover < 0.7 * TERM, f"the holder followed the new leader {failover:.2f} s after the partition"
     # the isolated leader gave up its term: it says so in its own log, which this test reads
     replicas[leader_host].expect(r"no longer leads", timeout=5)
 
