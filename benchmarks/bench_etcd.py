@@ -64,29 +64,15 @@ CLIENT_REQUIREMENT = "etcd-sdk-python>=0.0.7 protobuf>=5.27.2"
 # -- the landlord process ----------------------------------------------------------------
 
 
-class BenchLandlord(Landlord):
+class BenchLandlord(harness.GrantsOnRequest, Landlord):
     """A landlord that grants on request: one lease, or many in one call."""
 
     def __init__(self) -> None:
         super().__init__(policy=LeaseDurationPolicy(maximum=FOREVER, default=float(TTL)))
-        self._resources = 0
-
-    @Pyro5.api.expose
-    def grant(self, duration: float) -> LandlordLease:
-        """Lease a fresh resource (a number) for ``duration`` seconds."""
-        self._resources += 1
-        return self.new_lease(self._resources, duration)
 
     @Pyro5.api.expose
     def ping(self) -> None:
         """Nothing: a raw Pyro5 call, the ceiling of any one-at-a-time call to this daemon."""
-
-    @Pyro5.api.expose
-    def grant_many(self, count: int, duration: float) -> list[LandlordLease]:
-        """Lease ``count`` fresh resources for ``duration`` seconds each."""
-        first = self._resources
-        self._resources += count
-        return [self.new_lease(first + i, duration) for i in range(count)]
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -286,15 +272,21 @@ class EtcdSide:
 
     def keep_alive_stream(self, lease_ids: Sequence[int]) -> int:
         """One LeaseKeepAlive stream carrying a request per lease, all sent at once; the responses read."""
-        requests = [self.rpc.LeaseKeepAliveRequest(ID=lease_id) for lease_id in lease_ids]
-        answered = 0
-        for answer in self.stub.LeaseKeepAlive(iter(requests), CALL_TIMEOUT, metadata=self.client.metadata):
-            if answer.TTL <= 0:
-                raise RuntimeError(f"etcd did not keep lease {answer.ID} alive")
-            answered += 1
-        if answered != len(requests):
-            raise RuntimeError(f"etcd answered {answered} of {len(requests)} keep-alives")
-        return answered
+        return keep_alive_stream(self.stub, self.rpc, self.client.metadata, lease_ids)
+
+
+def keep_alive_stream(stub: Any, rpc: Any, metadata: Any, lease_ids: Sequence[int]) -> int:
+    """One LeaseKeepAlive stream (through etcd's lease ``stub``) carrying a request per lease, all sent at
+    once; every answer read and checked; how many came (bench_replicated.py uses it too)."""
+    requests = [rpc.LeaseKeepAliveRequest(ID=lease_id) for lease_id in lease_ids]
+    answered = 0
+    for answer in stub.LeaseKeepAlive(iter(requests), CALL_TIMEOUT, metadata=metadata):
+        if answer.TTL <= 0:
+            raise RuntimeError(f"etcd did not keep lease {answer.ID} alive")
+        answered += 1
+    if answered != len(requests):
+        raise RuntimeError(f"etcd answered {answered} of {len(requests)} keep-alives")
+    return answered
 
 
 class KeepAliveStream:

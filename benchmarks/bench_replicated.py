@@ -53,6 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import bench_etcd
 import harness
 import Pyro5
 import Pyro5.api
@@ -114,41 +115,16 @@ def policy() -> LeaseDurationPolicy:
     return LeaseDurationPolicy(maximum=3600.0, default=TERM)
 
 
-class BenchLandlord(Landlord):
+class BenchLandlord(harness.GrantsOnRequest, Landlord):
     """A plain landlord (in memory, or on a LeaseStore) that grants on request."""
 
     def __init__(self, store: LeaseStore | None = None) -> None:
         super().__init__(policy=policy(), store=store)
-        self._resources = 0
-
-    @Pyro5.api.expose
-    def grant(self, duration: float) -> LandlordLease:
-        """Lease a fresh resource (a number) for ``duration`` seconds."""
-        self._resources += 1
-        return self.new_lease(self._resources, duration)
-
-    @Pyro5.api.expose
-    def grant_many(self, count: int, duration: float) -> list[LandlordLease]:
-        """Lease ``count`` fresh resources for ``duration`` seconds each."""
-        return [self.grant(duration) for _ in range(count)]
 
 
-class BenchReplica(ReplicatedLandlord):
+class BenchReplica(harness.GrantsOnRequest, ReplicatedLandlord):
     """A replica that grants on request (only its group's leader does: each grant one etcd transaction)
     and says whether it leads."""
-
-    _resources = 0
-
-    @Pyro5.api.expose
-    def grant(self, duration: float) -> LandlordLease:
-        """Lease a fresh resource (a number) for ``duration`` seconds; written to etcd before it returns."""
-        self._resources += 1
-        return self.new_lease(self._resources, duration)
-
-    @Pyro5.api.expose
-    def grant_many(self, count: int, duration: float) -> list[LandlordLease]:
-        """``count`` grants, one etcd transaction each."""
-        return [self.grant(duration) for _ in range(count)]
 
     @Pyro5.api.expose
     def status(self) -> dict[str, Any]:
@@ -537,17 +513,7 @@ class EtcdLeases:
 
     def keep_alive(self, ids: Sequence[int]) -> Callable[[], None]:
         """One LeaseKeepAlive stream carrying a request per lease, all sent at once; every answer checked."""
-        requests = [self.rpc.LeaseKeepAliveRequest(ID=lease_id) for lease_id in ids]
-
-        def call() -> None:
-            answered = 0
-            for answer in self.stub.LeaseKeepAlive(iter(requests), CALL_TIMEOUT, metadata=self.client.metadata):
-                if answer.TTL <= 0:
-                    raise RuntimeError(f"etcd did not keep lease {answer.ID} alive")
-                answered += 1
-            if answered != len(requests):
-                raise RuntimeError(f"etcd answered {answered} of {len(requests)} keep-alives")
-        return call
+        return functools.partial(bench_etcd.keep_alive_stream, self.stub, self.rpc, self.client.metadata, list(ids))
 
     def size(self) -> tuple[int, int]:
         """The size of the database of the member this client talks to (bytes), and etcd's revision."""
@@ -751,7 +717,8 @@ def growth_line(db: Mapping[str, float], n: int) -> str:
             f"{db['db_bytes_after'] / 2**20:.1f} MiB in {db['revisions']:,} revisions over "
             f"{db['renewing_seconds']:.1f} s of the leader renewing {n:,} leases without pause (each written at most "
             f"once per {COMMIT_INTERVAL:g} s: about {db['bytes_per_lease_written']:.0f} bytes a lease written); "
-            "etcd keeps every revision until compacted, and nothing here compacts it (etcd's --auto-compaction-*)")
+            "etcd keeps every revision until compacted (this cluster: every 5 min, "
+            "--auto-compaction-retention 5m, as docs/replication.md asks of production)")
 
 
 def renewal_notes(args: argparse.Namespace, replicated: bool) -> list[str]:

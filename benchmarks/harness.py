@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from types import FrameType, ModuleType
 from typing import Any, NoReturn, TypeVar
 
+import Pyro5.api
+
 from landlord.testing import ChildProcess, WaitFailed
 
 T = TypeVar("T")
@@ -381,6 +383,24 @@ class ServerProcess:
         """End the process (SIGTERM, then a kill, said on stderr)."""
         if stop_child(self.child) is None:
             progress(f"warning: the {self.what} ignored SIGTERM and had to be killed")
+
+
+class GrantsOnRequest:
+    """Mixed into a benchmark's landlord (before ``landlord.Landlord`` or ``ReplicatedLandlord``):
+    remote ``grant`` and ``grant_many``, each lease on a fresh resource (a number)."""
+
+    _resources = 0
+
+    @Pyro5.api.expose
+    def grant(self, duration: float) -> Any:
+        """Lease a fresh resource for ``duration`` seconds."""
+        self._resources += 1
+        return self.new_lease(self._resources, duration)
+
+    @Pyro5.api.expose
+    def grant_many(self, count: int, duration: float) -> list[Any]:
+        """Lease ``count`` fresh resources for ``duration`` seconds each, in one call."""
+        return [self.grant(duration) for _ in range(count)]
 
 
 def serve_forever(server: Any) -> int:

@@ -74,12 +74,18 @@ def start_etcd(network: Network, hosts: list[str], workdir: str) -> list[HostPro
     return members
 
 
+def with_etcd(network: Network, workdir: str, port: int) -> tuple[list[str], str, str]:
+    """An etcd member on each of hosts a, b, c; those hosts, the cluster's endpoints, and the replicas'
+    addresses at ``port`` on each."""
+    replica_hosts = ["a", "b", "c"]
+    start_etcd(network, replica_hosts, workdir)
+    endpoints = ",".join(f"http://{network[name].address}:{ETCD_CLIENT_PORT}" for name in replica_hosts)
+    return replica_hosts, endpoints, ",".join(f"{network[name].address}:{port}" for name in replica_hosts)
+
+
 def test_a_partition_that_isolates_the_leader_fences_it_and_the_holder_loses_nothing(
         network: Network, etcd_data: str) -> None:
-    replica_hosts = ["a", "b", "c"]
-    start_etcd(network, replica_hosts, etcd_data)
-    endpoints = ",".join(f"http://{network[name].address}:{ETCD_CLIENT_PORT}" for name in replica_hosts)
-    addresses = ",".join(f"{network[name].address}:{REPLICA_PORT}" for name in replica_hosts)
+    replica_hosts, endpoints, addresses = with_etcd(network, etcd_data, REPLICA_PORT)
     replicas = {name: network[name].python(REPLICA, endpoints, GROUP, str(REPLICA_PORT), addresses,
                                            network[name].address, name="replica") for name in replica_hosts}
     for replica in replicas.values():
@@ -123,10 +129,7 @@ def _lookup_list(network: Network, endpoints: str) -> str:
 
 def test_kill_9_of_the_lookup_leader_under_a_stream_of_registrations_renewals_and_lookups_loses_nothing(
         network: Network, etcd_data: str) -> None:
-    replica_hosts = ["a", "b", "c"]
-    start_etcd(network, replica_hosts, etcd_data)
-    endpoints = ",".join(f"http://{network[name].address}:{ETCD_CLIENT_PORT}" for name in replica_hosts)
-    addresses = ",".join(f"{network[name].address}:{LOOKUP_PORT}" for name in replica_hosts)
+    replica_hosts, endpoints, addresses = with_etcd(network, etcd_data, LOOKUP_PORT)
     lookups = {name: network[name].python(
         "-m", "lookup", "serve", "--host", network[name].address, "--port", str(LOOKUP_PORT), "--etcd", endpoints,
         "--group", LOOKUP_GROUP, "--replicas", addresses, name="lookup") for name in replica_hosts}
