@@ -42,8 +42,8 @@ class LeaseManager:
             exceptions are logged and do not stop the reaper.
         on_cancel: if given, called instead of ``on_expire`` for leases
             cancelled while still live, so a landlord can tell the two apart.
-        store: if given, every change is written to it under the lock, in
-            the order it is made (see :mod:`landlord.store`).
+        store: if given, every change is written to it (:mod:`landlord.store`): renewals
+            under the lock; grants and ends outside it (no renewal waits for an etcd round trip).
         dump: what of a resource is written to ``store`` (default: the
             resource itself); ``None`` from it keeps that lease in memory only.
 
@@ -77,9 +77,10 @@ class LeaseManager:
         """
         self._reaper.on_use()
         with self._lock:
-            if resource.cookie in self._by_cookie:
-                raise ValueError("a resource with this cookie is already leased")
-            self._journal.put(resource)  # first: a failed write leaves nothing leased
+            self._check_new(resource.cookie)
+        self._journal.put(resource)  # first: a failed write leaves nothing leased
+        with self._lock:
+            self._check_new(resource.cookie)
             self._table.add(resource)
         self._reaper.expiration_added(resource.expiration)
 
@@ -160,8 +161,8 @@ class LeaseManager:
                         renewed.append(resource)
                     earliest = min(earliest, resource.expiration)
                     outcomes.append(granted)
-                self._journal.ended(found_dead)
                 self._journal.renewed(renewed)
+            self._journal.ended(found_dead)
             self._free(found_dead)
             if earliest < math.inf:
                 self._reaper.expiration_added(earliest)
@@ -177,8 +178,8 @@ class LeaseManager:
         with self._lock:
             live = self._live(cookie) is not None
             resource = self._table.remove(cookie)
-            if resource is not None:
-                self._journal.ended([resource])
+        if resource is not None:
+            self._journal.ended([resource])
         self._free([resource] if resource else [], cancelled=live)
         if not live:
             raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
@@ -203,8 +204,8 @@ class LeaseManager:
         with self._lock:
             resource = self._live(cookie)
             expired = None if resource else self._table.remove(cookie)  # held but expired: free it now
-            if expired is not None:
-                self._journal.ended([expired])
+        if expired is not None:
+            self._journal.ended([expired])
         if resource is None:
             self._free([expired] if expired else [])
             raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
@@ -242,12 +243,12 @@ class LeaseManager:
         while True:
             with self._lock:
                 due = self._table.pop_due(now, REAP_CHUNK)
-                try:
-                    self._journal.ended(due)
-                except Exception:  # the leases have ended all the same: a store that missed it
-                    # brings them back expired after a restart, to be freed then (at least once)
-                    log.exception("could not write the end of %d expired lease(s) to %r; freed anyway",
-                                  len(due), self.store)
+            try:
+                self._journal.ended(due)
+            except Exception:  # the leases have ended all the same: a store that missed it
+                # brings them back expired after a restart, to be freed then (at least once)
+                log.exception("could not write the end of %d expired lease(s) to %r; freed anyway",
+                              len(due), self.store)
             self._free(due)
             freed += len(due)
             if len(due) < REAP_CHUNK:
@@ -260,6 +261,10 @@ class LeaseManager:
             self.store.close()
 
     # -- internals (call with the lock held) ------------------------------------
+
+    def _check_new(self, cookie: str) -> None:
+        if cookie in self._by_cookie:
+            raise ValueError("a resource with this cookie is already leased")
 
     def _live(self, cookie: str) -> LeasedResource | None:
         resource = self._by_cookie.get(cookie)
@@ -316,7 +321,7 @@ class _Table:
 
 
 class _Journal:
-    """Writes the manager's changes to its store, if it has one; called under the manager's lock.
+    """Writes the manager's changes to its store, if it has one (see :class:`LeaseManager`'s ``store``).
 
     Expirations are kept on the monotonic clock and stored as wall-clock
     times, which is what survives a restart.

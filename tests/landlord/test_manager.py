@@ -423,3 +423,41 @@ def test_a_store_failing_to_record_expiries_neither_keeps_nor_leaks_the_leases(
     assert store.deletes == 1 and "freed anyway" in caplog.text
     grant(manager, "c", 10)  # and the manager goes on working
     assert manager.renewed("c", 10) == 10
+
+
+class SlowWrites(FailingDeletes):
+    """A store whose grants and ends wait until released (an etcd round trip during etcd's own election)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = threading.Event()
+        self.release = threading.Event()
+
+    def put(self, cookie: str, expiration: float, resource: Any, now: float) -> None:
+        self.writing.set()
+        assert self.release.wait(10), "never released"
+
+    def delete(self, cookies: Any) -> None:
+        self.put("", 0.0, None, 0.0)
+
+
+@pytest.mark.parametrize("slow", ["grant", "cancel"])
+def test_no_renewal_waits_for_a_grant_or_cancel_being_written(clock: FakeClock, slow: str) -> None:
+    store = SlowWrites()
+    store.release.set()
+    manager = LeaseManager(bound(clock), reaper="lazy", clock=clock, store=store)  # type: ignore[arg-type]
+    grant(manager, "held", 10)
+    grant(manager, "going", 10)
+    store.release.clear()
+    store.writing.clear()
+    writer = threading.Thread(target=(lambda: grant(manager, "new", 10)) if slow == "grant"
+                              else (lambda: manager.cancel("going")))
+    writer.start()
+    assert store.writing.wait(10)
+    try:
+        assert manager.renewed("held", 10) == 10  # answered while the write waits
+        assert "new" not in manager  # a grant is held only once written
+    finally:
+        store.release.set()
+        writer.join(10)
+    assert ("new" in manager) == (slow == "grant") and ("going" in manager) == (slow == "grant")
