@@ -475,8 +475,7 @@ class ReplicatedLandlord:
         assert election is not None
         started = time.monotonic()
         try:
-            store = EtcdLeaseStore(self._client, election, commit_interval=self.commit_interval, clock=self.clock)
-            landlord = self.make_landlord(store=store, landlord_id=self._landlord_id)
+            landlord = self._new_landlord(election)
         except LeadershipLost as exc:
             log.info("%s: the term at revision %d ended before its leases were loaded (%s)", self.key, revision, exc)
             return True
@@ -500,6 +499,20 @@ class ReplicatedLandlord:
         log.info("%s: leading from revision %d with %d lease(s), loaded in %.3f s", self.key, revision,
                  len(landlord), time.monotonic() - started)
         return True
+
+    def _new_landlord(self, election: Election) -> Landlord:
+        """The landlord of the term beginning, over a store of its own (closed again, with its committer
+        thread, if the landlord cannot be made).
+
+        Raises:
+            as :meth:`make_landlord`.
+        """
+        store = EtcdLeaseStore(self._client, election, commit_interval=self.commit_interval, clock=self.clock)
+        try:
+            return self.make_landlord(store=store, landlord_id=self._landlord_id)
+        except BaseException:
+            store.close()
+            raise
 
     def _flush(self, term: _Term) -> None:
         store = term.landlord.store

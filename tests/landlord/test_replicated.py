@@ -10,6 +10,7 @@ etcd is back. The failover of separate processes (kill -9, SIGSTOP) is tests/fau
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Iterator
 
@@ -228,3 +229,26 @@ def test_bad_options_are_refused_before_anything_starts(cluster: EtcdCluster) ->
     with pytest.raises(ValueError, match="not one of"):
         replica.start(candidate="PYRO:landlord.rooms@127.0.0.1:4001")
     assert replica.election is None and not replica.leading
+
+
+def test_a_term_whose_leases_cannot_be_loaded_leaves_no_store_thread_behind(
+        cluster: EtcdCluster, group: Group, monkeypatch: pytest.MonkeyPatch) -> None:
+    leader = group.leader()
+    attempts: list[str] = []
+
+    def unreadable(self: ReplicatedLandlord, *, store: object, landlord_id: str | None) -> object:
+        attempts.append("load")
+        raise cluster_error  # as etcd failing to answer the load
+
+    from pyetcd.exceptions import ConnectionTimeoutError  # here: without the client, the fixture skips first
+    cluster_error = ConnectionTimeoutError("etcd did not answer")
+    monkeypatch.setattr(ReplicatedLandlord, "make_landlord", unreadable)
+    before = set(threading.enumerate())
+    leader.close()  # a follower is elected and tries to load, again and again
+    deadline = time.monotonic() + FAILOVER
+    while len(attempts) < 5:
+        assert time.monotonic() < deadline, "no replica tried to load the leases"
+        threading.Event().wait(0.05)
+    committers = [thread for thread in threading.enumerate()
+                  if thread.name.startswith("renewal log") and thread not in before]
+    assert len(committers) <= 1, f"{len(committers)} committer threads left by failed loads"
