@@ -20,11 +20,17 @@ from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .store import Store
 
-__all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "COOKIE_BYTES", "MAX_BATCH"]
+__all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
 
 log = logging.getLogger(__name__)
 
 COOKIE_BYTES = 16  # 128 random bits: holding the cookie is the capability to renew or cancel
+
+
+def served_uri(obj: object) -> str | None:
+    """The URI a Pyro5 daemon serves ``obj`` under (its advertised address), or ``None`` if none does."""
+    daemon = getattr(obj, "_pyroDaemon", None)
+    return str(daemon.uriFor(obj)) if daemon is not None else None
 
 
 def new_cookie() -> str:
@@ -169,8 +175,7 @@ class Landlord:
     @property
     def uri(self) -> str | None:
         """The URI this landlord is registered under, or ``None`` if it is in-process only."""
-        daemon = getattr(self, "_pyroDaemon", None)
-        return str(daemon.uriFor(self)) if daemon is not None else None
+        return served_uri(self)
 
     @property
     def manager(self) -> LeaseManager:

@@ -46,7 +46,7 @@ from .duration import ANY
 from .election import Election, LeadershipLost, etcd_errors, leader_key, require_pyetcd
 from .errors import LeaseError, NotLeaderError
 from .etcdstore import EtcdLeaseStore
-from .grantor import Landlord, RenewResults, ResourceCodec
+from .grantor import Landlord, RenewResults, ResourceCodec, served_uri
 from .landlordlease import LandlordLease, check_landlords
 from .manager import LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
@@ -202,9 +202,9 @@ class ReplicatedLandlord:
         self.clock, self.commit_interval, self.ready_wait = clock, float(commit_interval), float(ready_wait)
         self._client = client
         self._landlord_id = landlord_id
-        self._options: dict[str, Any] = {
-            "policy": policy if policy is not None else LeaseDurationPolicy(), "reaper": reaper, "clock": clock,
-            "on_expire": on_expire, "on_cancel": on_cancel, "codec": codec, "replicas": self.replicas}
+        self.policy = policy if policy is not None else LeaseDurationPolicy()
+        self.reaper = reaper
+        self._options: dict[str, Any] = {"on_expire": on_expire, "on_cancel": on_cancel, "codec": codec}
         self._changed = threading.Condition()
         self._wanted: int | None = None  # the revision of the term the election gave, while it lasts
         self._term: _Term | None = None
@@ -218,8 +218,7 @@ class ReplicatedLandlord:
     @property
     def uri(self) -> str | None:
         """The URI this replica is registered under, or ``None`` before it is."""
-        daemon = getattr(self, "_pyroDaemon", None)
-        return str(daemon.uriFor(self)) if daemon is not None else None
+        return served_uri(self)
 
     @property
     def object_id(self) -> str:
@@ -245,9 +244,7 @@ class ReplicatedLandlord:
     @property
     def leading(self) -> bool:
         """Whether this replica leads, its term confirmed and its leases loaded: it answers now."""
-        election, term = self._election, self._term
-        return election is not None and term is not None and not term.stale \
-            and election.revision == term.revision
+        return self._answering() is not None
 
     def leader(self) -> str | None:
         """The URI of the replica that leads, as this one last learnt (``None``: none known)."""
@@ -377,18 +374,22 @@ class ReplicatedLandlord:
         self._still_serving(term)
         return result
 
-    def _serving(self) -> _Term:
+    def _answering(self) -> _Term | None:
+        """The term that answers now: loaded, not stale, and still confirmed by the election."""
         term, election = self._term, self._election
         if term is not None and election is not None and not term.stale and election.revision == term.revision:
-            return term  # one lock taken, the election's: the common case
-        return self._wait_for_term()
+            return term  # one lock taken, the election's
+        return None
+
+    def _serving(self) -> _Term:
+        return self._answering() or self._wait_for_term()
 
     def _wait_for_term(self) -> _Term:
         deadline = time.monotonic() + self.ready_wait
         with self._changed:
             while not self._closing and self._election is not None and self._election.revision is not None:
-                term = self._term
-                if term is not None and not term.stale and term.revision == self._election.revision:
+                term = self._answering()
+                if term is not None:
                     return term
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -425,7 +426,8 @@ class ReplicatedLandlord:
             ValueError: ``landlord_id`` is not the group's.
             pyetcd.Etcd3Exception, grpc.RpcError: etcd did not answer.
         """
-        return _TermLandlord(self, store=store, landlord_id=landlord_id, **self._options)
+        return _TermLandlord(self, store=store, landlord_id=landlord_id, policy=self.policy, reaper=self.reaper,
+                             clock=self.clock, **self._options)
 
     def _make_lease(self, resource: LeasedResource, granted: float) -> LandlordLease:
         landlord_id = self._landlord_id
@@ -454,9 +456,7 @@ class ReplicatedLandlord:
                 wanted, old = self._wanted, self._term
                 self._term = None
             if old is not None:
-                if old.stale and wanted == old.revision:
-                    self._flush(old)  # the same term goes on: what was renewed must not be lost
-                old.landlord.close()
+                old.landlord.close()  # its store writes what was renewed first (kept, if the term goes on)
             if wanted is not None and not self._open(wanted):
                 self._pause_unless_changed(wanted)
 

@@ -39,7 +39,7 @@ from landlord import (
     replica_uris,
     serve_replica,
 )
-from landlord.election import connect, etcd_errors, leader_key, parse_endpoints
+from landlord.election import connect, etcd_errors, leader_key
 from landlord.replicated import ReplicaTerm
 from landlord.serving import advertised_host
 from landlord.tls import TLSConfig
@@ -105,7 +105,6 @@ class ReplicatedLookupService(ReplicatedLandlord):
         super().__init__(client, group=group, replicas=replicas, prefix=prefix, ttl=ttl,
                          commit_interval=commit_interval, ready_wait=ready_wait, policy=policy, reaper=reaper,
                          clock=clock)
-        self._policy, self._reaper_name = policy, reaper
 
     @property
     def object_id(self) -> str:
@@ -114,7 +113,7 @@ class ReplicatedLookupService(ReplicatedLandlord):
 
     def make_landlord(self, *, store: Store, landlord_id: str | None) -> Landlord:
         """A whole lookup service for the term beginning, over its etcd store."""
-        return _TermLookupService(self, policy=self._policy, reaper=self._reaper_name, clock=self.clock,
+        return _TermLookupService(self, policy=self.policy, reaper=self.reaper, clock=self.clock,
                                   landlord_id=landlord_id, store=store)
 
     def _service(self, action: Callable[[ServedLookupService], T]) -> T:
@@ -251,7 +250,6 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
     own = lookup_uri(advertised_host(host, advertise), port)
     if own not in uris:
         raise ValueError(f"this replica's address {own.split('@', 1)[1]} is not one of the replicas {replicas}")
-    parse_endpoints(etcd)
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
     replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper)
     serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=ready, announce=announce,
