@@ -126,10 +126,6 @@ class BenchReplica(harness.GrantsOnRequest, ReplicatedLandlord):
     """A replica that grants on request (only its group's leader does: each grant one etcd transaction)
     and says whether it leads."""
 
-    @Pyro5.api.expose
-    def status(self) -> dict[str, Any]:
-        return {"leading": self.leading, "leader": self.leader(), "held": len(self)}
-
 
 def serve_plain(store_dir: str | None) -> int:
     """Serve a BenchLandlord on loopback, as the replicas are served (``serve_landlord``), until SIGTERM."""
@@ -230,7 +226,7 @@ class Group:
         try:
             with Pyro5.api.Proxy(self.uris[index]) as proxy:
                 proxy._pyroTimeout = STATUS_TIMEOUT
-                answer: dict[str, Any] = proxy.status()
+                answer: dict[str, Any] = proxy.replica_status()
                 return answer
         except Pyro5.errors.CommunicationError:
             return None

@@ -350,6 +350,12 @@ class ReplicatedLandlord:
         failures: dict[str, Exception] = self.answer(lambda landlord: landlord.cancel_all(cookies))
         return failures
 
+    @Pyro5.server.expose
+    def replica_status(self) -> dict[str, Any]:
+        """``{"leading": bool, "leader": uri or None, "group": name, "held": leases}``, answered by every
+        replica, leading or not: for operators, and for clients that look for the leader."""
+        return {"leading": self.leading, "leader": self.leader(), "group": self.group, "held": len(self)}
+
     # -- answering ------------------------------------------------------------------------------
 
     def answer(self, action: Callable[[Landlord], T]) -> T:

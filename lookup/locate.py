@@ -130,6 +130,16 @@ class LookupGroup:
                 return call_group(self.uris, method, *args)
         return call
 
+    def leader(self) -> str | None:
+        """The URI of the replica that leads, as the replica asked names it (``None``: it names none).
+
+        Raises:
+            Pyro5.errors.CommunicationError: no replica answered.
+        """
+        status = self.replica_status()  # any replica answers this, leading or not
+        leader = status.get("leader") if isinstance(status, dict) else None
+        return leader if leader in self.uris else None
+
     def __enter__(self) -> LookupGroup:
         return self
 
@@ -149,12 +159,12 @@ def _with_a_leader(group: LookupGroup) -> LookupGroup:
     deadline = time.monotonic() + (group.timeout if group.timeout is not None else DEFAULT_TIMEOUT)
     while True:
         try:
-            status = group.replica_status()  # any replica answers this, leading or not
+            leader = group.leader()
         except Pyro5.errors.CommunicationError as exc:
             if time.monotonic() >= deadline:
                 raise LookupServiceNotFoundError(f"no replica of {', '.join(group.uris)} answers: {exc}") from exc
         else:
-            if isinstance(status, dict) and status.get("leader") in group.uris:
+            if leader is not None:
                 return group
             if time.monotonic() >= deadline:
                 raise LookupServiceNotFoundError(f"the replicas {', '.join(group.uris)} answer, but name no leader")

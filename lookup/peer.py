@@ -25,7 +25,6 @@ from landlord import (
     NotLeaderError,
     OutageLog,
     PeerErrors,
-    call_group,
     check_duration,
     discard_proxy,
     proxy_for,
@@ -200,10 +199,8 @@ def leader_proxy(key: str) -> Any:
     """
     if GROUP_SEPARATOR not in key:
         return proxy_for(key)
-    replicas = key.split(GROUP_SEPARATOR)
-    status = call_group(replicas, "replica_status")
-    leader = status.get("leader") if isinstance(status, dict) else None
-    if leader not in replicas:
+    leader = LookupGroup(key.split(GROUP_SEPARATOR), timeout=None).leader()
+    if leader is None:
         raise NotLeaderError("the replicated lookup service has no leader now", None)
     return proxy_for(leader)
 

@@ -177,12 +177,6 @@ class ReplicatedLookupService(ReplicatedLandlord):
         """As :meth:`lookup.server.ServedLookupService.registrations_table`."""
         return self._service(lambda service: service.registrations_table(max_rows))
 
-    @Pyro5.server.expose
-    def replica_status(self) -> dict[str, Any]:
-        """``{"leading": bool, "leader": uri or None, "group": name}``: for ``python -m lookup list``.
-        Answered by every replica, leading or not."""
-        return {"leading": self.leading, "leader": self.leader(), "group": self.group}
-
 
 # -- serving one replica, and finding a group's leader: what `python -m lookup` does with --etcd -----
 

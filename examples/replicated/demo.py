@@ -130,7 +130,7 @@ class Group:
         """What replica ``index`` says of itself (empty if it does not answer)."""
         try:
             with self.proxy(index) as replica:
-                answer: dict[str, object] = replica.status()
+                answer: dict[str, object] = replica.replica_status()
                 return answer
         except Pyro5.errors.CommunicationError:
             return {}

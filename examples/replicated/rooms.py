@@ -15,9 +15,9 @@ on: each lease keeps its cookie and the time it had left.
 
 Prints ``replica at <uri> (...)`` once serving (``serve_replica``), then one
 line per room rented (on the leader) and per room freed (on the leader, by
-expiry or cancellation). Remote methods beside a landlord's: ``rent(room,
-duration)`` and ``status()``. SIGTERM or Ctrl-C stops it: it resigns, and
-another replica leads at once.
+expiry or cancellation). Remote methods beside a landlord's (and a
+replica's ``replica_status()``): ``rent(room, duration)``. SIGTERM or Ctrl-C
+stops it: it resigns, and another replica leads at once.
 
 Bad arguments print one line on stderr and exit with status 2.
 """
@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import Pyro5.api
 import Pyro5.core
@@ -68,11 +68,6 @@ class RoomLandlord(ReplicatedLandlord):
         lease = self.new_lease(room, duration)
         say(f"rented {room} for {lease.term:g} s")
         return lease
-
-    @Pyro5.api.expose
-    def status(self) -> dict[str, Any]:
-        """Whether this replica leads, the leader it knows (a URI or None), and how many leases it holds."""
-        return {"leading": self.leading, "leader": self.leader(), "held": len(self)}
 
 
 class OneLineParser(argparse.ArgumentParser):

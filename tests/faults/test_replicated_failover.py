@@ -51,7 +51,7 @@ class Replicas:
         try:
             with Pyro5.api.Proxy(self.uris[index]) as proxy, timeout_within(1.0):
                 proxy._pyroTimeout = 1.0
-                answer: dict[str, Any] = proxy.status()
+                answer: dict[str, Any] = proxy.replica_status()
                 return answer
         except Pyro5.errors.CommunicationError:
             return None
@@ -206,7 +206,7 @@ def test_a_leader_stopped_past_its_ttl_is_fenced_answers_nothing_and_rejoins_as_
         threading.Event().wait(0.05)
     assert status["leading"] is False
     with replicas.proxy(successor) as proxy:
-        assert proxy.status()["held"] == 10  # the fenced leader's grant was never written
+        assert proxy.replica_status()["held"] == 10  # the fenced leader's grant was never written
     for lease in leases:
         assert lease.renew(TERM) == pytest.approx(TERM)
 

@@ -54,7 +54,7 @@ def answer_status(uris: list[str]) -> None:
             try:
                 with Pyro5.api.Proxy(command[1]) as proxy:
                     proxy._pyroTimeout = 2.0
-                    status = proxy.status()
+                    status = proxy.replica_status()
                 say("status", command[1], status["leading"], status["leader"])
             except Pyro5.errors.CommunicationError:
                 say("status", command[1], "unreachable")

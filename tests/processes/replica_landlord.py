@@ -7,15 +7,14 @@ this one serves at ``HOST:PORT`` (HOST: 127.0.0.1 unless given), which must be o
 ``replica at <uri> (...)`` once serving, ``freed <room>`` when a lease
 expires on it (while it leads). Remote methods beside a landlord's:
 ``rent(room, duration)`` (a lease; only the leader grants), ``left(cookie)``
-(seconds the leader gives the lease, on its own clock), ``status()``
-(``{"leading": bool, "leader": uri or None, "held": n}``).
+(seconds the leader gives the lease, on its own clock), and every replica's
+``replica_status()``.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
 
 import Pyro5.api
 
@@ -34,10 +33,6 @@ class ReplicatedRooms(landlord.ReplicatedLandlord):
             return held.manager.get(cookie).expiration - self.clock.monotonic()
         seconds: float = self.answer(seconds_left)
         return seconds
-
-    @Pyro5.api.expose
-    def status(self) -> dict[str, Any]:
-        return {"leading": self.leading, "leader": self.leader(), "held": len(self)}
 
 
 def main(endpoints: str, group: str, port: str, addresses: str, host: str = "127.0.0.1") -> None:
