@@ -8,7 +8,6 @@ loss; a join manager does not register again.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from conftest import Child, free_port
 from lookup_processes import READY, LookupProcess
 
 from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, set_call_timeout
+from landlord.testing import Recorder
 from lookup import TRANSITION_NOMATCH_MATCH, JoinManager, Name, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID
 
@@ -83,23 +83,12 @@ class Quoter:
         return 42.0
 
 
-class Listener:
-    """A remote event listener that keeps what it hears."""
-
-    def __init__(self) -> None:
-        self.events: list[ServiceEvent] = []
-        self.arrived = threading.Condition()
+class Listener(Recorder[ServiceEvent]):
+    """A remote event listener that keeps what it hears (``wait_for(count, timeout)``)."""
 
     @Pyro5.api.expose
     def notify(self, event: ServiceEvent) -> None:
-        with self.arrived:
-            self.events.append(event)
-            self.arrived.notify_all()
-
-    def wait_for(self, count: int, timeout: float = 15) -> list[ServiceEvent]:
-        with self.arrived:
-            assert self.arrived.wait_for(lambda: len(self.events) >= count, timeout), self.events
-            return list(self.events)
+        self.record(event)
 
 
 @pytest.fixture
@@ -133,7 +122,7 @@ def test_a_lookup_service_killed_and_restarted_on_its_store_keeps_its_registrati
                                   daemon.register(listener), "watching", 4.0)
             lookup.register(ServiceItem(None, "PYRO:other@127.0.0.1:1", ["test.Other"]), 60)
         renewals.renew_for(watch.lease, FOREVER, losses, renew_duration=4.0)
-        assert [e.sequence_number for e in listener.wait_for(1)] == [1]
+        assert [e.sequence_number for e in listener.wait_for(1, timeout=15)] == [1]
 
         first.kill()  # SIGKILL
         killed_at = time.time()
@@ -145,7 +134,7 @@ def test_a_lookup_service_killed_and_restarted_on_its_store_keeps_its_registrati
             found = lookup.lookup_all(ServiceTemplate(attributes=[Name("survivor")]), 10)
             assert [item.service_id for item in found.items] == [join.service_id]
             lookup.register(ServiceItem(None, "PYRO:other@127.0.0.1:2", ["test.Other"]), 60)
-        events = listener.wait_for(2)
+        events = listener.wait_for(2, timeout=15)
         assert (events[1].event_id, events[1].sequence_number, events[1].handback) == (watch.event_id, 2, "watching")
         assert join.times_registered == 1  # renewed, never registered again
         assert losses.events == []

@@ -21,7 +21,7 @@ from etcd_fixtures import ReplicaGroup, cluster, etcd_cluster, new_group  # noqa
 from lookup_processes import run_lookup
 
 from landlord import NotLeaderError, UnknownLeaseError
-from landlord.testing import ChildProcess, ServingDaemon
+from landlord.testing import ChildProcess, Recorder, ServingDaemon
 from landlord.testing_etcd import EtcdCluster
 from lookup import (
     TRANSITION_MATCH_NOMATCH,
@@ -55,23 +55,12 @@ def group(cluster: EtcdCluster) -> Iterator[Group]:
     started.close()
 
 
-class Listener:
-    """A remote event listener: records the events it is sent."""
-
-    def __init__(self) -> None:
-        self.received: list[ServiceEvent] = []
-        self._changed = threading.Condition()
+class Listener(Recorder[ServiceEvent]):
+    """A remote event listener: records the events it is sent (``wait_for(count)``)."""
 
     @Pyro5.api.expose
     def notify(self, event: ServiceEvent) -> None:
-        with self._changed:
-            self.received.append(event)
-            self._changed.notify_all()
-
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[ServiceEvent]:
-        with self._changed:
-            assert self._changed.wait_for(lambda: len(self.received) >= count, timeout), self.received
-            return list(self.received)
+        self.record(event)
 
 
 @pytest.fixture
