@@ -46,8 +46,9 @@ _print_lock = threading.Lock()  # Pyro5's thread and the reaper's both print
 
 def say(message: str) -> None:
     """Print one line, stamped with the seconds since this replica started."""
-    with _print_lock:
-        print(f"[+{time.monotonic() - _started:5.2f}s] {message}", flush=True)
+    with _print_lock:  # line and newline in one write: a log line on stderr may share the terminal or pipe
+        sys.stdout.write(f"[+{time.monotonic() - _started:5.2f}s] {message}\n")
+        sys.stdout.flush()
 
 
 class RoomLandlord(ReplicatedLandlord):

@@ -30,8 +30,9 @@ _print_lock = threading.Lock()
 
 
 def say(line: str) -> None:
-    with _print_lock:
-        print(line, flush=True)
+    with _print_lock:  # one write, line and newline: the log's lines share the pipe (stderr merged)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def main(endpoints: str, group: str, candidate: str) -> int:

@@ -22,6 +22,12 @@ import landlord
 from landlord.election import connect
 
 
+def say(line: str) -> None:
+    """One line to stdout in one write: the log's lines share the pipe (stderr merged) and must not split it."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 class ReplicatedRooms(landlord.ReplicatedLandlord):
     @Pyro5.api.expose
     def rent(self, room: str, duration: float) -> landlord.LandlordLease:
@@ -39,7 +45,7 @@ def main(endpoints: str, group: str, port: str, addresses: str, host: str = "127
     logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
     rooms = ReplicatedRooms(connect(endpoints), group=group, replicas=landlord.replica_uris(addresses, group),
                             policy=landlord.LeaseDurationPolicy(maximum=600),
-                            on_expire=lambda room: print("freed", room, flush=True))
+                            on_expire=lambda room: say(f"freed {room}"))
     landlord.serve_replica(rooms, host, int(port))
 
 
