@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import uuid
 from collections.abc import Callable, Sequence
@@ -14,8 +15,10 @@ import Pyro5.server
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, check_duration
+from .errors import LeaseDeniedError
+from .hooks import LeaseHooks
 from .landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
-from .manager import LeasedResource, LeaseManager
+from .manager import HeldLease, LeasedResource, LeaseManager, unwrap_stored
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .store import Store
@@ -131,6 +134,8 @@ class Landlord:
         codec: how resources are stored and taken back (see
             :class:`ResourceCodec`); by default as :meth:`dump_resource` makes
             them and :meth:`load_resource` reads them back.
+        hooks: observers told of every grant, renewal, denial and end
+            (:class:`~landlord.hooks.LeaseHooks`; one or a list).
         replicas: for one replica of a replicated landlord, the URIs of every
             replica of its group (a list or tuple of ``PYRO:`` URIs, in the
             order holders try them; its own need not come first): every lease
@@ -143,14 +148,15 @@ class Landlord:
             reaper, a ``landlord_id`` other than the one ``store`` belongs to,
             or ``replicas`` empty, too many (``MAX_LANDLORDS``), repeated, or
             not ``PYRO:`` URIs.
-        TypeError: ``replicas`` not a list or tuple of URI strings.
+        TypeError: ``replicas`` not a list or tuple of URI strings, or ``hooks`` not LeaseHooks.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
                  on_cancel: Callable[[Any], None] | None = None, landlord_id: str | None = None,
                  replicas: Sequence[str] | None = None,
-                 store: Store | None = None, codec: ResourceCodec | None = None) -> None:
+                 store: Store | None = None, codec: ResourceCodec | None = None,
+                 hooks: LeaseHooks | Sequence[LeaseHooks] | None = None) -> None:
         # checked before anything is claimed: a bad option leaves the store as it was
         self._replicas = None if replicas is None else check_landlords(replicas, name="replicas")
         if store is not None:
@@ -166,7 +172,7 @@ class Landlord:
         self.policy.bind(clock=clock, lease_factory=self._make_lease)
         self._codec: ResourceCodec = codec if codec is not None else _OwnMethods(self)
         self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
-                                     on_cancel=on_cancel, store=store, dump=self._codec.dump)
+                                     on_cancel=on_cancel, store=store, dump=self._codec.dump, hooks=hooks)
         if store is not None:
             self._restore(store)
 
@@ -196,7 +202,12 @@ class Landlord:
         """
         duration = check_duration(duration)
         leased = LeasedResource(new_cookie(), 0.0, resource)
-        lease = self.policy.lease_for(leased, duration)
+        try:
+            lease = self.policy.lease_for(leased, duration)
+        except LeaseDeniedError as exc:
+            if self._manager.hooks is not None:
+                self._manager.hooks.denied(None, exc)
+            raise
         self._manager.register(leased)
         log.debug("granted %r", lease)
         return lease  # type: ignore[return-value]
@@ -209,6 +220,42 @@ class Landlord:
             TypeError, ValueError: ``cookie`` is not a cookie at all.
         """
         return self._manager.get_resource(check_cookie(cookie))
+
+    def attach(self, cookie: str, resource: Any) -> None:
+        """Put ``resource`` under the live lease ``cookie`` as well: when the lease
+        expires or is cancelled, it is freed with the lease's own resource (each
+        through ``on_expire`` or ``on_cancel``), as etcd frees every key attached to a lease.
+        With a store, it is stored with the lease (through the codec's ``dump``).
+
+        Raises:
+            UnknownLeaseError: no live lease has that cookie (nothing is attached).
+            TypeError, ValueError: ``cookie`` is not a cookie at all.
+        """
+        self._manager.attach(check_cookie(cookie), resource)
+
+    def detach(self, cookie: str, resource: Any) -> None:
+        """Take an attached ``resource`` off the live lease ``cookie`` without freeing it.
+
+        Raises:
+            UnknownLeaseError: no live lease has that cookie.
+            ValueError: ``resource`` is not attached to it, or ``cookie`` is not a cookie.
+            TypeError: ``cookie`` is not a string.
+        """
+        self._manager.detach(check_cookie(cookie), resource)
+
+    def attached(self, cookie: str) -> list[Any]:
+        """The resources attached to the live lease ``cookie`` (not its own).
+
+        Raises:
+            UnknownLeaseError: no live lease has that cookie.
+            TypeError, ValueError: ``cookie`` is not a cookie at all.
+        """
+        return self._manager.get(check_cookie(cookie)).attached
+
+    def held(self, *, limit: int | None = None) -> list[HeldLease]:
+        """The leases held, earliest expiration first: cookie, seconds left, resource, attached
+        (an operator's listing; see ``python -m landlord list``)."""
+        return self._manager.held(limit=limit)
 
     def close(self) -> None:
         """Stop the reaper and close the store, if any. Leases still held are not freed."""
@@ -241,14 +288,21 @@ class Landlord:
         restored: list[LeasedResource] = []
         for stored in store.leases(wall):
             try:
-                resource = self._codec.load(stored.resource)
+                data = unwrap_stored(stored.resource)
+                leased = LeasedResource(stored.cookie, now + stored.remaining, self._codec.load(data.resource))
+                if data.attached or not math.isinf(data.deadline):
+                    extra = leased.extended()
+                    extra.attached = [self._codec.load(each) for each in data.attached]
+                    extra.deadline = now + (data.deadline - wall)
             except Exception:
                 log.exception("cannot restore a stored lease's resource; the lease is dropped")
                 store.delete([stored.cookie])
                 continue
-            restored.append(LeasedResource(stored.cookie, now + stored.remaining, resource))
+            restored.append(leased)
         for leased in restored:  # every one filed before any can expire and be freed
             self._codec.restored(leased)
+            for each in leased.attached:
+                self._codec.restored(LeasedResource(leased.cookie, leased.expiration, each))
         self._manager.restore(restored)
         live = sum(1 for leased in restored if leased.expiration > now)
         log.info("landlord %s took back %d lease(s) from %r (%d ran out while it was down)",

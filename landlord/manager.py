@@ -5,23 +5,36 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sortedcontainers import SortedList
 
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import UnknownLeaseError
+from .hooks import HookFanout, LeaseHooks
 from .policy import LeasePolicy
 from .reapers import Reaper, make_reaper
 from .resource import LeasedResource
 from .store import Store
 
-__all__ = ["LeasedResource", "LeaseManager"]
+__all__ = ["LeasedResource", "LeaseManager", "HeldLease", "StoredExtra", "unwrap_stored", "STORED_EXTRA"]
 
 log = logging.getLogger(__name__)
 
 REAP_CHUNK = 1000  # leases freed per turn of the lock when many expire at once
+STORED_EXTRA = "landlord.lease/1"  # the key of a stored lease's envelope (attached resources, lifetime cap)
+_UNKNOWN = "no such lease (it expired, was cancelled, or never existed)"
+
+
+class HeldLease(NamedTuple):
+    """One lease as :meth:`LeaseManager.held` lists it."""
+
+    cookie: str
+    remaining: float  # seconds until its term ends (negative: in its grace, or not yet freed)
+    resource: Any
+    attached: list[Any]
 
 
 class LeaseManager:
@@ -33,31 +46,42 @@ class LeaseManager:
     its resource is never handed out: the reaper only decides *when* expired
     resources are freed.
 
+    With a policy's ``grace`` (:class:`~landlord.LeaseDurationPolicy`), a lease
+    whose term has ended is no longer live (not handed out, not listed), but
+    its resources are held for the grace period: a renewal within it revives
+    the lease under the same cookie, and only after it are the resources freed.
+
     Args:
-        policy: decides renewal terms.
+        policy: decides renewal terms (and the grace, its ``grace``).
         reaper: ``"sleeper"``, ``"polling"``, ``"lazy"`` or a :class:`~landlord.reapers.Reaper`.
         clock: the monotonic clock expiry is decided on.
-        on_expire: called with the resource, exactly once, when its lease
-            expires or is cancelled; never under the manager's lock. Its
-            exceptions are logged and do not stop the reaper.
+        on_expire: called with each resource of a lease (its own and those
+            attached), exactly once, when the lease expires or is cancelled;
+            never under the manager's lock. Its exceptions are logged and do
+            not stop the reaper.
         on_cancel: if given, called instead of ``on_expire`` for leases
             cancelled while still live, so a landlord can tell the two apart.
         store: if given, every change is written to it (:mod:`landlord.store`): renewals
             under the lock; grants and ends outside it (no renewal waits for an etcd round trip).
         dump: what of a resource is written to ``store`` (default: the
             resource itself); ``None`` from it keeps that lease in memory only.
+        hooks: observers told of every grant, renewal, denial and end (:mod:`landlord.hooks`).
 
     Raises:
         ValueError: an unknown reaper name.
+        TypeError: ``hooks`` not :class:`~landlord.hooks.LeaseHooks`.
     """
 
     def __init__(self, policy: LeasePolicy, *, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
                  on_cancel: Callable[[Any], None] | None = None, store: Store | None = None,
-                 dump: Callable[[Any], Any] | None = None) -> None:
+                 dump: Callable[[Any], Any] | None = None,
+                 hooks: LeaseHooks | Sequence[LeaseHooks] | None = None) -> None:
         self.policy = policy
         self.clock = clock
         self.store = store
+        self.grace = policy.grace  # fixed for the manager's life: the reaper's order depends on it
+        self.hooks = _fanout(hooks)
         self._journal = _Journal(store, dump if dump is not None else _same, clock)
         self._on_expire = on_expire
         self._on_cancel = on_cancel if on_cancel is not None else on_expire
@@ -83,7 +107,9 @@ class LeaseManager:
         with self._lock:
             self._check_new(resource.cookie)
             self._table.add(resource)
-        self._reaper.expiration_added(resource.expiration)
+        self._reaper.expiration_added(resource.expiration + self.grace)
+        if self.hooks is not None:
+            self.hooks.granted(resource)
 
     def restore(self, resources: Sequence[LeasedResource]) -> None:
         """Hold resources read back from the store (not written again).
@@ -100,7 +126,7 @@ class LeaseManager:
             for resource in resources:
                 self._table.add(resource)
         if resources:
-            self._reaper.expiration_added(min(resource.expiration for resource in resources))
+            self._reaper.expiration_added(min(resource.expiration for resource in resources) + self.grace)
 
     def resource_changed(self, cookie: str) -> None:
         """Write the resource of ``cookie`` to the store again (it changed in place).
@@ -109,16 +135,49 @@ class LeaseManager:
             UnknownLeaseError: no such lease, or it has expired.
         """
         with self._lock:
-            resource = self._live(cookie)
-            if resource is None:
-                raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
-            self._journal.put(resource)
+            self._journal.put(self._live_or_raise(cookie))
+
+    def attach(self, cookie: str, resource: Any) -> None:
+        """Put ``resource`` under the live lease ``cookie`` too: it is freed with the lease's own.
+
+        Raises:
+            UnknownLeaseError: no such lease, or it has expired (nothing is attached).
+        """
+        with self._lock:
+            leased = self._live_or_raise(cookie)
+            leased.extended().attached.append(resource)
+            try:
+                self._journal.put(leased)
+            except BaseException:  # not written, not attached
+                leased.extended().attached.pop()
+                raise
+
+    def detach(self, cookie: str, resource: Any) -> None:
+        """Take ``resource`` (the first attached one equal to it) off the live lease ``cookie``,
+        unfreed: from now on it is the caller's.
+
+        Raises:
+            UnknownLeaseError: no such lease, or it has expired.
+            ValueError: ``resource`` is not attached to it (the lease's own resource never is).
+        """
+        with self._lock:
+            leased = self._live_or_raise(cookie)
+            attached = leased.extended().attached
+            if resource not in attached:
+                raise ValueError(f"{resource!r:.60} is not attached to this lease")
+            where = attached.index(resource)
+            del attached[where]
+            try:
+                self._journal.put(leased)
+            except BaseException:
+                attached.insert(where, resource)
+                raise
 
     def renewed(self, cookie: str, requested: float) -> float:
         """Renew the lease named ``cookie`` through the policy; return the seconds granted.
 
         Raises:
-            UnknownLeaseError: no such lease, or it has expired.
+            UnknownLeaseError: no such lease, or it has expired (and its grace has passed).
             LeaseDeniedError: the policy refused (the lease is unchanged).
         """
         [outcome] = self.renewed_all([cookie], [requested])
@@ -131,24 +190,28 @@ class LeaseManager:
 
         A failing lease (unknown, expired, refused) fails alone and stays as it
         was. The lock is taken, the clock read and the reaper told once per
-        chunk of ``REAP_CHUNK`` leases, not once per lease.
+        chunk of ``REAP_CHUNK`` leases, not once per lease. A lease in its
+        grace is revived.
         """
         self._reaper.on_use()
+        hooks = self.hooks
+        started = time.perf_counter() if hooks is not None else 0.0
         outcomes: list[float | Exception] = []
+        grace = self.grace
         for start in range(0, len(cookies), REAP_CHUNK):
             found_dead: list[LeasedResource] = []
-            renewed: list[LeasedResource] = []
+            renewed: list[LeasedResource] = []  # those whose expiration moved: the store's to write
+            served: list[LeasedResource] = []  # every one renewed: the hooks' to hear of
             earliest = math.inf
             with self._lock:
                 now = self.clock.monotonic()
                 for cookie, duration in zip(cookies[start:start + REAP_CHUNK], requested[start:start + REAP_CHUNK]):
                     resource = self._by_cookie.get(cookie)
-                    if resource is None or resource.expiration <= now:
+                    if resource is None or resource.expiration + grace <= now:
                         if resource is not None:
                             found_dead.append(resource)
                             self._table.remove(cookie)
-                        outcomes.append(
-                            UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)"))
+                        outcomes.append(UnknownLeaseError(_UNKNOWN))
                         continue
                     old = resource.expiration
                     try:
@@ -160,30 +223,41 @@ class LeaseManager:
                     if resource.expiration != old:
                         self._table.moved(resource, old)
                         renewed.append(resource)
+                    if hooks is not None:
+                        served.append(resource)
                     earliest = min(earliest, resource.expiration)
                     outcomes.append(granted)
                 self._journal.renewed(renewed)
             self._journal.ended(found_dead)
             self._free(found_dead)
             if earliest < math.inf:
-                self._reaper.expiration_added(earliest)
+                self._reaper.expiration_added(earliest + grace)
+            if hooks is not None:
+                self._tell_renewals(hooks, cookies[start:start + REAP_CHUNK], outcomes[start:], served, found_dead)
+        if hooks is not None:
+            hooks.renewals_served(len(cookies), time.perf_counter() - started)
         return outcomes
 
     def cancel(self, cookie: str) -> None:
-        """End the lease named ``cookie`` now and free its resource.
+        """End the lease named ``cookie`` now and free its resources (one in its grace too).
 
         Raises:
-            UnknownLeaseError: no such lease, or it has already expired.
+            UnknownLeaseError: no such lease, or it has already expired (and its grace passed).
         """
         self._reaper.on_use()
         with self._lock:
-            live = self._live(cookie) is not None
+            held = self._by_cookie.get(cookie)
+            cancellable = held is not None and held.expiration + self.grace > self.clock.monotonic()
             resource = self._table.remove(cookie)
         if resource is not None:
             self._journal.ended([resource])
-        self._free([resource] if resource else [], cancelled=live)
-        if not live:
-            raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
+        self._free([resource] if resource else [], cancelled=cancellable)
+        if not cancellable:
+            if resource is not None and self.hooks is not None:
+                self.hooks.expired([resource])
+            raise UnknownLeaseError(_UNKNOWN)
+        if resource is not None and self.hooks is not None:
+            self.hooks.cancelled(resource)
 
     def cancel_all(self, cookies: Iterable[str]) -> dict[str, Exception]:
         """Cancel many leases; return the failures by cookie (empty when all succeeded)."""
@@ -199,22 +273,35 @@ class LeaseManager:
         """The live leased resource named ``cookie``.
 
         Raises:
-            UnknownLeaseError: no such lease, or it has expired.
+            UnknownLeaseError: no such lease, or it has expired (or is in its grace).
         """
         self._reaper.on_use()
         with self._lock:
             resource = self._live(cookie)
-            expired = None if resource else self._table.remove(cookie)  # held but expired: free it now
+            expired = None if resource else self._pop_dead(cookie)  # held but past its grace: free it now
         if expired is not None:
             self._journal.ended([expired])
+            self._free([expired])
+            if self.hooks is not None:
+                self.hooks.expired([expired])
         if resource is None:
-            self._free([expired] if expired else [])
-            raise UnknownLeaseError("no such lease (it expired, was cancelled, or never existed)")
+            raise UnknownLeaseError(_UNKNOWN)
         return resource
 
     def get_resource(self, cookie: str) -> Any:
         """The resource leased under ``cookie`` (see :meth:`get`)."""
         return self.get(cookie).resource
+
+    def held(self, *, limit: int | None = None) -> list[HeldLease]:
+        """The leases held, earliest expiration first (for listing; a copy taken under the lock).
+
+        Args:
+            limit: at most this many (``None``: all).
+        """
+        with self._lock:
+            now = self.clock.monotonic()
+            return [HeldLease(leased.cookie, leased.expiration - now, leased.resource, leased.attached)
+                    for leased in self._table.earliest(limit)]
 
     def __len__(self) -> int:
         """How many resources are held (expired ones count until they are freed)."""
@@ -227,23 +314,24 @@ class LeaseManager:
     # -- reaping --------------------------------------------------------------
 
     def next_expiration(self) -> float:
-        """The earliest expiration held (``inf`` when nothing is)."""
+        """When the next lease is due to be freed: the earliest expiration held, plus the grace
+        (``inf`` when nothing is)."""
         with self._lock:
-            return self._table.next_expiration()
+            return self._table.next_expiration() + self.grace
 
     def reap(self) -> int:
-        """Free every resource whose lease has expired (by now); return how many.
+        """Free every resource whose lease has expired (by now, and its grace passed); return how many.
 
         The lock is taken for one chunk of ``REAP_CHUNK`` leases at a time,
         and each chunk is freed before the next is taken: when a million leases
         expire together, renewals and the first ``on_expire`` wait for one
         chunk (milliseconds), not for all of them (seconds).
         """
-        now = self.clock.monotonic()
+        due_before = self.clock.monotonic() - self.grace
         freed = 0
         while True:
             with self._lock:
-                due = self._table.pop_due(now, REAP_CHUNK)
+                due = self._table.pop_due(due_before, REAP_CHUNK)
             try:
                 self._journal.ended(due)
             except Exception:  # the leases have ended all the same: a store that missed it
@@ -251,6 +339,8 @@ class LeaseManager:
                 log.exception("could not write the end of %d expired lease(s) to %r; freed anyway",
                               len(due), self.store)
             self._free(due)
+            if due and self.hooks is not None:
+                self.hooks.expired(due)
             freed += len(due)
             if len(due) < REAP_CHUNK:
                 return freed
@@ -273,15 +363,42 @@ class LeaseManager:
             return None
         return resource
 
+    def _live_or_raise(self, cookie: str) -> LeasedResource:
+        resource = self._live(cookie)
+        if resource is None:
+            raise UnknownLeaseError(_UNKNOWN)
+        return resource
+
+    def _pop_dead(self, cookie: str) -> LeasedResource | None:
+        """Remove and return the lease ``cookie`` if it is held past its grace."""
+        resource = self._by_cookie.get(cookie)
+        if resource is None or resource.expiration + self.grace > self.clock.monotonic():
+            return None
+        return self._table.remove(cookie)
+
+    # -- internals (call without the lock) -----------------------------------------
+
     def _free(self, resources: list[LeasedResource], *, cancelled: bool = False) -> None:
         callback = self._on_cancel if cancelled else self._on_expire
         if callback is None:
             return
-        for resource in resources:
-            try:
-                callback(resource.resource)
-            except Exception:
-                log.exception("%s failed for %r", "on_cancel" if cancelled else "on_expire", resource)
+        for leased in resources:
+            for resource in leased.everything():
+                try:
+                    callback(resource)
+                except Exception:
+                    log.exception("%s failed for %r", "on_cancel" if cancelled else "on_expire", leased)
+
+    @staticmethod
+    def _tell_renewals(hooks: LeaseHooks, cookies: Sequence[str], outcomes: Sequence[float | Exception],
+                       renewed: list[LeasedResource], found_dead: list[LeasedResource]) -> None:
+        if renewed:
+            hooks.renewed(renewed)
+        if found_dead:
+            hooks.expired(found_dead)
+        for cookie, outcome in zip(cookies, outcomes):
+            if isinstance(outcome, Exception):
+                hooks.denied(cookie, outcome)
 
 
 class _Table:
@@ -310,6 +427,10 @@ class _Table:
 
     def next_expiration(self) -> float:
         return self._by_expiration[0][0] if self._by_expiration else math.inf
+
+    def earliest(self, limit: int | None) -> list[LeasedResource]:
+        """Up to ``limit`` resources (``None``: all), earliest expiration first."""
+        return [self.by_cookie[cookie] for _, cookie in self._by_expiration[:limit]]
 
     def pop_due(self, now: float, limit: int) -> list[LeasedResource]:
         """Remove and return up to ``limit`` resources whose expiration is ``now`` or earlier, earliest first."""
@@ -341,6 +462,11 @@ class _Journal:
         data = self._dump(resource.resource)
         if data is not None:
             wall, now = self._clock.time(), self._clock.monotonic()
+            extra = resource.extra
+            if extra is not None:  # an envelope only for the leases that need one: the rest load as before
+                attached = [dumped for dumped in map(self._dump, extra.attached) if dumped is not None]
+                data = {STORED_EXTRA: {"resource": data, "attached": attached,
+                                       "deadline": _wall_time(extra.deadline, now, wall)}}
             self._store.put(resource.cookie, _wall_time(resource.expiration, now, wall), data, wall)
 
     def renewed(self, resources: list[LeasedResource]) -> None:
@@ -351,6 +477,35 @@ class _Journal:
     def ended(self, resources: list[LeasedResource]) -> None:
         if self._store is not None and resources:
             self._store.delete([resource.cookie for resource in resources])
+
+
+class StoredExtra(NamedTuple):
+    """A stored lease's data, out of its envelope (see :func:`unwrap_stored`)."""
+
+    resource: Any  # what the codec dumped of the lease's own resource
+    attached: list[Any]  # what it dumped of each attached one
+    deadline: float  # the lifetime cap on the wall clock (``inf``: none)
+
+
+def unwrap_stored(data: Any) -> StoredExtra:
+    """What the manager stored for a lease: its resource's data, its attached resources' and its cap.
+
+    Raises:
+        ValueError: an envelope that is malformed (a damaged or forged row).
+    """
+    if not (isinstance(data, dict) and len(data) == 1 and STORED_EXTRA in data):
+        return StoredExtra(data, [], math.inf)
+    envelope = data[STORED_EXTRA]
+    if not (isinstance(envelope, dict) and isinstance(envelope.get("attached"), list)
+            and isinstance(envelope.get("deadline"), (int, float)) and "resource" in envelope):
+        raise ValueError(f"a malformed stored lease: {envelope!r:.80}")
+    return StoredExtra(envelope["resource"], envelope["attached"], float(envelope["deadline"]))
+
+
+def _fanout(hooks: LeaseHooks | Sequence[LeaseHooks] | None) -> HookFanout | None:
+    if hooks is None:
+        return None
+    return HookFanout([hooks] if isinstance(hooks, LeaseHooks) else list(hooks))
 
 
 def _same(resource: Any) -> Any:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration
+from .errors import LeaseDeniedError
 
 if TYPE_CHECKING:
     from .lease import Lease
@@ -26,7 +27,14 @@ class LeasePolicy(abc.ABC):
     A landlord binds its policy on construction, giving it the landlord's
     clock and the factory that makes its leases; a policy serves one landlord.
     A policy may refuse by raising :class:`~landlord.LeaseDeniedError`.
+
+    Attributes:
+        grace: seconds a lease's resources are held after its term ends, in
+            which a renewal revives it (0: freed at once). Read by the lease
+            manager when it is made.
     """
+
+    grace: float = 0.0
 
     def __init__(self) -> None:
         self._clock: Clock = SYSTEM_CLOCK
@@ -72,16 +80,27 @@ class LeaseDurationPolicy(LeasePolicy):
     * A renewal never shortens a lease unless the holder asked for less than
       it has left: a holder asking for ``ANY`` or more than the maximum keeps
       its current expiration when that is later.
+    * With a ``lifetime``, no grant or renewal reaches past that many seconds
+      after the lease was granted: it is granted up to the cap, and once the
+      lease's term reaches the cap a renewal is refused with a
+      :class:`~landlord.LeaseDeniedError` that names it.
 
     Args:
         maximum: the longest grant, in seconds (``FOREVER`` for no limit).
         default: the grant for ``ANY``; at most ``maximum``.
+        grace: seconds a lease's resources are kept after its term ends,
+            revivable by a renewal (see :attr:`LeasePolicy.grace`; default 0).
+        lifetime: the longest a lease may live in all, renewals included,
+            counted from its grant (default ``FOREVER``: no cap).
 
     Raises:
-        ValueError: ``maximum`` or ``default`` not positive, or ``default > maximum``.
+        ValueError: any of them not a number, ``maximum``, ``default`` or
+            ``lifetime`` not positive, ``default > maximum``, or ``grace``
+            negative, NaN or infinite.
     """
 
-    def __init__(self, maximum: float = FOREVER, default: float | None = None) -> None:
+    def __init__(self, maximum: float = FOREVER, default: float | None = None, *, grace: float = 0.0,
+                 lifetime: float = FOREVER) -> None:
         super().__init__()
         maximum = check_duration(maximum, name="maximum", allow_any=False)
         if default is None:
@@ -91,16 +110,27 @@ class LeaseDurationPolicy(LeasePolicy):
             raise ValueError(f"maximum and default must be positive, got {maximum!r} and {default!r}")
         if default > maximum:
             raise ValueError(f"default ({default!r}) exceeds maximum ({maximum!r})")
+        grace = check_duration(grace, name="grace", allow_any=False)
+        if math.isinf(grace):
+            raise ValueError("grace must be finite: a lease in grace forever would never free its resource")
+        lifetime = check_duration(lifetime, name="lifetime", allow_any=False)
+        if not lifetime > 0:
+            raise ValueError(f"lifetime must be positive, got {lifetime!r}")
         self.maximum = maximum
         self.default = default
+        self.grace = grace
+        self.lifetime = lifetime
 
     def grant_for(self, requested: float) -> float:
         """The seconds this policy grants for a request of ``requested``."""
         return self.default if requested == ANY else min(requested, self.maximum)
 
     def lease_for(self, resource: LeasedResource, requested: float) -> Lease:
-        granted = self.grant_for(check_duration(requested))
-        resource.expiration = self._clock.monotonic() + granted
+        granted = min(self.grant_for(check_duration(requested)), self.lifetime)
+        now = self._clock.monotonic()
+        if not math.isinf(self.lifetime):
+            resource.extended().deadline = now + self.lifetime
+        resource.expiration = now + granted
         return self._make_lease(resource, granted)
 
     def renew(self, resource: LeasedResource, requested: float) -> float:
@@ -111,9 +141,23 @@ class LeaseDurationPolicy(LeasePolicy):
         asked_for_less = requested != ANY and requested < left
         if granted < left and not asked_for_less:
             granted = left
+        deadline = resource.deadline
+        if now + granted > deadline:
+            if resource.expiration >= deadline:  # nothing left to give: say so, rather than grant 0 s
+                raise LeaseDeniedError(f"this lease has reached the landlord's lifetime cap of "
+                                       f"{self.lifetime:g} s since its grant; ask for a new lease")
+            granted = deadline - now
         resource.expiration = now + granted
         return granted
 
     def __repr__(self) -> str:
-        maximum = "FOREVER" if math.isinf(self.maximum) else f"{self.maximum:g}"
-        return f"LeaseDurationPolicy(maximum={maximum}, default={self.default:g})"
+        options = [f"maximum={_seconds(self.maximum)}", f"default={self.default:g}"]
+        if self.grace:
+            options.append(f"grace={self.grace:g}")
+        if not math.isinf(self.lifetime):
+            options.append(f"lifetime={self.lifetime:g}")
+        return f"LeaseDurationPolicy({', '.join(options)})"
+
+
+def _seconds(value: float) -> str:
+    return "FOREVER" if math.isinf(value) else f"{value:g}"
