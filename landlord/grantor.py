@@ -169,7 +169,7 @@ class Landlord:
             store.claim(self.landlord_id)
         self.clock = clock
         self.policy = policy if policy is not None else LeaseDurationPolicy()
-        self.policy.bind(clock=clock, lease_factory=self._make_lease)
+        self.policy.bind(clock=clock, lease_factory=self._make_lease, held=self._held_count)
         self._codec: ResourceCodec = codec if codec is not None else _OwnMethods(self)
         self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
                                      on_cancel=on_cancel, store=store, dump=self._codec.dump, hooks=hooks)
@@ -310,6 +310,9 @@ class Landlord:
 
     def __len__(self) -> int:
         return len(self._manager)
+
+    def _held_count(self) -> int:  # the policy's: it may ask under the manager's lock
+        return self._manager.held_count()
 
     def _make_lease(self, resource: LeasedResource, granted: float) -> LandlordLease:
         return LandlordLease(resource.cookie, self, self.landlord_id, self.clock.time() + granted,

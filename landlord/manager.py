@@ -308,6 +308,11 @@ class LeaseManager:
         self._reaper.on_use()
         return len(self._by_cookie)
 
+    def held_count(self) -> int:
+        """How many resources are held, without waking a lazy reaper: safe to call from the
+        policy, under the manager's lock (dict length is read atomically)."""
+        return len(self._by_cookie)
+
     def __contains__(self, cookie: object) -> bool:
         return isinstance(cookie, str) and cookie in self._by_cookie
 

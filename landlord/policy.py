@@ -39,9 +39,16 @@ class LeasePolicy(abc.ABC):
     def __init__(self) -> None:
         self._clock: Clock = SYSTEM_CLOCK
         self._lease_factory: LeaseFactory | None = None
+        self._held: Callable[[], int] = _none_held
 
-    def bind(self, *, clock: Clock, lease_factory: LeaseFactory) -> None:
+    def bind(self, *, clock: Clock, lease_factory: LeaseFactory, held: Callable[[], int] | None = None) -> None:
         """Attach the policy to a landlord.
+
+        Args:
+            clock: the landlord's clock.
+            lease_factory: makes the holder's lease for a grant.
+            held: how many leases the landlord holds now (for a policy that
+                adapts its terms to its load; see :meth:`held`).
 
         Raises:
             ValueError: the policy already serves another landlord.
@@ -50,6 +57,12 @@ class LeasePolicy(abc.ABC):
             raise ValueError("this policy already serves another landlord; give each landlord its own")
         self._clock = clock
         self._lease_factory = lease_factory
+        if held is not None:
+            self._held = held
+
+    def held(self) -> int:
+        """How many leases the landlord this policy serves holds now (0 before it is bound)."""
+        return self._held()
 
     @property
     def clock(self) -> Clock:
@@ -157,6 +170,10 @@ class LeaseDurationPolicy(LeasePolicy):
         if not math.isinf(self.lifetime):
             options.append(f"lifetime={self.lifetime:g}")
         return f"LeaseDurationPolicy({', '.join(options)})"
+
+
+def _none_held() -> int:
+    return 0
 
 
 def _seconds(value: float) -> str:
