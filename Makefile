@@ -12,7 +12,7 @@ LINTED := landlord lookup tests benchmarks examples
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,etcd]'
+	$(PY) -m pip install --quiet -e '.[test,etcd,metrics]'
 	touch $@
 
 demo: $(VENV)/.installed
@@ -43,7 +43,7 @@ test-etcd: $(VENV)/.installed
 	    tests/faults/test_replicated_failover.py tests/examples/test_example_replicated.py
 
 bench: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[test,etcd,bench]'
+	$(PY) -m pip install --quiet -e '.[test,etcd,metrics,bench]'
 	-VENV=$(VENV) bash benchmarks/setup_etcd.sh
 	$(PY) benchmarks/run_all.py
 
