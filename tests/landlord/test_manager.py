@@ -461,3 +461,115 @@ def test_no_renewal_waits_for_a_grant_or_cancel_being_written(clock: FakeClock, 
         store.release.set()
         writer.join(10)
     assert ("new" in manager) == (slow == "grant") and ("going" in manager) == (slow == "grant")
+
+
+# -- several resources under one lease ------------------------------------------------------------
+
+@pytest.mark.parametrize("end", ["expire", "cancel"])
+def test_attached_resources_are_freed_with_the_lease(clock: FakeClock, end: str) -> None:
+    freed = Freed()
+    manager = make_manager(clock, freed=freed)
+    grant(manager, "a", 10, resource="own")
+    manager.attach("a", "key 1")
+    manager.attach("a", "key 2")
+    assert manager.get("a").attached == ["key 1", "key 2"]
+    assert freed.calls == {}
+    if end == "cancel":
+        manager.cancel("a")
+    else:
+        clock.advance(10)
+        assert len(manager) == 0  # the lazy reaper frees on use
+    assert freed.calls == {"own": 1, "key 1": 1, "key 2": 1}
+
+
+def test_a_detached_resource_is_not_freed(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, freed=freed)
+    grant(manager, "a", 10, resource="own")
+    manager.attach("a", "key 1")
+    manager.attach("a", "key 2")
+    manager.detach("a", "key 1")
+    with pytest.raises(ValueError, match="not attached"):
+        manager.detach("a", "key 1")
+    with pytest.raises(ValueError, match="not attached"):
+        manager.detach("a", "own")  # the lease's own resource is not an attachment
+    manager.cancel("a")
+    assert freed.calls == {"own": 1, "key 2": 1}
+
+
+def test_attaching_to_an_unknown_or_expired_lease_changes_nothing(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, freed=freed)
+    grant(manager, "a", 10, resource="own")
+    with pytest.raises(UnknownLeaseError):
+        manager.attach("nope", "key")
+    clock.advance(10)
+    with pytest.raises(UnknownLeaseError):
+        manager.attach("a", "key")
+    with pytest.raises(UnknownLeaseError):
+        manager.detach("a", "key")
+    assert len(manager) == 0
+    assert freed.calls == {"own": 1}  # never "key": it was never attached
+
+
+# -- grace ------------------------------------------------------------------------------------------
+
+def test_a_lease_in_grace_is_not_live_but_a_renewal_revives_it(clock: FakeClock) -> None:
+    freed = Freed()
+    manager = make_manager(clock, freed=freed, policy=LeaseDurationPolicy(maximum=100, grace=5))
+    grant(manager, "a", 10)
+    clock.advance(12)  # term over, grace not
+    with pytest.raises(UnknownLeaseError):
+        manager.get("a")  # not handed out
+    assert "a" in manager and freed.calls == {}  # but held
+    assert manager.renewed("a", 10) == 10
+    assert manager.get("a").expiration == 22  # the same cookie, a new term from now
+    clock.advance(14.9)  # past the new term, within its grace
+    assert freed.calls == {} and len(manager) == 1
+    clock.advance(0.1)
+    assert len(manager) == 0 and freed.calls == {"a": 1}
+    with pytest.raises(UnknownLeaseError):
+        manager.renewed("a", 10)
+
+
+@pytest.mark.parametrize("reaper", REAPERS)
+def test_every_reaper_waits_for_the_grace_before_freeing(clock: FakeClock, reaper: str) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper=reaper, freed=freed, policy=LeaseDurationPolicy(maximum=100, grace=3))
+    grant(manager, "a", 10)
+    assert manager.next_expiration() == 13
+    clock.advance(12.5)
+    assert len(manager) == 1 and freed.calls == {}
+    clock.advance(0.5)
+    if reaper == "lazy":
+        assert len(manager) == 0
+    freed.wait_for("a")
+    manager.close()
+    assert freed.calls == {"a": 1}
+
+
+def test_a_cancel_in_grace_frees_at_once_and_one_after_grace_is_unknown(clock: FakeClock) -> None:
+    freed = Freed()
+    cancelled: list[Any] = []
+    manager = LeaseManager(bound(clock, LeaseDurationPolicy(maximum=100, grace=5)), reaper="lazy", clock=clock,
+                           on_expire=freed, on_cancel=cancelled.append)
+    grant(manager, "a", 10)
+    grant(manager, "b", 10)
+    clock.advance(11)
+    manager.cancel("a")  # the holder is done with it: no need to wait out the grace
+    assert cancelled == ["a"] and "a" not in manager
+    clock.advance(4)
+    with pytest.raises(UnknownLeaseError):
+        manager.cancel("b")
+    assert freed.calls == {"b": 1} and cancelled == ["a"]
+
+
+def test_held_lists_leases_earliest_first_with_what_is_attached(clock: FakeClock) -> None:
+    manager = make_manager(clock)
+    grant(manager, "late", 30, resource="r-late")
+    grant(manager, "soon", 10, resource="r-soon")
+    manager.attach("late", "extra")
+    clock.advance(4)
+    assert [tuple(held) for held in manager.held()] == [("soon", 6.0, "r-soon", []),
+                                                        ("late", 26.0, "r-late", ["extra"])]
+    assert [held.cookie for held in manager.held(limit=1)] == ["soon"]

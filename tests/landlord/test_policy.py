@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from landlord import ANY, FOREVER, FakeClock, Landlord, LeasedResource, LeaseDurationPolicy
+from landlord import ANY, FOREVER, FakeClock, Landlord, LeaseDeniedError, LeasedResource, LeaseDurationPolicy
 
 
 def bound(policy: LeaseDurationPolicy, clock: FakeClock) -> LeaseDurationPolicy:
@@ -90,3 +90,60 @@ def test_a_policy_serves_one_landlord(clock: FakeClock) -> None:
 def test_unbound_policy_says_so(clock: FakeClock) -> None:
     with pytest.raises(RuntimeError, match="not bound"):
         LeaseDurationPolicy().lease_for(LeasedResource("c", 0.0, "r"), 1)
+
+
+# -- a lifetime cap ------------------------------------------------------------------------------------
+
+def test_a_lifetime_cap_grants_up_to_it_then_denies_naming_it(clock: FakeClock) -> None:
+    policy = bound(LeaseDurationPolicy(maximum=10, lifetime=25), clock)
+    resource = LeasedResource("c", 0.0, "r")
+    policy.lease_for(resource, 10)
+    assert resource.deadline == 25
+    clock.advance(8)
+    assert policy.renew(resource, 10) == 10  # to 18: within the cap
+    clock.advance(8)
+    assert policy.renew(resource, 10) == 9  # to 25, not 26: granted up to the cap
+    assert resource.expiration == 25
+    clock.advance(5)
+    with pytest.raises(LeaseDeniedError, match="lifetime cap of 25 s"):
+        policy.renew(resource, 10)
+    assert resource.expiration == 25  # a denied renewal changes nothing
+
+
+def test_a_lifetime_shorter_than_the_request_bounds_the_grant_itself(clock: FakeClock) -> None:
+    policy = bound(LeaseDurationPolicy(maximum=100, lifetime=30), clock)
+    resource = LeasedResource("c", 0.0, "r")
+    assert policy.lease_for(resource, 50) == (resource, 30)
+    plain = LeasedResource("d", 0.0, "r")
+    bound(LeaseDurationPolicy(maximum=100), FakeClock()).lease_for(plain, 50)
+    assert plain.extra is None  # leases without a cap carry nothing more
+
+
+def test_a_landlords_lifetime_cap_reaches_the_holder_as_a_denial(clock: FakeClock) -> None:
+    landlord = Landlord(policy=LeaseDurationPolicy(maximum=10, lifetime=15), clock=clock, reaper="lazy")
+    lease = landlord.new_lease("room", 10)
+    clock.advance(9)
+    assert landlord.renew(lease.cookie, 10) == 6
+    clock.advance(5)
+    with pytest.raises(LeaseDeniedError, match="lifetime cap"):
+        landlord.renew(lease.cookie, 10)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"grace": -1}, "grace must not be negative"),
+    ({"grace": math.nan}, "grace must be a number"),
+    ({"grace": math.inf}, "grace must be finite"),
+    ({"grace": "5"}, "grace must be a number"),
+    ({"lifetime": 0}, "lifetime must be positive"),
+    ({"lifetime": -3}, "lifetime must not be negative"),
+    ({"lifetime": None}, "lifetime must be a number"),
+])
+def test_bad_grace_and_lifetime_are_refused(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        LeaseDurationPolicy(maximum=10, **options)  # type: ignore[arg-type]
+
+
+def test_repr_names_grace_and_lifetime() -> None:
+    assert repr(LeaseDurationPolicy(maximum=10, default=5, grace=2, lifetime=60)) == \
+        "LeaseDurationPolicy(maximum=10, default=5, grace=2, lifetime=60)"
+    assert repr(LeaseDurationPolicy()) == "LeaseDurationPolicy(maximum=FOREVER, default=60)"

@@ -360,3 +360,39 @@ def _round_trip(lease: LandlordLease) -> LandlordLease:
     copy = serializer.loads(serializer.dumps(lease))
     assert isinstance(copy, LandlordLease) and copy == lease
     return copy
+
+
+def test_attached_resources_and_a_lifetime_cap_survive_a_restart(path: pathlib.Path, landlords: Any) -> None:
+    clock = FakeClock()
+    freed = Freed()
+    first = landlords(path, clock, policy=LeaseDurationPolicy(maximum=100, lifetime=50))
+    lease = first.new_lease("lock", 40)
+    first.attach(lease.cookie, "key a")
+    first.attach(lease.cookie, "key b")
+    first.detach(lease.cookie, "key a")
+    plain = first.new_lease("plain", 40)
+    clock.advance(10)
+
+    later = restarted_clock(clock, downtime=5)  # 15 s into the lease's life
+    again = landlords(path, later, policy=LeaseDurationPolicy(maximum=100, lifetime=50), on_expire=freed)
+    assert again.attached(lease.cookie) == ["key b"]
+    assert again.attached(plain.cookie) == []
+    assert again.renew(lease.cookie, 100) == 35  # capped at its own grant + 50 s, not the restart's
+    later.advance(35)
+    assert len(again) == 0
+    assert sorted(freed.resources) == ["key b", "lock", "plain"]
+
+
+def test_a_malformed_envelope_drops_that_lease_only(path: pathlib.Path, landlords: Any,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    first = landlords(path, clock)
+    kept = first.new_lease("kept", 60)
+    first.close()
+    store = LeaseStore(path)
+    store.put("forged-cookie-0000000", clock.time() + 60, {"landlord.lease/1": {"resource": "x"}}, clock.time())
+    store.close()
+    again = landlords(path, clock)
+    assert again.get_resource(kept.cookie) == "kept"
+    assert len(again) == 1
+    assert "cannot restore" in caplog.text
