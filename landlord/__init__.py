@@ -15,6 +15,7 @@ from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
 from .grantor import Landlord, RenewResults, ResourceCodec
+from .hooks import LeaseHooks
 from .landlordlease import LandlordLease, call_group, known_leader
 from .lanes import Lanes
 from .lease import AbstractLease, Lease, LeaseMap
@@ -25,7 +26,8 @@ from .proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_with
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
 from .replicated import ReplicatedLandlord, replica_uris
-from .resource import LeasedResource
+from .resource import LeasedResource, LeaseExtra
+from .revocation import RevocationReceiver
 from .serving import serve_landlord, serve_replica
 from .store import LeaseStore, Store, StoreInUseError
 from .tls import TLSConfig, apply_tls, tls_settings
@@ -37,7 +39,9 @@ __all__ = [
     "ANY", "FOREVER", "check_duration",
     "Lease", "AbstractLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
-    "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseManager",
+    "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
+    "LeaseManager",
+    "LeaseHooks", "RevocationReceiver",
     "LeasePolicy", "LeaseDurationPolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "Store", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",

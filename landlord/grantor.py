@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import Pyro5.core
 import Pyro5.server
 
 from .clock import SYSTEM_CLOCK, Clock
@@ -19,6 +20,7 @@ from .errors import LeaseDeniedError
 from .hooks import LeaseHooks
 from .landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
 from .manager import HeldLease, LeasedResource, LeaseManager, unwrap_stored
+from .notices import RevocationNotices
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .store import Store
@@ -28,6 +30,8 @@ __all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "served_ur
 log = logging.getLogger(__name__)
 
 COOKIE_BYTES = 16  # 128 random bits: holding the cookie is the capability to renew or cancel
+MAX_REASON = 1000  # characters of a revocation's reason
+MAX_LISTENER_URI = 512  # characters of a revocation listener's URI
 
 
 def served_uri(obj: object) -> str | None:
@@ -171,6 +175,7 @@ class Landlord:
         self.policy = policy if policy is not None else LeaseDurationPolicy()
         self.policy.bind(clock=clock, lease_factory=self._make_lease, held=self._held_count)
         self._codec: ResourceCodec = codec if codec is not None else _OwnMethods(self)
+        self._notices = RevocationNotices()
         self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
                                      on_cancel=on_cancel, store=store, dump=self._codec.dump, hooks=hooks)
         if store is not None:
@@ -257,8 +262,31 @@ class Landlord:
         (an operator's listing; see ``python -m landlord list``)."""
         return self._manager.held(limit=limit)
 
+    def revoke(self, cookie: str, reason: str) -> None:
+        """End the lease ``cookie`` now, before its term, and free its resources (through ``on_expire``).
+
+        A holder that asked to be told (:meth:`listen`) is told at once, from a
+        thread of the landlord's (this call does not wait for it); any other
+        learns at its next renewal, which is denied with ``reason``.
+
+        Raises:
+            UnknownLeaseError: no live lease has that cookie (nothing changes).
+            TypeError, ValueError: ``cookie`` is not a cookie, or ``reason`` not a
+                str of at most ``MAX_REASON`` characters.
+        """
+        cookie = check_cookie(cookie)
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be a str, got {type(reason).__name__}")
+        if len(reason) > MAX_REASON:
+            raise ValueError(f"reason must be at most {MAX_REASON} characters, got {len(reason)}")
+        leased = self._manager.revoke(cookie, reason)
+        log.info("revoked lease %s… (%s)", cookie[:6], reason)
+        if leased.extra is not None and leased.extra.listener is not None:
+            self._notices.send(leased.extra.listener, cookie, reason)
+
     def close(self) -> None:
         """Stop the reaper and close the store, if any. Leases still held are not freed."""
+        self._notices.close()
         self._manager.close()
 
     @property
@@ -344,6 +372,20 @@ class Landlord:
         self._manager.cancel(check_cookie(cookie))
 
     @Pyro5.server.expose
+    def listen(self, cookie: str, listener: str) -> None:
+        """Ask to be told at once if the landlord revokes this lease: it calls
+        ``revoked(cookie, reason)`` on the Pyro5 object at ``listener``
+        (see :class:`~landlord.revocation.RevocationReceiver`). A later call
+        replaces the listener. Not kept across a restart of the landlord.
+
+        Raises:
+            TypeError, ValueError: not a cookie, or ``listener`` not a ``PYRO:`` URI.
+            UnknownLeaseError: no live lease has that cookie.
+        """
+        cookie = check_cookie(cookie)
+        self._manager.listen(cookie, _check_listener(listener))
+
+    @Pyro5.server.expose
     def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
         """Renew many leases in one call.
 
@@ -379,6 +421,20 @@ class Landlord:
         """
         cookies = [check_cookie(c) for c in _check_batch(cookies, "cookies")]
         return self._manager.cancel_all(cookies)
+
+
+def _check_listener(listener: object) -> str:
+    if not isinstance(listener, str):
+        raise TypeError(f"listener must be a URI str, got {type(listener).__name__}")
+    if len(listener) > MAX_LISTENER_URI:
+        raise ValueError(f"listener must be at most {MAX_LISTENER_URI} characters")
+    try:
+        uri = Pyro5.core.URI(listener)
+    except Exception:
+        raise ValueError(f"listener must be a PYRO: URI, got {listener!r:.80}") from None
+    if uri.protocol != "PYRO":
+        raise ValueError(f"listener must be a PYRO: URI, got {listener!r:.80}")
+    return listener
 
 
 def _check_batch(items: object, name: str) -> list[Any]:

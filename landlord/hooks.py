@@ -46,6 +46,9 @@ class LeaseHooks:
     def expired(self, leased: Sequence[LeasedResource]) -> None:
         """Leases ran out (and their grace, if any) and their resources were freed."""
 
+    def revoked(self, leased: LeasedResource, reason: str) -> None:
+        """The landlord ended a lease before its term (:meth:`~landlord.Landlord.revoke`)."""
+
     def renewals_served(self, count: int, seconds: float) -> None:
         """A renewal call for ``count`` leases took the landlord ``seconds`` to answer."""
 
@@ -85,6 +88,10 @@ class HookFanout(LeaseHooks):
     def expired(self, leased: Sequence[LeasedResource]) -> None:
         for hook in self.hooks:
             _guarded(hook.expired, leased)
+
+    def revoked(self, leased: LeasedResource, reason: str) -> None:
+        for hook in self.hooks:
+            _guarded(hook.revoked, leased, reason)
 
     def renewals_served(self, count: int, seconds: float) -> None:
         for hook in self.hooks:

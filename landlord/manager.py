@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import math
 import threading
@@ -12,7 +13,7 @@ from typing import Any, NamedTuple
 from sortedcontainers import SortedList
 
 from .clock import SYSTEM_CLOCK, Clock
-from .errors import UnknownLeaseError
+from .errors import LeaseDeniedError, UnknownLeaseError
 from .hooks import HookFanout, LeaseHooks
 from .policy import LeasePolicy
 from .reapers import Reaper, make_reaper
@@ -24,6 +25,7 @@ __all__ = ["LeasedResource", "LeaseManager", "HeldLease", "StoredExtra", "unwrap
 log = logging.getLogger(__name__)
 
 REAP_CHUNK = 1000  # leases freed per turn of the lock when many expire at once
+REVOKED_REMEMBERED = 10_000  # revoked cookies whose reason a late renewal is told
 STORED_EXTRA = "landlord.lease/1"  # the key of a stored lease's envelope (attached resources, lifetime cap)
 _UNKNOWN = "no such lease (it expired, was cancelled, or never existed)"
 
@@ -86,6 +88,7 @@ class LeaseManager:
         self._on_expire = on_expire
         self._on_cancel = on_cancel if on_cancel is not None else on_expire
         self._lock = threading.Lock()
+        self._revoked: collections.OrderedDict[str, str] = collections.OrderedDict()  # cookie -> reason
         self._table = _Table()
         self._by_cookie = self._table.by_cookie  # read often: one attribute lookup less
         self._reaper = make_reaper(reaper)
@@ -211,7 +214,7 @@ class LeaseManager:
                         if resource is not None:
                             found_dead.append(resource)
                             self._table.remove(cookie)
-                        outcomes.append(UnknownLeaseError(_UNKNOWN))
+                        outcomes.append(self._gone(cookie))
                         continue
                     old = resource.expiration
                     try:
@@ -258,6 +261,40 @@ class LeaseManager:
             raise UnknownLeaseError(_UNKNOWN)
         if resource is not None and self.hooks is not None:
             self.hooks.cancelled(resource)
+
+    def revoke(self, cookie: str, reason: str) -> LeasedResource:
+        """End the lease ``cookie`` now, on the landlord's word, and free its resources
+        (through ``on_expire``). A renewal of it from now on is denied with ``reason``
+        (for the last ``REVOKED_REMEMBERED`` revocations; older ones are unknown).
+
+        Returns:
+            the lease as it was held (its ``extra.listener`` says whom to tell).
+
+        Raises:
+            UnknownLeaseError: no such lease, or it has expired (and its grace passed).
+        """
+        with self._lock:
+            held = self._by_cookie.get(cookie)
+            if held is None or held.expiration + self.grace <= self.clock.monotonic():
+                raise UnknownLeaseError(_UNKNOWN)
+            self._table.remove(cookie)
+            self._revoked[cookie] = reason
+            if len(self._revoked) > REVOKED_REMEMBERED:
+                self._revoked.popitem(last=False)
+        self._journal.ended([held])
+        self._free([held])
+        if self.hooks is not None:
+            self.hooks.revoked(held, reason)
+        return held
+
+    def listen(self, cookie: str, listener: str) -> None:
+        """Remember ``listener`` (a URI) as whom to tell if the live lease ``cookie`` is revoked.
+
+        Raises:
+            UnknownLeaseError: no such lease, or it has expired.
+        """
+        with self._lock:
+            self._live_or_raise(cookie).extended().listener = listener
 
     def cancel_all(self, cookies: Iterable[str]) -> dict[str, Exception]:
         """Cancel many leases; return the failures by cookie (empty when all succeeded)."""
@@ -373,6 +410,13 @@ class LeaseManager:
         if resource is None:
             raise UnknownLeaseError(_UNKNOWN)
         return resource
+
+    def _gone(self, cookie: str) -> Exception:
+        """Why ``cookie`` cannot be renewed: revoked (with the landlord's reason), or unknown."""
+        reason = self._revoked.get(cookie) if self._revoked else None
+        if reason is None:
+            return UnknownLeaseError(_UNKNOWN)
+        return LeaseDeniedError(f"revoked by the landlord: {reason}")
 
     def _pop_dead(self, cookie: str) -> LeasedResource | None:
         """Remove and return the lease ``cookie`` if it is held past its grace."""

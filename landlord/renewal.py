@@ -51,15 +51,16 @@ import math
 import numbers
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
+from typing import Protocol
 
 from . import proxies
 from .classify import Verdict, classify
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, check_duration
-from .errors import UnknownLeaseError
-from .landlordlease import CALL_BATCH
+from .errors import LeaseDeniedError, UnknownLeaseError
+from .landlordlease import CALL_BATCH, LandlordLease
 from .lanes import Lanes
 from .lease import Lease
 from .schedule import (
@@ -77,6 +78,15 @@ from .schedule import (
 __all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time", "attempt_timeout", "RENEW_AFTER"]
 
 log = logging.getLogger(__name__)
+
+
+class RevocationWatcher(Protocol):
+    """What tells a renewal manager at once that a landlord revoked a lease:
+    :class:`landlord.revocation.RevocationReceiver`."""
+
+    def watch(self, lease: LandlordLease, on_revoked: Callable[[str], None]) -> None: ...
+
+    def unwatch(self, lease: LandlordLease) -> None: ...
 
 
 class LeaseRenewalManager:
@@ -107,6 +117,13 @@ class LeaseRenewalManager:
         max_batch: the most leases renewed in one call (default ``CALL_BATCH``, 10,000).
         workers: the most remote calls in flight at once (to different landlords).
         name: the background thread's name.
+        revocations: a :class:`~landlord.revocation.RevocationReceiver`: each
+            :class:`~landlord.LandlordLease` kept is watched through it (one
+            remote call, on the landlord's lane), so a lease its landlord revokes
+            is dropped at once and its ``listener`` told, with a
+            :class:`~landlord.LeaseDeniedError` carrying the landlord's reason.
+            Without one, a revoked lease is found at its next renewal (the same
+            error, later).
 
     Raises:
         ValueError: an option out of range (negative, NaN, infinite, or ``renew_after`` not strictly
@@ -117,7 +134,8 @@ class LeaseRenewalManager:
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK, renew_after: float = RENEW_AFTER,
                  round_trip_allowance: float | None = None, batch_window: float = 1.0,
                  retry_initial: float = 1.0, retry_max: float = 60.0, max_batch: int = CALL_BATCH,
-                 workers: int = 4, name: str = "LeaseRenewalManager") -> None:
+                 workers: int = 4, name: str = "LeaseRenewalManager",
+                 revocations: RevocationWatcher | None = None) -> None:
         if round_trip_allowance is not None:
             check_finite(round_trip_allowance, "round_trip_allowance")
             warnings.warn("round_trip_allowance is ignored: leases are renewed once renew_after "
@@ -129,6 +147,7 @@ class LeaseRenewalManager:
         self._closed = False
         self._lanes = Lanes(workers=workers, name=f"{name}-call")
         self._state = _ThreadState(self._cond, clock)
+        self._revocations = revocations
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -191,6 +210,8 @@ class LeaseRenewalManager:
         with self._cond:
             if not self._schedule.remove(lease):
                 raise _not_managed(lease)
+        if self._revocations is not None and isinstance(lease, LandlordLease):
+            self._revocations.unwatch(lease)
 
     def cancel(self, lease: Lease) -> None:
         """Stop managing ``lease``, then cancel it (it is removed even if the cancel fails).
@@ -276,9 +297,36 @@ class LeaseRenewalManager:
         with self._cond:
             if self._closed:
                 raise RuntimeError("this LeaseRenewalManager is closed")
+            new = self._schedule.expiration(lease) is None
             self._schedule.add(lease, desired=desired, desired_wall=desired_wall, renew_duration=renew_duration,
                                now=self._clock.monotonic(), listener=listener, on_desired=on_desired)
             self._state.sooner(self._schedule.next_due())
+        if new and self._revocations is not None and isinstance(lease, LandlordLease):
+            self._lanes.submit(lease._batch_key(), functools.partial(self._watch, self._revocations, lease))
+
+    def _told(self, told: list[Told]) -> None:
+        """Tell the listeners of leases let go; and no longer watch those leases for revocation."""
+        if self._revocations is not None:
+            for _, event in told:
+                if isinstance(event.lease, LandlordLease):
+                    self._revocations.unwatch(event.lease)
+        _tell(told)
+
+    def _watch(self, revocations: RevocationWatcher, lease: LandlordLease) -> None:
+        """On the landlord's lane: ask it to tell us if it revokes ``lease``."""
+        try:
+            revocations.watch(lease, functools.partial(self._revoked, lease))
+        except Exception as exc:  # renewed all the same; a revocation is found at the next renewal
+            log.warning("%r: the landlord cannot tell us at once if it revokes it (%s: %s)",
+                        lease, type(exc).__name__, exc)
+
+    def _revoked(self, lease: Lease, reason: str) -> None:
+        """The landlord revoked ``lease``: let it go now and tell its listener."""
+        with self._cond:
+            told = self._schedule.let_go(lease, LeaseDeniedError(f"revoked by the landlord: {reason}"))
+        if told is not None:
+            log.warning("%r was revoked by its landlord: %s", lease, reason)
+            _tell([told])
 
     def _run(self) -> None:
         """The thread: sleep until something is due, take it, tell whom it concerns, send the calls."""
@@ -294,7 +342,7 @@ class LeaseRenewalManager:
                         continue
                     calls, told = self._schedule.take_due(now)
                     self._state.out += len(calls)
-                _tell(told)
+                self._told(told)
                 for call in calls:
                     if not self._lanes.submit(call.lane, functools.partial(self._renew, call)):
                         self._state.returned()  # closed meanwhile (the schedule is cleared)
@@ -307,7 +355,7 @@ class LeaseRenewalManager:
         with self._cond:
             told = self._schedule.finished(call, self._clock.monotonic(), failures=failures, error=error)
             self._state.sooner(self._schedule.next_due())
-        _tell(told)
+        self._told(told)
         self._state.returned()  # only once the callbacks have run: _wait_idle counts on it
 
     def _wait_idle(self, timeout: float = 10.0) -> bool:

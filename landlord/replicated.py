@@ -351,6 +351,21 @@ class ReplicatedLandlord:
         return failures
 
     @Pyro5.server.expose
+    def listen(self, cookie: str, listener: str) -> None:
+        """As :meth:`Landlord.listen`. The listener is the leader's to remember: after a
+        failover, the holder learns of a revocation at its next renewal."""
+        self.answer(lambda landlord: landlord.listen(cookie, listener))
+
+    def revoke(self, cookie: str, reason: str) -> None:
+        """As :meth:`Landlord.revoke`, on the leader (written to etcd before it returns).
+
+        Raises:
+            NotLeaderError, Pyro5.errors.ConnectionClosedError: this replica does not lead now.
+            UnknownLeaseError, TypeError, ValueError: as :meth:`Landlord.revoke`.
+        """
+        self.answer(lambda landlord: landlord.revoke(cookie, reason))
+
+    @Pyro5.server.expose
     def replica_status(self) -> dict[str, Any]:
         """``{"leading": bool, "leader": uri or None, "group": name, "held": leases}``, answered by every
         replica, leading or not: for operators, and for clients that look for the leader."""

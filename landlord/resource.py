@@ -24,10 +24,13 @@ class LeaseExtra:
         attached: further resources freed with the lease (:meth:`landlord.Landlord.attach`).
         deadline: the monotonic time past which no renewal extends the lease (a
             policy's lifetime cap; ``inf``: none).
+        listener: the URI of the holder's Pyro5 object to tell at once if the
+            landlord revokes the lease (:meth:`landlord.Landlord.listen`); not stored.
     """
 
     attached: list[Any] = dataclasses.field(default_factory=list)
     deadline: float = math.inf
+    listener: str | None = None
 
 
 # eq=False: a record, equal only to itself (and hashed by identity), as before; slots keep it small, as

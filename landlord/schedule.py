@@ -387,6 +387,15 @@ class Schedule:
         self._detach(kept)
         return True
 
+    def let_go(self, lease: Lease, error: BaseException) -> Told | None:
+        """Stop managing ``lease`` because of ``error`` (its landlord revoked it, say); whom
+        to tell what, or ``None`` if it was not managed."""
+        kept = self._kept.pop(lease, None)
+        if kept is None:
+            return None
+        self._detach(kept)
+        return kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, error)
+
     def clear(self) -> None:
         """Stop managing every lease; calls in flight are ignored when they return."""
         for kept in self._kept.values():

@@ -25,6 +25,11 @@ class RoomLandlord(landlord.Landlord):
     def rent(self, room: str, duration: float) -> landlord.LandlordLease:
         return self.new_lease(room, duration)
 
+    @Pyro5.api.expose
+    def evict(self, cookie: str, reason: str) -> None:
+        """For the tests: the landlord's own decision to revoke, made on request."""
+        self.revoke(cookie, reason)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
