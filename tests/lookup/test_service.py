@@ -415,3 +415,20 @@ def test_records_in_the_stored_form_of_earlier_versions_load(tmp_path: Any) -> N
         assert again.renew("a" * 22, 60) == 60
     finally:
         again.close()
+
+
+def test_a_registration_in_grace_is_unlisted_at_once_and_revived_by_its_renewal(clock: FakeClock) -> None:
+    lookup = LookupService(policy=LeaseDurationPolicy(maximum=100, grace=5), clock=clock, reaper="lazy")
+    try:
+        registration = lookup.register(item(Name("quotes")), 10)
+        clock.advance(11)  # its term is over, its grace is not
+        assert lookup.lookup(ServiceTemplate(types=[Quoter])) is None
+        assert lookup.lookup_all(ServiceTemplate(), 10).total == 0
+        assert registration.lease.renew(10) == 10  # the same lease, the same service id
+        assert lookup.lookup(ServiceTemplate(service_id=registration.service_id)) == SERVICE_URI
+        clock.advance(15)  # past the new term and its grace
+        assert len(lookup) == 0
+        with pytest.raises(UnknownLeaseError):
+            registration.lease.renew(10)
+    finally:
+        lookup.close()
