@@ -356,6 +356,24 @@ class ReplicatedLandlord:
         failover, the holder learns of a revocation at its next renewal."""
         self.answer(lambda landlord: landlord.listen(cookie, listener))
 
+    def attach(self, cookie: str, resource: Any) -> None:
+        """As :meth:`Landlord.attach`, on the leader (written to etcd before it returns).
+
+        Raises:
+            NotLeaderError, Pyro5.errors.ConnectionClosedError: this replica does not lead now.
+            UnknownLeaseError: as :meth:`Landlord.attach`.
+        """
+        self.answer(lambda landlord: landlord.attach(cookie, resource))
+
+    def detach(self, cookie: str, resource: Any) -> None:
+        """As :meth:`Landlord.detach`, on the leader (written to etcd before it returns).
+
+        Raises:
+            NotLeaderError, Pyro5.errors.ConnectionClosedError: this replica does not lead now.
+            UnknownLeaseError, ValueError: as :meth:`Landlord.detach`.
+        """
+        self.answer(lambda landlord: landlord.detach(cookie, resource))
+
     def revoke(self, cookie: str, reason: str) -> None:
         """As :meth:`Landlord.revoke`, on the leader (written to etcd before it returns).
 

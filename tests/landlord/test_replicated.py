@@ -252,3 +252,27 @@ def test_a_term_whose_leases_cannot_be_loaded_leaves_no_store_thread_behind(
     committers = [thread for thread in threading.enumerate()
                   if thread.name.startswith("renewal log") and thread not in before]
     assert len(committers) <= 1, f"{len(committers)} committer threads left by failed loads"
+
+
+def test_attached_resources_caps_and_revocations_survive_a_failover(cluster: EtcdCluster) -> None:
+    group = ReplicaGroup(cluster, lambda client, name, uris: ReplicatedLandlord(
+        client, group=name, replicas=uris, policy=LeaseDurationPolicy(maximum=60, lifetime=40)))
+    group.start()
+    try:
+        leader = group.leader()
+        lease = leader.new_lease("session", 30.0)
+        leader.attach(lease.cookie, "lock a")
+        leader.attach(lease.cookie, "lock b")
+        leader.detach(lease.cookie, "lock a")
+        revoked = leader.new_lease("revoked", 30.0)
+        leader.revoke(revoked.cookie, "maintenance")
+        leader.close()
+        successor = group.leader(excluding=leader)
+        manager = successor.manager
+        assert manager is not None
+        assert manager.get(lease.cookie).attached == ["lock b"]
+        assert lease.renew(60.0) <= 40.0  # the cap came along: 40 s from the grant, not from the failover
+        with pytest.raises(UnknownLeaseError):
+            revoked.renew(10.0)  # its end was written before revoke returned
+    finally:
+        group.close()
