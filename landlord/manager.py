@@ -94,6 +94,17 @@ class LeaseManager:
         self._reaper = make_reaper(reaper)
         self._reaper.start(self)
 
+    def add_hooks(self, hooks: LeaseHooks) -> None:
+        """Tell ``hooks`` too, after those already told, of every change from now on
+        (for an observer that comes after the landlord was made: metrics attached when it is served).
+
+        Raises:
+            TypeError: ``hooks`` is not a :class:`~landlord.hooks.LeaseHooks`.
+        """
+        with self._lock:  # two callers at once must not lose one: each swaps in a new fanout
+            told = self.hooks.hooks if self.hooks is not None else ()
+            self.hooks = HookFanout([*told, hooks])  # one attribute: a renewal reads it once, whole
+
     # -- holding --------------------------------------------------------------
 
     def register(self, resource: LeasedResource) -> None:
