@@ -1,0 +1,383 @@
+"""Prometheus metrics of a landlord, with health checks over HTTP: :class:`LeaseMetrics`, :func:`serve_metrics`.
+
+Needs the ``metrics`` extra (``pip install 'landlord[metrics]'``, which is
+prometheus-client). Importing this module does not: making a
+:class:`LeaseMetrics` does, and says so if it is missing. ``import landlord``
+never imports this module.
+
+Serving a landlord with its metrics is one option::
+
+    serve_landlord(landlord, "0.0.0.0", 4170, metrics_port=9170)
+
+and by hand::
+
+    metrics = LeaseMetrics()
+    landlord = Landlord(hooks=metrics)   # or leave hooks out: attach adds them
+    metrics.attach(landlord)             # the gauge and /readyz read this landlord
+    endpoint = serve_metrics(metrics, "127.0.0.1", 9170)
+    ...
+    endpoint.close()
+
+A :class:`LeaseMetrics` is a :class:`~landlord.hooks.LeaseHooks`: the
+landlord tells it of every grant, renewal, denial and end, and it counts.
+Each has a registry of its own (never prometheus-client's global one), so
+two landlords in one process keep their counts apart. Exposed, in the
+Prometheus text format:
+
+- ``landlord_leases_granted_total``, ``landlord_leases_renewed_total`` (each
+  lease of a batch), ``landlord_leases_cancelled_total``,
+  ``landlord_leases_expired_total``, ``landlord_leases_revoked_total``;
+- ``landlord_leases_denied_total{reason}``: ``denied`` (the policy said no, or
+  the lease was revoked), ``unknown`` (no such lease, or it ended), ``other``;
+- ``landlord_leases_active``: the leases held, read from the landlord when
+  scraped (those in their grace, and those run out but not yet freed, among them);
+- ``landlord_renewal_duration_seconds``: a histogram of how long the landlord
+  took to answer one renewal call (``renew``, or a whole ``renew_all``).
+
+What it costs a renewal: renewals come to the hooks in batches, and each
+batch is one ``inc`` and one ``observe``, whatever its size (measured by
+``benchmarks/bench_metrics.py``).
+
+The endpoint (:func:`serve_metrics`) answers ``GET /metrics``; ``/healthz``
+(200 ``ok`` while the process serves: a load balancer's liveness check); and
+``/readyz`` (200 while the landlord answers leases, else 503: a replica of a
+replicated landlord answers only while it leads). Plain HTTP, on a thread of
+its own: bind it where your monitoring reaches, not the world.
+"""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from .errors import LeaseDeniedError, UnknownLeaseError
+from .grantor import Landlord
+from .hooks import HookFanout, LeaseHooks
+from .replicated import ReplicatedLandlord
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from .resource import LeasedResource
+
+__all__ = ["LeaseMetrics", "MetricsEndpoint", "serve_metrics", "find_metrics", "require_prometheus",
+           "RENEWAL_BUCKETS", "DENIAL_REASONS"]
+
+log = logging.getLogger(__name__)
+
+# seconds: a renewal is answered in tens of microseconds in-process, a batch of 10,000 in tens of
+# milliseconds, and one that waits on a store's lock may take a second
+RENEWAL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+DENIAL_REASONS = ("denied", "unknown", "other")
+REQUEST_TIMEOUT = 10.0  # seconds a client of the endpoint may take to send its request
+JOIN_TIMEOUT = 5.0  # seconds close() waits for the endpoint's thread
+
+
+def require_prometheus() -> None:
+    """Check that prometheus-client can be imported.
+
+    Raises:
+        ImportError: it is not installed; the message says how to install it.
+    """
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("landlord's metrics need prometheus-client: pip install 'landlord[metrics]'") from exc
+
+
+class LeaseMetrics(LeaseHooks):
+    """A landlord's counters, gauge and renewal latency in a Prometheus registry of their own.
+
+    Give it to a landlord as its hooks (``Landlord(hooks=metrics)``) or let
+    :meth:`attach` add it; :meth:`attach` also makes it read that landlord's
+    lease count when scraped and whether it answers (for ``/readyz``). One
+    LeaseMetrics counts one landlord (or one replica, across its terms).
+
+    Args:
+        buckets: the renewal latency histogram's upper bounds, in seconds.
+
+    Raises:
+        ImportError: prometheus-client is not installed.
+        ValueError: ``buckets`` not increasing.
+    """
+
+    def __init__(self, *, buckets: Sequence[float] = RENEWAL_BUCKETS) -> None:
+        require_prometheus()
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self.registry: CollectorRegistry = CollectorRegistry()
+        registry = self.registry
+        self._granted = Counter("landlord_leases_granted", "Leases granted.", registry=registry)
+        self._renewed = Counter("landlord_leases_renewed", "Renewals granted, each lease of a batch counted.",
+                                registry=registry)
+        denied = Counter("landlord_leases_denied",
+                         "Grants and renewals refused: denied (by the policy, or revoked), unknown (no such "
+                         "lease, or it ended), other.", ["reason"], registry=registry)
+        self._denied = {reason: denied.labels(reason) for reason in DENIAL_REASONS}  # children made once
+        self._cancelled = Counter("landlord_leases_cancelled", "Leases cancelled by their holders.",
+                                  registry=registry)
+        self._expired = Counter("landlord_leases_expired", "Leases that ran out (and their grace) and were freed.",
+                                registry=registry)
+        self._revoked = Counter("landlord_leases_revoked", "Leases the landlord ended before their term.",
+                                registry=registry)
+        active = Gauge("landlord_leases_active", "Leases held now (in their grace, or run out but not yet "
+                       "freed, among them).", registry=registry)
+        active.set_function(self._held)
+        self._latency = Histogram("landlord_renewal_duration_seconds",
+                                  "Seconds the landlord took to answer one renewal call (renew, or a whole renew_all).",
+                                  buckets=list(buckets), registry=registry)
+        self._lock = threading.Lock()
+        self._watched: Landlord | ReplicatedLandlord | None = None
+
+    # -- attaching --------------------------------------------------------------------------------
+
+    def attach(self, landlord: Landlord | ReplicatedLandlord) -> LeaseMetrics:
+        """Count ``landlord``'s leases (adding these hooks to it, unless it was made with them), read its
+        lease count when scraped and whether it answers; return this LeaseMetrics. Again with the same
+        landlord: nothing more is done.
+
+        A replica (:class:`~landlord.ReplicatedLandlord`) is counted across its terms: each term's landlord
+        is given these hooks as it is made. Attach it before it starts (:func:`~landlord.serve_replica`
+        starts it once served).
+
+        Raises:
+            TypeError: ``landlord`` is neither a Landlord nor a ReplicatedLandlord.
+            ValueError: this LeaseMetrics counts another landlord already.
+            RuntimeError: ``landlord`` is a replica that has started.
+        """
+        with self._lock:
+            if self._watched is landlord:
+                return self
+            if self._watched is not None:
+                raise ValueError(f"this LeaseMetrics counts {self._watched!r:.80} already: make one per landlord")
+            if isinstance(landlord, ReplicatedLandlord):
+                if landlord.election is not None:
+                    raise RuntimeError("attach metrics to a replica before it starts: its term would go uncounted")
+                self._hook_terms(landlord)
+            elif isinstance(landlord, Landlord):
+                self._hook(landlord)
+            else:
+                raise TypeError(f"expected a Landlord or ReplicatedLandlord, got {type(landlord).__name__}")
+            self._watched = landlord
+        return self
+
+    @property
+    def landlord(self) -> Landlord | ReplicatedLandlord | None:
+        """The landlord (or replica) attached, if any."""
+        return self._watched
+
+    def answering(self) -> bool:
+        """Whether the landlord attached answers leases: a replica only while it leads; a plain landlord
+        (or none attached) always. ``/readyz`` asks this (and whether the landlord is served)."""
+        watched = self._watched
+        return watched.leading if isinstance(watched, ReplicatedLandlord) else True
+
+    def landlord_attached(self, landlord: Landlord) -> None:
+        """Called with each landlord these hooks are added to (each term's, for a replica), before it
+        answers anything: a subclass's place to count more of it (the lookup service's event mail)."""
+
+    def _hook(self, landlord: Landlord) -> None:
+        if not any(told is self for told in _told(landlord.manager.hooks)):
+            landlord.manager.add_hooks(self)
+        self.landlord_attached(landlord)
+
+    def _hook_terms(self, replica: ReplicatedLandlord) -> None:
+        # each term makes its landlord through make_landlord (a subclass may override it): this
+        # replica's is wrapped, so that every term's landlord is counted from its first lease
+        make = replica.make_landlord
+
+        def make_counted(**options: Any) -> Landlord:
+            landlord = make(**options)
+            self._hook(landlord)
+            return landlord
+
+        replica.make_landlord = make_counted  # type: ignore[method-assign]
+
+    def _held(self) -> float:
+        watched = self._watched
+        manager = watched.manager if watched is not None else None
+        return float(manager.held_count()) if manager is not None else 0.0
+
+    # -- the hooks: one inc per call, whatever the batch's size -------------------------------------
+
+    def granted(self, leased: LeasedResource) -> None:
+        self._granted.inc()
+
+    def renewed(self, leased: Sequence[LeasedResource]) -> None:
+        self._renewed.inc(len(leased))
+
+    def denied(self, cookie: str | None, error: Exception) -> None:
+        if isinstance(error, LeaseDeniedError):
+            self._denied["denied"].inc()
+        elif isinstance(error, UnknownLeaseError):
+            self._denied["unknown"].inc()
+        else:
+            self._denied["other"].inc()
+
+    def cancelled(self, leased: LeasedResource) -> None:
+        self._cancelled.inc()
+
+    def expired(self, leased: Sequence[LeasedResource]) -> None:
+        self._expired.inc(len(leased))
+
+    def revoked(self, leased: LeasedResource, reason: str) -> None:
+        self._revoked.inc()
+
+    def renewals_served(self, count: int, seconds: float) -> None:
+        self._latency.observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The metrics in the Prometheus text format, as ``/metrics`` answers them."""
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+    def __repr__(self) -> str:
+        return f"LeaseMetrics(landlord={self._watched!r:.80})"
+
+
+def find_metrics(landlord: Landlord) -> LeaseMetrics | None:
+    """The LeaseMetrics among ``landlord``'s hooks that counts it (or counts none yet), if any: what
+    serving it again with metrics reuses, so that its counts go on."""
+    for told in _told(landlord.manager.hooks):
+        if isinstance(told, LeaseMetrics) and told.landlord in (None, landlord):
+            return told
+    return None
+
+
+def _told(hooks: LeaseHooks | None) -> Iterator[LeaseHooks]:
+    """Every observer ``hooks`` tells, fanouts opened."""
+    if isinstance(hooks, HookFanout):
+        for each in hooks.hooks:
+            yield from _told(each)
+    elif hooks is not None:
+        yield hooks
+
+
+# -- the endpoint ---------------------------------------------------------------------------------
+
+
+class MetricsEndpoint:
+    """An HTTP server answering ``/metrics``, ``/healthz`` and ``/readyz`` on a daemon thread of its own
+    (see :func:`serve_metrics`). Close it to stop it."""
+
+    def __init__(self, server: _MetricsServer) -> None:
+        self._server = server
+        self.host: str = str(server.server_address[0])
+        self.port: int = int(server.server_address[1])
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name=f"metrics {self.port}", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        """Where the metrics are: ``http://host:port/metrics``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        """Stop answering and free the port (requests being answered finish on their threads). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(JOIN_TIMEOUT)
+
+    def __enter__(self) -> MetricsEndpoint:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MetricsEndpoint({self.url!r})"
+
+
+def serve_metrics(metrics: LeaseMetrics, host: str = "127.0.0.1", port: int = 0, *,
+                  is_ready: Callable[[], bool] | None = None) -> MetricsEndpoint:
+    """Answer HTTP at ``host:port`` from now until the endpoint is closed, on a daemon thread:
+
+    - ``GET /metrics``: ``metrics`` in the Prometheus text format;
+    - ``GET /healthz``: 200 ``ok`` (the process serves);
+    - ``GET /readyz``: 200 ``ready`` while ``is_ready()`` is true, else 503 ``not ready``;
+    - any other path 404, another method 501, a malformed request 400. No request stops it.
+
+    Args:
+        metrics: what ``/metrics`` shows.
+        host: the address to listen on (``0.0.0.0``, ``::`` or ``""``: every interface).
+        port: the port (0: any free one; the endpoint's ``port`` says which).
+        is_ready: what ``/readyz`` asks (default: ``metrics.answering``).
+
+    Raises:
+        TypeError: ``metrics`` is not a LeaseMetrics.
+        ValueError: ``port`` is not 0 to 65535.
+        OSError: the address is in use or cannot be bound.
+    """
+    if not isinstance(metrics, LeaseMetrics):
+        raise TypeError(f"expected a LeaseMetrics, got {type(metrics).__name__}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
+        raise ValueError(f"port must be 0 to 65535, got {port!r}")
+    ready = is_ready if is_ready is not None else metrics.answering
+    return MetricsEndpoint(_MetricsServer((host, port), metrics, ready))
+
+
+class _MetricsServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True  # a client that hangs on never holds up the process's exit
+
+    def __init__(self, address: tuple[str, int], metrics: LeaseMetrics, is_ready: Callable[[], bool]) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.metrics = metrics
+        self.is_ready = is_ready
+        super().__init__(address, _MetricsHandler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client gone mid-answer, or a request that broke the handler: the server answers on
+        log.debug("metrics request from %s failed", client_address, exc_info=True)
+
+
+_TEXT = "text/plain; charset=utf-8"
+
+
+class _MetricsHandler(http.server.BaseHTTPRequestHandler):
+    timeout = REQUEST_TIMEOUT  # a client that connects and says nothing frees its thread after this
+    server_version = "landlord-metrics"
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+    def _answer(self, *, body: bool) -> None:
+        try:
+            status, content_type, payload = self._page(self.path.split("?", 1)[0])
+        except Exception:
+            log.exception("cannot answer %s", self.path[:80])
+            status, content_type, payload = 500, _TEXT, b"error\n"
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if body:
+            self.wfile.write(payload)
+
+    def _page(self, path: str) -> tuple[int, str, bytes]:
+        server = cast(_MetricsServer, self.server)
+        if path == "/metrics":
+            from prometheus_client import CONTENT_TYPE_LATEST
+
+            return 200, CONTENT_TYPE_LATEST, server.metrics.exposition()
+        if path == "/healthz":
+            return 200, _TEXT, b"ok\n"
+        if path == "/readyz":
+            return (200, _TEXT, b"ready\n") if server.is_ready() else (503, _TEXT, b"not ready\n")
+        return 404, _TEXT, b"not found\n"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
