@@ -1,0 +1,559 @@
+"""The admin object of a landlord (``landlord.admin``) and ``python -m landlord list|evict``.
+
+In this process, over a real Pyro5 daemon: a listing with the admin token shows every lease by a
+prefix of its cookie (never the whole), a wrong or missing token is refused (and nothing is listed
+or ended), an eviction ends the lease as a cancel (its holder's next renewal is refused), bad prefixes
+change nothing, and two-way TLS lets in an admin certificate and no other. Then the command line, run
+as a real process against a landlord served in another (``tests/processes/admin_landlord.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import pathlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import Pyro5.api
+import Pyro5.errors
+import Pyro5.socketutil
+import pytest
+import serpent
+import trustme
+from conftest import REPO_ROOT, Child, free_port
+from Pyro5 import config as pyro_config
+
+import landlord
+from landlord import FakeClock, Landlord, LeaseDurationPolicy, TLSConfig, UnknownLeaseError, tls_settings
+from landlord import grantor as grantor_module
+from landlord.__main__ import main
+from landlord.admin import (
+    ADMIN_PREFIX,
+    MAX_LIMIT,
+    TOKEN_ENV,
+    AdminClient,
+    AdminListing,
+    AdminRefusedError,
+    AdminRow,
+    LandlordAdmin,
+    admin_object_id,
+    format_table,
+    read_token,
+    register_admin,
+)
+from landlord.testing import Recorder, ServingDaemon
+from landlord.tls import PYRO_SSL_SETTINGS
+
+TOKEN = "admin-token-0123456789-abcdef"
+WRONG = "admin-token-0123456789-abcdeX"  # as long as TOKEN, one character off
+TERM = 30.0
+CLI_TIMEOUT = 60.0  # seconds a command-line process may take (a cold interpreter on a busy machine)
+
+
+class Rooms(Landlord):
+    @Pyro5.api.expose
+    def rent(self, room: str, duration: float) -> landlord.LandlordLease:
+        return self.new_lease(room, duration)
+
+
+@dataclasses.dataclass
+class Served:
+    rooms: Rooms
+    clock: FakeClock
+    expired: Recorder[Any]
+    cancelled: Recorder[Any]
+    landlord_uri: str
+    admin_uri: str
+
+    def rent(self, room: str, duration: float = TERM) -> landlord.LandlordLease:
+        """A lease held as a holder in another process would: granted and renewed over Pyro5."""
+        with Pyro5.api.Proxy(self.landlord_uri) as proxy:
+            lease: landlord.LandlordLease = proxy.rent(room, duration)
+        return lease
+
+    def client(self, token: str | None = TOKEN) -> AdminClient:
+        return AdminClient(self.admin_uri, token=token)
+
+    def unchanged(self, leases: list[landlord.LandlordLease]) -> None:
+        """Nothing was freed, and every lease is still held and renewable by its holder."""
+        assert self.expired.items == [] and self.cancelled.items == []
+        assert len(self.rooms) == len(leases)
+        for lease in leases:
+            assert lease.renew(TERM) == TERM
+
+
+def _serve(daemon: ServingDaemon, **admin: Any) -> Served:
+    clock = FakeClock()
+    expired: Recorder[Any] = Recorder()
+    cancelled: Recorder[Any] = Recorder()
+    rooms = Rooms(policy=LeaseDurationPolicy(maximum=600), clock=clock, on_expire=expired, on_cancel=cancelled)
+    landlord_uri = daemon.register(rooms, "landlord." + rooms.landlord_id)
+    admin_uri = register_admin(daemon.daemon, rooms, **admin)
+    return Served(rooms, clock, expired, cancelled, landlord_uri, admin_uri)
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    with ServingDaemon() as daemon:
+        serving = _serve(daemon, token=TOKEN)
+        yield serving
+        serving.rooms.close()
+
+
+# -- listing --------------------------------------------------------------------------------------
+
+
+def test_a_listing_with_the_token_shows_every_lease_by_a_cookie_prefix(served: Served) -> None:
+    first = served.rent("room 101", 30)
+    second = served.rent("room 102", 60)
+    served.rooms.attach(second.cookie, "key 7")
+    served.rooms.attach(second.cookie, "key 8")
+    served.clock.advance(5)
+    with served.client() as admin:
+        listing = admin.list()
+    assert listing == AdminListing([AdminRow(first.cookie[:8], 25.0, "'room 101'", 0),
+                                    AdminRow(second.cookie[:8], 55.0, "'room 102'", 2)], 2)
+    with served.client() as admin:
+        assert admin.list(1) == AdminListing(listing.rows[:1], 2)
+        assert admin.list(0) == AdminListing([], 2)
+    table = format_table(listing)
+    assert table.splitlines()[0].split() == ["COOKIE", "LEFT", "ATTACHED", "RESOURCE"]
+    assert f"{first.cookie[:8]}  25.0 s         0  'room 101'" in table
+    assert format_table(AdminListing(listing.rows[:1], 2)).endswith("(1 of 2 leases shown; see --limit)\n")
+
+
+def test_a_listing_never_carries_a_whole_cookie(served: Served) -> None:
+    leases = [served.rent(f"room {number}") for number in range(5)]
+    with Pyro5.api.Proxy(served.admin_uri) as proxy:
+        answer = proxy.list(10, token=TOKEN)
+    sent = serpent.dumps(answer).decode()  # what crossed the wire, as it crossed
+    assert len(answer["leases"]) == 5
+    for lease in leases:
+        assert lease.cookie[:8] in sent and lease.cookie[:9] not in sent
+
+
+def test_a_long_or_strange_resource_is_shown_short_on_one_line(served: Served) -> None:
+    class Loud:
+        def __repr__(self) -> str:
+            return "line one\nline two " + "x" * 500
+
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    for term, resource in enumerate(("y" * 500, Loud(), Broken(), {"deep": [[[[["nest"]]]]]}), start=100):
+        served.rooms.new_lease(resource, term)  # listed in this order
+    with served.client() as admin:
+        shown = [row.resource for row in admin.list().rows]
+    assert all(len(text) <= 60 and "\n" not in text for text in shown)
+    assert shown[0].startswith("'yyyy") and "..." in shown[0]
+    assert shown[1].startswith("line one?line two xxx")
+    assert shown[2].startswith("<Broken ")  # its repr failed: reprlib names it
+    assert shown[3] == "{'deep': [[[...]]]}"
+
+
+@pytest.mark.parametrize("limit", [-1, MAX_LIMIT + 1, 10**100])
+def test_a_limit_out_of_range_is_refused_and_the_server_goes_on(served: Served, limit: int) -> None:
+    served.rent("room 101")
+    with served.client() as admin:
+        with pytest.raises(ValueError, match=f"limit is 0 to {MAX_LIMIT}"):
+            admin.list(limit)
+        assert len(admin.list().rows) == 1
+
+
+@pytest.mark.parametrize("limit", [True, "5", 1.5, None, [1]])
+def test_a_limit_of_another_type_is_refused(served: Served, limit: Any) -> None:
+    with Pyro5.api.Proxy(served.admin_uri) as proxy:
+        with pytest.raises(TypeError, match="limit is an int"):
+            proxy.list(limit, token=TOKEN)
+        assert proxy.list(token=TOKEN) == {"total": 0, "leases": []}
+
+
+# -- refusals ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("token", [None, WRONG, TOKEN[:-1], TOKEN + "x", "", 12345, ["x"], "é" * 30, "\ud800" * 20])
+def test_without_the_token_nothing_is_listed_or_evicted(served: Served, token: Any) -> None:
+    leases = [served.rent("room 101"), served.rent("room 102")]
+    with Pyro5.api.Proxy(served.admin_uri) as proxy:
+        with pytest.raises(AdminRefusedError, match="list refused: this needs the landlord's admin token"):
+            proxy.list(10, token=token)
+        with pytest.raises(AdminRefusedError, match="evict refused"):
+            proxy.evict(leases[0].cookie[:8], token=token)
+        with pytest.raises(AdminRefusedError):  # refused before its arguments are looked at
+            proxy.evict(None, token=token)
+    served.unchanged(leases)
+
+
+def test_a_refusal_crosses_the_wire_as_itself_and_is_logged(served: Served,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    with served.client(WRONG) as admin, pytest.raises(AdminRefusedError) as refused:
+        admin.list()
+    assert type(refused.value) is AdminRefusedError
+    assert TOKEN not in str(refused.value) and WRONG not in str(refused.value)
+    assert any("refused an admin call (list) from 127.0.0.1:" in record.getMessage()
+               and "a wrong admin token" in record.getMessage() for record in caplog.records)
+
+
+def test_called_in_process_without_the_token_it_is_refused(served: Served) -> None:
+    admin = LandlordAdmin(served.rooms, token=TOKEN, admin_names=["ops-admin"])  # no TLS peer here
+    served.rooms.new_lease("room 101", 30)
+    with pytest.raises(AdminRefusedError, match="or an admin certificate"):
+        admin.list()
+    assert admin.list(token=TOKEN)["total"] == 1
+
+
+def test_an_admin_object_checks_its_options() -> None:
+    rooms = Rooms()
+    try:
+        with pytest.raises(ValueError, match="16 to 4096 characters, got 15"):
+            LandlordAdmin(rooms, token="x" * 15)
+        with pytest.raises(ValueError, match="no whitespace"):
+            LandlordAdmin(rooms, token=" " + TOKEN)
+        with pytest.raises(TypeError, match="is a str"):
+            LandlordAdmin(rooms, token=b"x" * 20)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="a token or admin_names"):
+            LandlordAdmin(rooms)
+        with pytest.raises(TypeError, match="not one str"):
+            LandlordAdmin(rooms, admin_names="ops-admin")
+        with pytest.raises(ValueError, match="non-empty strs"):
+            LandlordAdmin(rooms, admin_names=["ops-admin", ""])
+        with pytest.raises(TypeError, match="expected a Landlord"):
+            LandlordAdmin(object(), token=TOKEN)  # type: ignore[arg-type]
+        admin = LandlordAdmin(rooms, token=TOKEN, admin_names=["ops-admin"])
+        assert TOKEN not in repr(admin) and "ops-admin" in repr(admin)
+        assert admin.object_id == admin_object_id(rooms) == ADMIN_PREFIX + rooms.landlord_id
+    finally:
+        rooms.close()
+
+
+def test_a_token_file_holds_the_token(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    assert read_token(path) == TOKEN
+    path.write_text("short\n")
+    with pytest.raises(ValueError, match="token file .*16 to 4096 characters, got 5"):
+        read_token(path)
+    path.write_bytes(b"\xff" * 20)
+    with pytest.raises(ValueError, match="not UTF-8"):
+        read_token(path)
+    with pytest.raises(FileNotFoundError):
+        read_token(tmp_path / "none")
+
+
+# -- eviction -------------------------------------------------------------------------------------
+
+
+def test_an_eviction_ends_the_lease_as_a_cancel(served: Served) -> None:
+    evicted, kept = served.rent("room 101"), served.rent("room 102")
+    served.rooms.attach(evicted.cookie, "key 7")
+    with served.client() as admin:
+        row = admin.evict(evicted.cookie[:10])
+        assert row == AdminRow(evicted.cookie[:8], TERM, "'room 101'", 1)
+        assert [row.cookie for row in admin.list().rows] == [kept.cookie[:8]]
+    assert served.cancelled.wait_for(2) == ["room 101", "key 7"]  # the lease's resources, freed as a cancel
+    assert served.expired.items == []
+    with pytest.raises(UnknownLeaseError):
+        evicted.renew(TERM)  # its holder hears at its next renewal
+    assert kept.renew(TERM) == TERM
+    with served.client() as admin, pytest.raises(UnknownLeaseError, match="no lease's cookie starts with"):
+        admin.evict(evicted.cookie[:8])  # once only
+
+
+def _cookies(monkeypatch: pytest.MonkeyPatch, *cookies: str) -> None:
+    """The landlord's next leases get these cookies, in order."""
+    given = iter(cookies)
+    monkeypatch.setattr(grantor_module, "new_cookie", lambda: next(given))
+
+
+def test_an_ambiguous_short_or_unknown_prefix_changes_nothing(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    _cookies(monkeypatch, "AAAAAAAA1xxxxxxxxxxxxx", "AAAAAAAA2xxxxxxxxxxxxx", "BBBBBBBB3xxxxxxxxxxxxx")
+    leases = [served.rent(f"room {number}") for number in range(3)]
+    with served.client() as admin:
+        with pytest.raises(ValueError, match="2 leases' cookies start with 'AAAAAAAA': give more of the cookie"):
+            admin.evict("AAAAAAAA")
+        with pytest.raises(UnknownLeaseError, match="no lease's cookie starts with 'CCCCCCCC'"):
+            admin.evict("CCCCCCCC")
+        with pytest.raises(ValueError, match="8 to 256 characters, got 7"):
+            admin.evict("BBBBBBB")  # the one lease it would name, but too short a prefix to be sure
+        with pytest.raises(ValueError, match="8 to 256 characters, got 257"):
+            admin.evict("A" * 257)
+        for malformed in ("AAAAAAA*", "AAAAAAAA ", "AAAAAAAA\n", "AAAAAAAAé"):
+            with pytest.raises(ValueError, match="only letters, digits"):
+                admin.evict(malformed)
+        for wrong_type in (12345678, None, ["AAAAAAAA"], b"AAAAAAAA"):
+            with pytest.raises(TypeError, match="a cookie prefix is a str"):
+                admin.evict(wrong_type)  # type: ignore[arg-type]
+    served.unchanged(leases)
+    with served.client() as admin:
+        assert admin.evict("AAAAAAAA2").cookie == "AAAAAAAA"  # more of it names one
+    assert served.cancelled.wait_for(1) == ["room 1"]
+    assert len(served.rooms) == 2
+
+
+# -- two-way TLS: an admin certificate ---------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Certs:
+    server: TLSConfig  # 127.0.0.1, signed by the CA
+    admin: TLSConfig  # commonName ops-admin, signed by the CA
+    client: TLSConfig  # commonName client.example, signed by the CA
+    ca: pathlib.Path
+
+    @staticmethod
+    def args(tls: TLSConfig) -> list[str]:
+        return ["--cert", str(tls.certfile), "--key", str(tls.keyfile), "--ca", str(tls.cafile)]
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
+    directory = tmp_path_factory.mktemp("certs")
+    ca = trustme.CA()
+    ca_file = directory / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+
+    def issue(name: str, *identities: str, common_name: str | None = None) -> TLSConfig:
+        cert = ca.issue_cert(*identities, common_name=common_name)
+        certfile, keyfile = directory / f"{name}.crt", directory / f"{name}.key"
+        for number, blob in enumerate(cert.cert_chain_pems):
+            blob.write_to_path(str(certfile), append=number > 0)
+        cert.private_key_pem.write_to_path(str(keyfile))
+        return TLSConfig(certfile, keyfile, ca_file)
+
+    return Certs(server=issue("server", "127.0.0.1", "localhost"),
+                 admin=issue("admin", "ops.example", common_name="ops-admin"),
+                 client=issue("client", "client.example", common_name="client.example"), ca=ca_file)
+
+
+def _pyro_tls_state() -> tuple[dict[str, Any], Any, Any]:
+    return ({name: getattr(pyro_config, name) for name in PYRO_SSL_SETTINGS},
+            getattr(Pyro5.socketutil, "__ssl_server_context"), getattr(Pyro5.socketutil, "__ssl_client_context"))
+
+
+@pytest.fixture
+def tls_served(certs: Certs) -> Iterator[Served]:
+    """A landlord and its admin object (admin name ops-admin, and the token) on a TLS daemon; the
+    process's SSL settings are as they were before (a test sets its client's)."""
+    before = _pyro_tls_state()
+    with tls_settings(certs.server):  # the daemon's listening socket keeps the server's context
+        daemon = ServingDaemon()
+    try:
+        serving = _serve(daemon, token=TOKEN, admin_names=["ops-admin"])
+        yield serving
+        serving.rooms.close()
+    finally:
+        daemon.close()
+        assert _pyro_tls_state() == before
+
+
+def test_an_admin_certificate_lists_and_evicts_without_a_token(tls_served: Served, certs: Certs) -> None:
+    with tls_settings(certs.admin):
+        lease = tls_served.rent("room 101")
+        with tls_served.client(token=None) as admin:
+            assert [row.cookie for row in admin.list().rows] == [lease.cookie[:8]]
+            assert admin.evict(lease.cookie[:8]).resource == "'room 101'"
+    assert tls_served.cancelled.wait_for(1) == ["room 101"]
+
+
+def test_another_certificate_of_the_ca_is_refused(tls_served: Served, certs: Certs,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    with tls_settings(certs.client):
+        lease = tls_served.rent("room 101")  # the landlord serves it: its leases, not the admin object
+        with tls_served.client(token=None) as admin:
+            with pytest.raises(AdminRefusedError, match="admin token or an admin certificate"):
+                admin.list()
+            with pytest.raises(AdminRefusedError):
+                admin.evict(lease.cookie[:8])
+        assert any("commonName ['client.example'] is no admin's" in record.getMessage()
+                   for record in caplog.records)
+        with tls_served.client(token=TOKEN) as admin:  # either authorises: the token still does
+            assert admin.list().total == 1
+        tls_served.unchanged([lease])
+
+
+# -- the command line, in processes of its own --------------------------------------------------------
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {key: value for key, value in os.environ.items() if key != TOKEN_ENV}
+    return subprocess.run([sys.executable, "-m", "landlord", *args], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=CLI_TIMEOUT, env={**environ, **(env or {})})
+
+
+def _start(*args: str) -> tuple[Child, str, int]:
+    """A landlord with its admin object in a child process; the child, the landlord's URI, its port."""
+    child = Child("admin_landlord.py", *args)
+    try:
+        admin_uri = child.read_uri(pattern=r"^admin at (?P<uri>PYRO:\S+)")
+    except BaseException:
+        child.close()
+        raise
+    location = Pyro5.api.URI(admin_uri)
+    assert location.port is not None
+    return child, f"PYRO:landlord.{location.object[len(ADMIN_PREFIX):]}@127.0.0.1:{location.port}", location.port
+
+
+def _rent(landlord_uri: str, room: str) -> landlord.LandlordLease:
+    with Pyro5.api.Proxy(landlord_uri) as proxy:
+        lease: landlord.LandlordLease = proxy.rent(room, 300)
+    return lease
+
+
+@pytest.fixture
+def token_file(tmp_path: pathlib.Path) -> pathlib.Path:
+    path = tmp_path / "admin-token"
+    path.write_text(TOKEN + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def _one_error_line(finished: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    assert finished.returncode == code, finished
+    assert finished.stdout == ""
+    lines = finished.stderr.splitlines()
+    assert len(lines) == 1 and "error: " in lines[0], finished.stderr
+    assert all(word in lines[0] for word in words), lines[0]
+    return lines[0]
+
+
+def test_the_command_lists_and_evicts_the_leases_of_a_landlord_in_another_process(token_file: pathlib.Path) -> None:
+    child, landlord_uri, port = _start("--token-file", str(token_file))
+    with child:
+        evicted, kept = _rent(landlord_uri, "room 101"), _rent(landlord_uri, "room 102")
+        listed = _run("list", "--port", str(port), "--token-file", str(token_file))
+        assert listed.returncode == 0 and listed.stderr == "", listed
+        lines = listed.stdout.splitlines()
+        assert lines[0].split() == ["COOKIE", "LEFT", "ATTACHED", "RESOURCE"] and len(lines) == 3
+        assert {line.split()[0] for line in lines[1:]} == {evicted.cookie[:8], kept.cookie[:8]}
+        assert "'room 101'" in listed.stdout and evicted.cookie not in listed.stdout
+
+        ended = _run("evict", evicted.cookie[:8], "--port", str(port), "--id", evicted.landlord_id,
+                     env={TOKEN_ENV: TOKEN})  # the token from the environment
+        assert ended.returncode == 0 and ended.stderr == "", ended
+        assert ended.stdout.startswith(f"evicted {evicted.cookie[:8]}… 'room 101' (")
+        child.wait_for(r"^cancelled room 101$")
+        with pytest.raises(UnknownLeaseError):
+            evicted.renew(60)
+        assert kept.renew(60) == 60
+
+
+def test_the_command_refused_prints_one_error_line_and_exits_1(token_file: pathlib.Path,
+                                                                tmp_path: pathlib.Path) -> None:
+    wrong = tmp_path / "wrong-token"
+    wrong.write_text(WRONG)
+    child, landlord_uri, port = _start("--token-file", str(token_file))
+    with child:
+        lease = _rent(landlord_uri, "room 101")
+        _one_error_line(_run("list", "--port", str(port), "--token-file", str(wrong)), 1, "list refused")
+        _one_error_line(_run("evict", lease.cookie[:8], "--port", str(port), env={TOKEN_ENV: WRONG}), 1,
+                        "evict refused")
+        child.wait_for(r"refused an admin call \(evict\) from 127\.0\.0\.1:\d+: a wrong admin token")
+        assert lease.renew(60) == 60
+
+
+def test_the_command_over_tls_with_an_admin_certificate(certs: Certs) -> None:
+    child, landlord_uri, port = _start("--admin-name", "ops-admin", *Certs.args(certs.server))
+    with child:
+        with tls_settings(certs.admin):
+            lease = _rent(landlord_uri, "room 101")
+        listed = _run("list", "--port", str(port), *Certs.args(certs.admin))
+        assert listed.returncode == 0 and lease.cookie[:8] in listed.stdout, listed
+        _one_error_line(_run("list", "--port", str(port), *Certs.args(certs.client)), 1, "list refused")
+
+
+def _main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(args))
+    except SystemExit as exit:
+        code = int(exit.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bad_input_is_one_error_line_and_exit_2(capsys: pytest.CaptureFixture[str], token_file: pathlib.Path,
+                                                monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    short = tmp_path / "short"
+    short.write_text("short")
+    for args, words in [
+        (["list"], ["required: --port"]),
+        (["list", "--port", "0", "--token-file", str(token_file)], ["a port is 1 to 65535"]),
+        (["list", "--port", "4160", "--limit", "-1", "--token-file", str(token_file)], ["--limit"]),
+        (["evict", "abc", "--port", "4160", "--token-file", str(token_file)], ["8 to 256 characters, got 3"]),
+        (["evict", "abcdefg*", "--port", "4160", "--token-file", str(token_file)], ["only letters, digits"]),
+        (["list", "--port", "4160"], ["no credentials"]),
+        (["list", "--port", "4160", "--token-file", str(short)], ["16 to 4096 characters, got 5"]),
+        (["list", "--port", "4160", "--token-file", str(tmp_path / "none")], ["cannot read the token file"]),
+        (["list", "--port", "4160", "--cert", str(token_file)], ["--cert, --key and --ca go together"]),
+        (["list", "--port", "4160", "--token-file", str(token_file), "--id", "a b"], ["no spaces"]),
+        (["list", "--port", "4160", "--token-file", str(token_file), "--id", "x", "--object-id", "y"],
+         ["not allowed with"]),
+    ]:
+        code, out, err = _main(capsys, *args)
+        assert (code, out) == (2, ""), (args, err)
+        assert len(err.splitlines()) == 1 and "error: " in err and all(word in err for word in words), (args, err)
+    monkeypatch.setenv(TOKEN_ENV, "short")
+    code, out, err = _main(capsys, "list", "--port", "4160")
+    assert code == 2 and f"${TOKEN_ENV}: an admin token has 16" in err
+
+
+def test_no_landlord_there_is_one_error_line_and_exit_1(capsys: pytest.CaptureFixture[str],
+                                                        token_file: pathlib.Path) -> None:
+    code, out, err = _main(capsys, "list", "--port", str(free_port()), "--token-file", str(token_file),
+                           "--timeout", "5")
+    assert (code, out) == (1, "") and len(err.splitlines()) == 1 and "landlord: error: cannot reach" in err
+
+
+def test_the_command_finds_the_admin_object_or_says_why_not(capsys: pytest.CaptureFixture[str],
+                                                            token_file: pathlib.Path) -> None:
+    with ServingDaemon() as daemon:
+        rooms = Rooms()
+        others = Rooms()
+        try:
+            daemon.register(rooms)
+            port = str(daemon.daemon.locationStr.rsplit(":", 1)[1])
+            code, out, err = _main(capsys, "list", "--port", port, "--token-file", str(token_file))
+            assert (code, out) == (1, "") and "serves no landlord admin object" in err
+            register_admin(daemon.daemon, rooms, token=TOKEN)
+            rooms.new_lease("room 101", 30)
+            code, out, err = _main(capsys, "list", "--port", port, "--token-file", str(token_file))
+            assert code == 0 and "'room 101'" in out, err
+            register_admin(daemon.daemon, others, token=TOKEN)
+            code, out, err = _main(capsys, "list", "--port", port, "--token-file", str(token_file))
+            assert (code, out) == (1, "") and "serves 2 landlord admin objects" in err and "--id" in err
+            code, out, err = _main(capsys, "list", "--port", port, "--token-file", str(token_file),
+                                   "--id", others.landlord_id)
+            assert (code, out) == (0, "no leases\n"), err
+            code, out, err = _main(capsys, "list", "--port", port, "--token-file", str(token_file),
+                                   "--object-id", admin_object_id(rooms))
+            assert code == 0 and "'room 101'" in out, err
+            code, out, err = _main(capsys, "list", "--port", port, "--token-file", str(token_file), "--id", "nobody")
+            assert (code, out) == (1, "") and "unknown object" in err and len(err.splitlines()) == 1
+        finally:
+            rooms.close()
+            others.close()
+
+
+def test_the_commands_can_be_added_to_another_command_line(served: Served) -> None:
+    import argparse
+
+    from landlord.admin import add_admin_commands, run_admin
+
+    parser = argparse.ArgumentParser(prog="lookup")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list")  # a command of its own by that name
+    add_admin_commands(commands, list_name="leases", evict_name="evict", default_port=4160, what="lookup service")
+    assert parser.parse_args(["leases"]).port == 4160
+    served.rent("room 101")
+    port = Pyro5.api.URI(served.admin_uri).port
+    out, err = io.StringIO(), io.StringIO()
+    args = parser.parse_args(["leases", "--port", str(port)])
+    assert run_admin(args, out=out, err=err, prog="lookup", environ={TOKEN_ENV: TOKEN}) == 0, err.getvalue()
+    assert "'room 101'" in out.getvalue()
+    assert run_admin(args, out=out, err=err, prog="lookup", environ={TOKEN_ENV: WRONG}) == 1
+    assert err.getvalue().startswith("lookup: error: ") and "list refused" in err.getvalue()
