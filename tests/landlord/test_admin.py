@@ -25,10 +25,20 @@ import pytest
 import serpent
 import trustme
 from conftest import REPO_ROOT, Child, free_port
+from etcd_fixtures import ReplicaGroup, cluster, etcd_cluster  # noqa: F401  (fixtures)
 from Pyro5 import config as pyro_config
 
 import landlord
-from landlord import FakeClock, Landlord, LeaseDurationPolicy, TLSConfig, UnknownLeaseError, tls_settings
+from landlord import (
+    FakeClock,
+    Landlord,
+    LeaseDurationPolicy,
+    NotLeaderError,
+    ReplicatedLandlord,
+    TLSConfig,
+    UnknownLeaseError,
+    tls_settings,
+)
 from landlord import grantor as grantor_module
 from landlord.__main__ import main
 from landlord.admin import (
@@ -293,6 +303,35 @@ def test_an_ambiguous_short_or_unknown_prefix_changes_nothing(served: Served, mo
         assert admin.evict("AAAAAAAA2").cookie == "AAAAAAAA"  # more of it names one
     assert served.cancelled.wait_for(1) == ["room 1"]
     assert len(served.rooms) == 2
+
+
+def test_a_replicated_landlord_is_administered_on_its_leader(cluster: Any) -> None:
+    group = ReplicaGroup(cluster, lambda client, name, uris: ReplicatedLandlord(
+        client, group=name, replicas=uris, policy=LeaseDurationPolicy(maximum=60)), size=2)
+    admins = [register_admin(daemon.daemon, replica, token=TOKEN)
+              for daemon, replica in zip(group.daemons, group.replicas)]
+    assert admins[0].startswith(f"PYRO:{ADMIN_PREFIX}{group.name}@")  # the group's name, on every replica
+    group.start()
+    try:
+        leader = group.leader()
+        [follower] = group.followers(leader)
+        evicted, kept = leader.new_lease("room 101", 30.0), leader.new_lease("room 102", 30.0)
+        leading, following = (admins[group.replicas.index(replica)] for replica in (leader, follower))
+        with AdminClient(following, token=TOKEN) as admin:
+            with pytest.raises(NotLeaderError) as not_leader:
+                admin.list()
+            assert not_leader.value.leader == leader.uri
+            with pytest.raises(NotLeaderError):
+                admin.evict(evicted.cookie[:8])
+        with AdminClient(leading, token=TOKEN) as admin:
+            assert {row.cookie for row in admin.list().rows} == {evicted.cookie[:8], kept.cookie[:8]}
+            assert admin.evict(evicted.cookie[:8]).resource == "'room 101'"
+            assert [row.cookie for row in admin.list().rows] == [kept.cookie[:8]]
+        with pytest.raises(UnknownLeaseError):
+            evicted.renew(30.0)
+        assert kept.renew(30.0) == 30.0
+    finally:
+        group.close()
 
 
 # -- two-way TLS: an admin certificate ---------------------------------------------------------------
