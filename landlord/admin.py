@@ -82,6 +82,7 @@ MAX_TOKEN_LENGTH = 4096
 MIN_PREFIX = 8  # characters of a cookie an eviction must name: 48 bits, so a typo hits no other lease
 PREFIX_SHOWN = 8  # characters of a cookie a listing shows: enough to evict, far from the capability
 DEFAULT_LIMIT = 1000  # leases listed unless told otherwise
+EVICTED = "evicted by an operator"  # the reason an evicted lease's holder is given
 MAX_LIMIT = 10_000  # leases one listing may return (~1 MB on the wire)
 RESOURCE_WIDTH = 60  # characters of a resource's repr a listing shows
 TOKEN_ENV = "LANDLORD_ADMIN_TOKEN"
@@ -279,8 +280,10 @@ class LandlordAdmin:
 
     @Pyro5.server.expose
     def evict(self, cookie_prefix: str, *, token: str | None = None) -> dict[str, Any]:
-        """End the one lease whose cookie starts with ``cookie_prefix`` now, freeing its resources
-        (as a cancel: ``on_cancel``, else ``on_expire``); return its row (as :meth:`list`'s).
+        """Revoke the one lease whose cookie starts with ``cookie_prefix`` now, freeing its resources
+        (through ``on_expire``; :meth:`landlord.Landlord.revoke`, with the reason
+        :data:`EVICTED`): a holder that listens hears at once, any other at its next
+        renewal, which is denied with the reason. Return its row (as :meth:`list`'s).
 
         Raises:
             AdminRefusedError: no admin token or certificate (nothing is read or ended).
@@ -297,7 +300,7 @@ class LandlordAdmin:
                 raise UnknownLeaseError(f"no lease's cookie starts with {prefix!r}")
             if len(matches) > 1:
                 raise ValueError(f"{len(matches)} leases' cookies start with {prefix!r}: give more of the cookie")
-            landlord.manager.cancel(matches[0].cookie)
+            landlord.revoke(matches[0].cookie, EVICTED)
             return matches[0]
 
         ended = self._on_landlord(end)

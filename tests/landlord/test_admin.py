@@ -2,7 +2,7 @@
 
 In this process, over a real Pyro5 daemon: a listing with the admin token shows every lease by a
 prefix of its cookie (never the whole), a wrong or missing token is refused (and nothing is listed
-or ended), an eviction ends the lease as a cancel (its holder's next renewal is refused), bad prefixes
+or ended), an eviction revokes the lease (its holder's next renewal is denied with the reason), bad prefixes
 change nothing, and two-way TLS lets in an admin certificate and no other. Then the command line, run
 as a real process against a landlord served in another (``tests/processes/admin_landlord.py``).
 """
@@ -32,6 +32,7 @@ import landlord
 from landlord import (
     FakeClock,
     Landlord,
+    LeaseDeniedError,
     LeaseDurationPolicy,
     NotLeaderError,
     ReplicatedLandlord,
@@ -258,16 +259,16 @@ def test_a_token_file_holds_the_token(tmp_path: pathlib.Path) -> None:
 # -- eviction -------------------------------------------------------------------------------------
 
 
-def test_an_eviction_ends_the_lease_as_a_cancel(served: Served) -> None:
+def test_an_eviction_revokes_the_lease(served: Served) -> None:
     evicted, kept = served.rent("room 101"), served.rent("room 102")
     served.rooms.attach(evicted.cookie, "key 7")
     with served.client() as admin:
         row = admin.evict(evicted.cookie[:10])
         assert row == AdminRow(evicted.cookie[:8], TERM, "'room 101'", 1)
         assert [row.cookie for row in admin.list().rows] == [kept.cookie[:8]]
-    assert served.cancelled.wait_for(2) == ["room 101", "key 7"]  # the lease's resources, freed as a cancel
-    assert served.expired.items == []
-    with pytest.raises(UnknownLeaseError):
+    assert served.expired.wait_for(2) == ["room 101", "key 7"]  # the lease's resources, freed as an end
+    assert served.cancelled.items == []
+    with pytest.raises(LeaseDeniedError, match="revoked by the landlord: evicted by an operator"):
         evicted.renew(TERM)  # its holder hears at its next renewal
     assert kept.renew(TERM) == TERM
     with served.client() as admin, pytest.raises(UnknownLeaseError, match="no lease's cookie starts with"):
@@ -301,7 +302,7 @@ def test_an_ambiguous_short_or_unknown_prefix_changes_nothing(served: Served, mo
     served.unchanged(leases)
     with served.client() as admin:
         assert admin.evict("AAAAAAAA2").cookie == "AAAAAAAA"  # more of it names one
-    assert served.cancelled.wait_for(1) == ["room 1"]
+    assert served.expired.wait_for(1) == ["room 1"]
     assert len(served.rooms) == 2
 
 
@@ -327,7 +328,7 @@ def test_a_replicated_landlord_is_administered_on_its_leader(cluster: Any) -> No
             assert {row.cookie for row in admin.list().rows} == {evicted.cookie[:8], kept.cookie[:8]}
             assert admin.evict(evicted.cookie[:8]).resource == "'room 101'"
             assert [row.cookie for row in admin.list().rows] == [kept.cookie[:8]]
-        with pytest.raises(UnknownLeaseError):
+        with pytest.raises(LeaseDeniedError, match="evicted by an operator"):
             evicted.renew(30.0)
         assert kept.renew(30.0) == 30.0
     finally:
@@ -396,7 +397,7 @@ def test_an_admin_certificate_lists_and_evicts_without_a_token(tls_served: Serve
         with tls_served.client(token=None) as admin:
             assert [row.cookie for row in admin.list().rows] == [lease.cookie[:8]]
             assert admin.evict(lease.cookie[:8]).resource == "'room 101'"
-    assert tls_served.cancelled.wait_for(1) == ["room 101"]
+    assert tls_served.expired.wait_for(1) == ["room 101"]
 
 
 def test_another_certificate_of_the_ca_is_refused(tls_served: Served, certs: Certs,
@@ -475,8 +476,8 @@ def test_the_command_lists_and_evicts_the_leases_of_a_landlord_in_another_proces
                      env={TOKEN_ENV: TOKEN})  # the token from the environment
         assert ended.returncode == 0 and ended.stderr == "", ended
         assert ended.stdout.startswith(f"evicted {evicted.cookie[:8]}… 'room 101' (")
-        child.wait_for(r"^cancelled room 101$")
-        with pytest.raises(UnknownLeaseError):
+        child.wait_for(r"^freed room 101$")
+        with pytest.raises(LeaseDeniedError, match="evicted by an operator"):
             evicted.renew(60)
         assert kept.renew(60) == 60
 

@@ -5,7 +5,7 @@ Usage: admin_landlord.py [--token-file F] [--admin-name NAME ...] [--cert C --ke
                          [--landlord-id ID]
 
 Once both answer it prints ``admin at <uri>``; ``freed <room>`` when a lease's resource is
-freed (``cancelled <room>`` when through ``on_cancel``: an eviction); ``stopped`` once
+freed (``cancelled <room>`` when through ``on_cancel``); ``stopped`` once
 serve_landlord has returned (on SIGTERM). Its landlord grants leases through ``rent(room,
 duration)`` and resources attach through ``attach(cookie, resource)``. Logs to stderr.
 """
