@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 import Pyro5.api
-import Pyro5.callcontext  # type: ignore[import-untyped]  # not in typings/Pyro5; current_context alone is used
+import Pyro5.callcontext
 import Pyro5.errors
 import Pyro5.server
 
