@@ -54,6 +54,14 @@ grants). Listening on all interfaces (``0.0.0.0``, ``::``, ``""``) without
 the wildcard, which no other host can connect to. :func:`advertised_host`
 makes that choice; Pyro5's daemon puts it in the URIs (its ``nathost``).
 
+Metrics and health checks
+-------------------------
+``serve_landlord(..., metrics_port=9170)`` (and :func:`serve_replica`, and
+``python -m lookup serve --metrics-port``) also answers plain HTTP on that
+port while it serves: ``/metrics`` in the Prometheus text format,
+``/healthz`` and ``/readyz`` for a load balancer (see :mod:`landlord.metrics`).
+That server has threads of its own: a slow scraper never holds up a renewal.
+
 Per process
 -----------
 Pyro5's settings (server type, message size, timeouts, SSL) are one per
@@ -75,7 +83,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import Pyro5.api
 from Pyro5 import config as pyro_config
@@ -84,6 +92,9 @@ from .grantor import Landlord
 from .multiplex import greet_when_spoken
 from .replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
+
+if TYPE_CHECKING:  # imported when metrics are asked for: import landlord never loads them
+    from .metrics import LeaseMetrics
 
 try:  # not on Windows
     import resource
@@ -383,9 +394,19 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
                    advertise: str | None = None, object_id: str | None = None, tls: TLSConfig | None = None,
                    server_type: str = SERVER_TYPE, threadpool_size: int = THREADPOOL_SIZE,
                    stop: threading.Event | None = None, ready: Callable[[str], None] | None = None,
-                   announce: bool = True) -> None:
+                   announce: bool = True, metrics_port: int | None = None, metrics_host: str | None = None,
+                   metrics: LeaseMetrics | None = None) -> None:
     """Serve ``landlord`` (a :class:`~landlord.Landlord` or subclass) at
     ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
+
+    With ``metrics_port``, its Prometheus metrics and health checks are served
+    over HTTP at ``metrics_host:metrics_port`` for as long (see
+    :mod:`landlord.metrics`; needs prometheus-client): ``/metrics``,
+    ``/healthz``, and ``/readyz``, which answers 200 from the moment the
+    landlord answers until it is told to stop. A second line is printed:
+    ``landlord metrics at http://host:port/metrics (...)``. The
+    :class:`~landlord.metrics.LeaseMetrics` stays among the landlord's hooks,
+    and serving it again with metrics goes on counting in it.
 
     Its leases carry the URI it is served under, with the advertised address
     (see :func:`advertised_host`). Prints ``landlord at <uri> (...)`` to
@@ -412,27 +433,45 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
             set it too when called from the main thread.
         ready: called with the landlord's URI once it answers.
         announce: print the line saying where it is served (flushed) once it answers.
+        metrics_port: serve its metrics and health checks at this port (0: any free
+            one; the printed line says which); ``None``: no metrics.
+        metrics_host: the address the metrics listen on (default: ``host``).
+        metrics: the :class:`~landlord.metrics.LeaseMetrics` to serve (attached to
+            ``landlord`` here, if it is not yet); default: the one already among its
+            hooks, else a new one. Only with ``metrics_port``.
 
     Raises:
         TypeError: ``landlord`` is not a Landlord, ``tls`` not a TLSConfig, or
             ``advertise`` not a str.
         ValueError: an unknown server type, a bad pool size or object id, an
-            ``advertise`` that is not a host name or address (nothing is bound).
-        OSError: the address is in use or cannot be bound.
+            ``advertise`` that is not a host name or address, a bad ``metrics_port``,
+            ``metrics`` without ``metrics_port``, or ``metrics`` counting another
+            landlord (nothing is bound).
+        ImportError: ``metrics_port`` given, and prometheus-client not installed.
+        OSError: the address (or the metrics' address) is in use or cannot be bound.
     """
     if not isinstance(landlord, Landlord):
         raise TypeError(f"expected a Landlord, got {type(landlord).__name__}")
     object_id = landlord_object_id(landlord) if object_id is None else object_id
+    if metrics_port is not None:
+        from .metrics import LeaseMetrics, find_metrics
+
+        _check_metrics_port(metrics_port)
+        metrics = (metrics if metrics is not None else find_metrics(landlord) or LeaseMetrics()).attach(landlord)
+    elif metrics is not None:
+        raise ValueError("metrics given without metrics_port: say where to serve them")
     serve_object(landlord, host, port, advertise=advertise, object_id=object_id, tls=tls,
                  server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
-                 name="landlord", announce=announce)
+                 name="landlord", announce=announce, metrics=metrics, metrics_host=metrics_host,
+                 metrics_port=metrics_port or 0)
 
 
 def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: int = 0, *,
                   advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = "thread",
                   threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                   ready: Callable[[str], None] | None = None, announce: bool = True,
-                  name: str = "replica") -> None:
+                  name: str = "replica", metrics_port: int | None = None, metrics_host: str | None = None,
+                  metrics: LeaseMetrics | None = None) -> None:
     """Serve one replica of a replicated landlord at ``host:port`` until SIGTERM or SIGINT (or ``stop``),
     as :func:`serve_landlord` serves a landlord; then close it (it resigns: another replica leads at once).
 
@@ -446,20 +485,35 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     elects a leader of its own), and must not hold up other holders' renewals
     meanwhile, which never wait for etcd.
 
+    With ``metrics_port``, its metrics are served as :func:`serve_landlord`
+    serves a landlord's, counted across its terms of leadership; ``/readyz``
+    answers 200 only while it leads (a load balancer sends clients to the leader).
+
     Args:
         replica: what to serve (not yet started).
         host, port, advertise, tls, server_type, threadpool_size, stop, announce:
             as for :func:`serve_landlord` (but ``server_type`` ``"thread"``).
         ready: called with the replica's URI once it answers and has joined the election.
         name: what the log lines call it (the first: ``"<name> at <uri> (...)"``).
+        metrics_port, metrics_host: as for :func:`serve_landlord`.
+        metrics: the :class:`~landlord.metrics.LeaseMetrics` to serve, attached to
+            ``replica`` here (default: a new one). Only with ``metrics_port``.
 
     Raises:
         TypeError: ``replica`` is not a :class:`~landlord.ReplicatedLandlord`.
         ValueError: its URI is not one of its ``replicas``, or as :func:`serve_landlord`.
+        ImportError: ``metrics_port`` given, and prometheus-client not installed.
         OSError: the address is in use or cannot be bound.
     """
     if not isinstance(replica, ReplicatedLandlord):
         raise TypeError(f"expected a ReplicatedLandlord, got {type(replica).__name__}")
+    if metrics_port is not None:
+        from .metrics import LeaseMetrics
+
+        _check_metrics_port(metrics_port)
+        metrics = (metrics if metrics is not None else LeaseMetrics()).attach(replica)
+    elif metrics is not None:
+        raise ValueError("metrics given without metrics_port: say where to serve them")
 
     def joined(uri: str) -> None:
         replica.start(uri)
@@ -469,7 +523,8 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     try:
         serve_object(replica, host, port, advertise=advertise, object_id=replica.object_id, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=joined,
-                     name=name, details=f"replica of group {replica.group}", announce=announce)
+                     name=name, details=f"replica of group {replica.group}", announce=announce,
+                     metrics=metrics, metrics_host=metrics_host, metrics_port=metrics_port or 0)
     finally:
         replica.close()
 
@@ -478,7 +533,8 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                  advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
                  threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                  ready: Callable[[str], None] | None = None, name: str = "object", details: str = "",
-                 announce: bool = True) -> None:
+                 announce: bool = True, metrics: LeaseMetrics | None = None, metrics_host: str | None = None,
+                 metrics_port: int = 0) -> None:
     """Serve one Pyro5 object at ``host:port`` under ``object_id`` until
     SIGTERM or SIGINT (or ``stop`` is set): the loop behind :func:`serve_landlord`
     and ``python -m lookup serve``.
@@ -493,6 +549,12 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
 
     Every URI the daemon hands out (the object's, and any of the proxies and
     leases it returns) names :func:`advertised_host`, never a wildcard.
+
+    With ``metrics``, its endpoint (:func:`landlord.metrics.serve_metrics`) is
+    bound once the daemon is, and closed before the daemon; its ``/readyz``
+    answers 200 from just before ``ready`` is called until ``stop`` is set, and
+    while ``metrics.answering()``. A second line says where:
+    ``"<name> metrics at http://<host:port>/metrics (health: /healthz, /readyz)"``.
 
     Args:
         obj: the Pyro5-exposed object; unregistered (not closed) afterwards.
@@ -512,13 +574,18 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         details: more words for the first log line.
         announce: print the first log line's message to stdout (flushed),
             for whoever started the server; a closed stdout is no error.
+        metrics: serve these metrics and health checks too (attached by the caller).
+        metrics_host: where the metrics listen (default: ``host``).
+        metrics_port: their port (0: any free one).
 
     Raises:
         TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
         ValueError: an unknown server type, a bad pool size or object id, an
             ``advertise`` that is not a host name or address (nothing is bound).
-        OSError: the address is in use or cannot be bound.
+        OSError: the address (or the metrics' address) is in use or cannot be bound.
     """
+    if metrics is not None:
+        _check_metrics_port(metrics_port)
     if server_type not in SERVER_TYPES:
         raise ValueError(f"server_type must be 'multiplex' or 'thread', got {server_type!r}")
     if isinstance(threadpool_size, bool) or not isinstance(threadpool_size, int) or threadpool_size < 1:
@@ -551,6 +618,15 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         stack.callback(daemon.close)
         uri = str(daemon.register(obj, objectId=object_id))
         stack.callback(daemon.unregister, obj)  # so that it can be served again, elsewhere
+        answering = threading.Event()  # /readyz: from ready until told to stop
+        endpoint = None
+        if metrics is not None:
+            from .metrics import serve_metrics
+
+            watched = metrics
+            endpoint = serve_metrics(metrics, host if metrics_host is None else metrics_host, metrics_port,
+                                     is_ready=lambda: answering.is_set() and not stop.is_set() and watched.answering())
+            stack.callback(endpoint.close)
         stack.enter_context(_stopped_by_signals(stop))
 
         loop = threading.Thread(target=daemon.requestLoop, name=f"{name}-requests", daemon=True)
@@ -562,6 +638,12 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         log.info("%s", serving)
         if announce:  # the same line: readers of either find the same URI
             _print_line(serving)
+        if endpoint is not None:
+            measured = f"{name} metrics at {endpoint.url} (health: /healthz, /readyz)"
+            log.info("%s", measured)
+            if announce:
+                _print_line(measured)
+        answering.set()
         if ready is not None:
             ready(uri)
         while not stop.wait(1.0):
@@ -569,6 +651,7 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                 log.error("the request loop stopped by itself")
                 break
 
+        answering.clear()
         log.info("stopping the %s", name)
         started = time.monotonic()
         connections = _client_sockets(daemon)
@@ -579,6 +662,11 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                 connection.close()
         log.info("%s stopped (%d connection(s) closed in %.2f s)", name, len(connections),
                  time.monotonic() - started)
+
+
+def _check_metrics_port(port: object) -> None:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
+        raise ValueError(f"metrics_port must be 0 to 65535, got {port!r:.40}")
 
 
 def _print_line(line: str) -> None:

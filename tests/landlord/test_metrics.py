@@ -1,0 +1,423 @@
+"""Metrics of a landlord (landlord.metrics): each change counted once (fake clock), the leases held read
+when scraped, one registry per LeaseMetrics, the endpoint's pages and health checks, a replica ready only
+while it leads (real etcd), and a landlord served with metrics in its own process, scraped over HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import re
+import socket
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import prometheus_client
+import Pyro5.api
+import pytest
+from conftest import Spawner
+from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster  # noqa: F401
+from prometheus_client.parser import text_string_to_metric_families
+
+from landlord import (
+    FakeClock,
+    Landlord,
+    LandlordLease,
+    LeaseDeniedError,
+    LeasedResource,
+    LeaseDurationPolicy,
+    ReplicatedLandlord,
+    serve_landlord,
+)
+from landlord.hooks import LeaseHooks
+from landlord.metrics import DENIAL_REASONS, LeaseMetrics, find_metrics, serve_metrics
+from landlord.testing import Recorder
+from landlord.testing_etcd import EtcdCluster
+
+COUNTERS = ("granted", "renewed", "cancelled", "expired", "revoked")
+UNKNOWN = "x" * 22  # a well-formed cookie no lease has
+METRICS_LINE = r"landlord metrics at (?P<url>http://\S+/metrics)"
+HTTP_TIMEOUT = 10.0
+
+
+def counts(metrics: LeaseMetrics) -> dict[str, float | None]:
+    """Every counter of ``metrics``, the denials by reason (``denied.<reason>``)."""
+    found = {name: metrics.registry.get_sample_value(f"landlord_leases_{name}_total") for name in COUNTERS}
+    for reason in DENIAL_REASONS:
+        found[f"denied.{reason}"] = metrics.registry.get_sample_value("landlord_leases_denied_total",
+                                                                      {"reason": reason})
+    return found
+
+
+def expect(**changed: float) -> dict[str, float | None]:
+    """What :func:`counts` should say: ``changed`` (``denied_unknown`` for ``denied.unknown``), the rest 0."""
+    every = dict.fromkeys([*COUNTERS, *(f"denied.{reason}" for reason in DENIAL_REASONS)], 0.0)
+    every.update({name.replace("denied_", "denied."): float(value) for name, value in changed.items()})
+    return every  # type: ignore[return-value]
+
+
+def active(metrics: LeaseMetrics) -> float | None:
+    return metrics.registry.get_sample_value("landlord_leases_active")
+
+
+def renewal_calls(metrics: LeaseMetrics) -> float | None:
+    return metrics.registry.get_sample_value("landlord_renewal_duration_seconds_count")
+
+
+# -- counting, on a fake clock --------------------------------------------------------------------
+
+
+def test_each_change_is_counted_once(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    landlord = Landlord(policy=LeaseDurationPolicy(maximum=10, lifetime=15), clock=clock, reaper="lazy")
+    metrics.attach(landlord)
+    a, b, c, d = (landlord.new_lease(name, 10) for name in "abcd")
+    assert counts(metrics) == expect(granted=4)
+    clock.advance(5)
+    landlord.renew_all([a.cookie, b.cookie, UNKNOWN], [5, 5, 5])  # one batch: two renewed, one unknown
+    assert counts(metrics) == expect(granted=4, renewed=2, denied_unknown=1)
+    clock.advance(4)
+    assert landlord.renew(a.cookie, 10) == 6  # up to its lifetime cap
+    with pytest.raises(LeaseDeniedError):
+        landlord.renew(a.cookie, 10)  # past it
+    landlord.cancel(b.cookie)
+    landlord.revoke(d.cookie, "maintenance")
+    with pytest.raises(LeaseDeniedError):
+        landlord.renew(d.cookie, 5)  # revoked: denied with the reason
+    assert counts(metrics) == expect(granted=4, renewed=3, denied_unknown=1, denied_denied=2, cancelled=1,
+                                     revoked=1)
+    clock.advance(6)
+    assert len(landlord) == 0  # the lazy reaper frees a and c now
+    assert counts(metrics) == expect(granted=4, renewed=3, denied_unknown=1, denied_denied=2, cancelled=1,
+                                     revoked=1, expired=2)
+    assert renewal_calls(metrics) == 4  # a call each, whatever its size: the batch, two renews, the revoked one
+
+
+def test_a_refused_grant_and_a_failing_policy_are_denials(clock: FakeClock) -> None:
+    class Fussy(LeaseDurationPolicy):
+        def lease_for(self, resource: LeasedResource, requested: float) -> object:  # type: ignore[override]
+            if resource.resource == "refused":
+                raise LeaseDeniedError("full")
+            return super().lease_for(resource, requested)
+
+        def renew(self, resource: LeasedResource, requested: float) -> float:
+            raise RuntimeError("the quota service is down")
+
+    metrics = LeaseMetrics()
+    landlord = metrics.attach(Landlord(policy=Fussy(), clock=clock, reaper="lazy")).landlord
+    assert isinstance(landlord, Landlord)
+    with pytest.raises(LeaseDeniedError):
+        landlord.new_lease("refused", 10)
+    lease = landlord.new_lease("fine", 10)
+    with pytest.raises(RuntimeError):
+        landlord.renew(lease.cookie, 10)
+    assert counts(metrics) == expect(granted=1, denied_denied=1, denied_other=1)
+
+
+def test_the_sleeper_reaper_counts_what_it_frees(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    landlord = Landlord(clock=clock, reaper="sleeper", hooks=metrics)  # made with the hooks, then attached
+    metrics.attach(landlord)
+    try:
+        landlord.new_lease("a", 10)
+        landlord.new_lease("b", 10)
+        clock.wait_for_sleeper(10)
+        clock.advance(10)
+        clock.wait_for_sleeper(math.inf)  # asleep again with nothing held: it has freed and told
+        assert counts(metrics) == expect(granted=2, expired=2)  # counted once, not once per attach
+    finally:
+        landlord.close()
+
+
+def test_leases_active_is_read_when_scraped(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    assert active(metrics) == 0  # nothing attached yet
+    landlord = Landlord(clock=clock, reaper="lazy")
+    metrics.attach(landlord)
+    leases = [landlord.new_lease(n, 10) for n in range(3)]
+    assert active(metrics) == 3
+    landlord.cancel(leases[0].cookie)
+    assert active(metrics) == 2
+    clock.advance(10)
+    assert active(metrics) == 2  # run out but not yet freed: still held (a scrape wakes no lazy reaper)
+    assert len(landlord) == 0
+    assert active(metrics) == 0
+
+
+def test_renewal_latency_is_one_observation_per_call(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    landlord = metrics.attach(Landlord(clock=clock, reaper="lazy")).landlord
+    assert isinstance(landlord, Landlord)
+    leases = [landlord.new_lease(n, 10) for n in range(50)]
+    landlord.renew_all([lease.cookie for lease in leases], [10] * 50)
+    landlord.renew(leases[0].cookie, 10)
+    sample = metrics.registry.get_sample_value
+    assert renewal_calls(metrics) == 2
+    assert sample("landlord_renewal_duration_seconds_bucket", {"le": "+Inf"}) == 2
+    assert 0 < (sample("landlord_renewal_duration_seconds_sum") or 0) < 5
+    assert sample("landlord_renewal_duration_seconds_bucket", {"le": "0.0001"}) is not None  # sub-millisecond
+
+
+def test_other_hooks_are_still_told(clock: FakeClock) -> None:
+    class Granted(LeaseHooks):
+        def __init__(self) -> None:
+            self.told: list[object] = []
+
+        def granted(self, leased: LeasedResource) -> None:
+            self.told.append(leased.resource)
+
+    first = Granted()
+    landlord = Landlord(clock=clock, reaper="lazy", hooks=first)
+    metrics = LeaseMetrics().attach(landlord)
+    landlord.new_lease("a", 10)
+    assert first.told == ["a"]
+    assert counts(metrics)["granted"] == 1
+    assert find_metrics(landlord) is metrics
+
+
+def test_two_landlords_in_one_process_count_apart(clock: FakeClock) -> None:
+    one, two = LeaseMetrics(), LeaseMetrics()
+    first = one.attach(Landlord(clock=clock, reaper="lazy")).landlord
+    second = two.attach(Landlord(clock=clock, reaper="lazy")).landlord
+    assert isinstance(first, Landlord) and isinstance(second, Landlord)
+    first.new_lease("a", 10)
+    second.new_lease("b", 10)
+    second.new_lease("c", 10)
+    assert (counts(one)["granted"], counts(two)["granted"]) == (1, 2)
+    assert (active(one), active(two)) == (1, 2)
+    global_names = {metric.name for metric in prometheus_client.REGISTRY.collect()}
+    assert not [name for name in global_names if name.startswith("landlord_")]  # never the global registry
+
+
+def test_the_exposition_names_and_types() -> None:
+    families = {family.name: family.type
+                for family in text_string_to_metric_families(LeaseMetrics().exposition().decode())}
+    expected = {f"landlord_leases_{name}": "counter" for name in (*COUNTERS, "denied")}
+    expected |= {"landlord_leases_active": "gauge", "landlord_renewal_duration_seconds": "histogram"}
+    assert {name: kind for name, kind in families.items() if not name.endswith("_created")} == expected
+    text = LeaseMetrics().exposition().decode()
+    for line in ("landlord_leases_granted_total 0.0", 'landlord_leases_denied_total{reason="unknown"} 0.0',
+                 "# TYPE landlord_leases_active gauge",
+                 'landlord_renewal_duration_seconds_bucket{le="0.00025"} 0.0'):
+        assert line in text.splitlines()
+
+
+def test_attach_refuses_what_it_cannot_count(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    landlord = Landlord(clock=clock, reaper="lazy")
+    assert metrics.attach(landlord) is metrics
+    assert metrics.attach(landlord) is metrics  # again: nothing more
+    with pytest.raises(ValueError, match="one per landlord"):
+        metrics.attach(Landlord(clock=clock, reaper="lazy"))
+    with pytest.raises(TypeError):
+        LeaseMetrics().attach("a landlord")  # type: ignore[arg-type]
+    landlord.new_lease("a", 10)
+    assert counts(metrics)["granted"] == 1
+
+
+def test_serve_landlord_checks_its_metrics_options(clock: FakeClock) -> None:
+    landlord = Landlord(clock=clock, reaper="lazy")
+    with pytest.raises(ValueError, match="without metrics_port"):
+        serve_landlord(landlord, metrics=LeaseMetrics())
+    for bad in (-1, 65536, "9100", True):
+        with pytest.raises(ValueError, match="metrics_port"):
+            serve_landlord(landlord, metrics_port=bad)  # type: ignore[arg-type]
+
+
+def test_landlord_imports_without_prometheus_client() -> None:
+    script = """if True:
+        import sys
+        sys.modules["prometheus_client"] = None  # not installed: its import fails
+        import landlord
+        assert "landlord.metrics" not in sys.modules, "import landlord imported landlord.metrics"
+        import lookup
+        from landlord.metrics import LeaseMetrics
+        try:
+            LeaseMetrics()
+        except ImportError as exc:
+            print(exc)
+        else:
+            raise AssertionError("LeaseMetrics() without prometheus-client")
+    """
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "landlord's metrics need prometheus-client: pip install 'landlord[metrics]'\n"
+
+
+# -- the endpoint -------------------------------------------------------------------------------
+
+
+def get(url: str, method: str = "GET") -> tuple[int, str, str]:
+    """Status, content type and body of an HTTP request (an error status is an answer too)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=HTTP_TIMEOUT) as answer:
+            return answer.status, answer.headers.get("Content-Type", ""), answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Content-Type", ""), exc.read().decode()
+
+
+def base(url: str) -> str:
+    return url.removesuffix("/metrics")
+
+
+def raw_request(port: int, data: bytes) -> bytes:
+    """Send ``data`` on a fresh connection; what comes back before the server closes it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=HTTP_TIMEOUT) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+        return answer
+
+
+def test_the_endpoint_answers_each_page(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    landlord = metrics.attach(Landlord(clock=clock, reaper="lazy")).landlord
+    assert isinstance(landlord, Landlord)
+    landlord.new_lease("a", 10)
+    ready = threading.Event()
+    with serve_metrics(metrics, "127.0.0.1", 0, is_ready=ready.is_set) as endpoint:
+        root = base(endpoint.url)
+        status, kind, body = get(endpoint.url)
+        assert (status, kind) == (200, prometheus_client.CONTENT_TYPE_LATEST)
+        assert "landlord_leases_granted_total 1.0" in body.splitlines()
+        assert "landlord_leases_active 1.0" in body.splitlines()
+        assert get(root + "/healthz") == (200, "text/plain; charset=utf-8", "ok\n")
+        assert get(root + "/readyz")[::2] == (503, "not ready\n")
+        ready.set()
+        assert get(root + "/readyz")[::2] == (200, "ready\n")
+        assert get(root + "/metrics?name[]=x")[0] == 200  # a query is ignored
+        assert get(root + "/")[0] == 404
+        assert get(root + "/metrics/x")[0] == 404
+        assert get(endpoint.url, "HEAD")[::2] == (200, "")
+        assert get(endpoint.url, "POST")[0] == 501
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", endpoint.port), timeout=HTTP_TIMEOUT).close()  # closed: port free
+
+
+def test_no_request_stops_the_endpoint() -> None:
+    with serve_metrics(LeaseMetrics(), "127.0.0.1", 0) as endpoint:
+        assert b"Error code: 400" in raw_request(endpoint.port, b"\x00\xff\xfe garbage\r\n\r\n")
+        assert raw_request(endpoint.port, b"GET /" + b"x" * 70000 + b" HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 414")
+        for hostile in (b"GET /metrics HTTP/1.1\r\nHost", b"GET /metr", b"", b"\r\n" * 1000, bytes(range(256))):
+            raw_request(endpoint.port, hostile)  # whatever it answers, it answers the next one
+        with socket.create_connection(("127.0.0.1", endpoint.port), timeout=HTTP_TIMEOUT):  # silent, held open
+            assert get(base(endpoint.url) + "/healthz")[0] == 200  # others are answered meanwhile
+        assert get(endpoint.url)[0] == 200
+
+
+def test_serve_landlord_serves_metrics_while_it_serves(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="landlord.serving")
+    landlord = Landlord(clock=clock, reaper="lazy")
+    for served in (1, 2):  # served again: counted on in the same metrics
+        stop, ready = threading.Event(), Recorder[str]()
+        thread = threading.Thread(target=serve_landlord, args=(landlord,),
+                                  kwargs={"stop": stop, "metrics_port": 0, "ready": ready, "announce": False})
+        caplog.clear()
+        thread.start()
+        try:
+            ready.wait_for(1)
+            [url] = [match["url"] for record in caplog.records
+                     if (match := re.search(METRICS_LINE, record.getMessage()))]
+            assert get(base(url) + "/readyz")[0] == 200
+            landlord.new_lease(served, 10)
+            assert f"landlord_leases_granted_total {served:.1f}" in get(url)[2].splitlines()
+        finally:
+            stop.set()
+            thread.join(10)
+        assert not thread.is_alive()
+        with pytest.raises(urllib.error.URLError):
+            get(url)  # closed with the landlord's serving
+    assert landlord.manager.hooks is not None
+    assert [type(told) for told in landlord.manager.hooks.hooks] == [LeaseMetrics]  # one, reused
+
+
+# -- a replica is ready only while it leads (real etcd) -------------------------------------------
+
+
+def test_a_replica_is_ready_only_while_it_leads_and_counted_across_terms(cluster: EtcdCluster) -> None:
+    every: dict[int, LeaseMetrics] = {}
+
+    def make(client: object, name: str, uris: list[str]) -> ReplicatedLandlord:
+        replica = ReplicatedLandlord(client, group=name, replicas=uris,  # type: ignore[arg-type]
+                                     policy=LeaseDurationPolicy(maximum=60))
+        every[id(replica)] = LeaseMetrics().attach(replica)
+        return replica
+
+    group = ReplicaGroup(cluster, make)
+    with contextlib.ExitStack() as stack:
+        stack.callback(group.close)
+        group.start()
+        with pytest.raises(RuntimeError, match="before it starts"):
+            LeaseMetrics().attach(group.replicas[0])
+        endpoints = {id(replica): stack.enter_context(serve_metrics(every[id(replica)])) for replica in group.replicas}
+
+        def ready(replica: ReplicatedLandlord) -> int:
+            return get(base(endpoints[id(replica)].url) + "/readyz")[0]
+
+        leader = group.leader()
+        lease = leader.new_lease("room", 30)
+        assert ready(leader) == 200
+        assert [ready(follower) for follower in group.followers(leader)] == [503, 503]
+        assert (counts(every[id(leader)])["granted"], active(every[id(leader)])) == (1, 1)
+        assert [active(every[id(follower)]) for follower in group.followers(leader)] == [0, 0]
+
+        leader.close()  # resigns: another leads, loading the lease from etcd into a term of its own
+        successor = group.leader(excluding=leader, timeout=FAILOVER)
+        assert ready(leader) == 503
+        assert ready(successor) == 200
+        assert active(every[id(successor)]) == 1
+        assert successor.renew(lease.cookie, 30) > 0
+        assert counts(every[id(successor)]) == expect(renewed=1)  # its term's landlord is counted
+
+
+# -- a served landlord in its own process, scraped over HTTP --------------------------------------
+
+
+@pytest.fixture
+def served(spawn: Spawner) -> Iterator[tuple[object, str, str]]:
+    """A landlord with metrics in its own process: (the child, its URI, its metrics' URL)."""
+    child = spawn("metrics_landlord.py")
+    uri = child.read_uri()
+    url = child.wait_for(METRICS_LINE)["url"]
+    yield child, uri, url
+
+
+def scrape(url: str) -> dict[str, float]:
+    """Every sample of a scrape, by name and labels (``name{label="value"}``)."""
+    status, _, body = get(url)
+    assert status == 200
+    return {sample.name + "".join(f'{{{key}="{value}"}}' for key, value in sorted(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(body) for sample in family.samples}
+
+
+def test_a_served_landlord_is_scraped_over_http(served: tuple[object, str, str]) -> None:
+    child, uri, url = served
+    assert get(base(url) + "/healthz")[::2] == (200, "ok\n")
+    assert get(base(url) + "/readyz")[::2] == (200, "ready\n")
+    before = scrape(url)
+    assert (before["landlord_leases_granted_total"], before["landlord_leases_active"]) == (0, 0)
+    with Pyro5.api.Proxy(uri) as rooms:
+        leases: list[LandlordLease] = [rooms.rent(f"room {n}", 60) for n in range(3)]
+        rooms.renew_all([lease.cookie for lease in leases] + [UNKNOWN], [60] * 4)
+    leases[0].renew(60)
+    after = scrape(url)
+    assert after["landlord_leases_granted_total"] == 3
+    assert after["landlord_leases_active"] == 3
+    assert after["landlord_leases_renewed_total"] == 4
+    assert after['landlord_leases_denied_total{reason="unknown"}'] == 1
+    assert after["landlord_renewal_duration_seconds_count"] == 2
+    leases[1].cancel()
+    assert scrape(url)["landlord_leases_cancelled_total"] == 1
+
+    port = int(url.split(":")[2].split("/")[0])
+    assert b"Error code: 400" in raw_request(port, b"\x16\x03\x01 not http\r\n\r\n")  # TLS to a plain port
+    raw_request(port, b"GET /metr")  # cut off
+    assert scrape(url)["landlord_leases_active"] == 2  # still answering, and the landlord too
+    assert leases[2].renew(60) > 0
