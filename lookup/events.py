@@ -22,7 +22,7 @@ from landlord import SYSTEM_CLOCK, Clock, Lanes, discard_proxy, proxy_for
 
 __all__ = [
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
-    "ServiceEvent", "EventRegistration", "EventMailer",
+    "ServiceEvent", "EventRegistration", "EventMailer", "DeliveryObserver",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,21 @@ class EventRegistration:
     sequence_number: int = dataclasses.field(repr=False)
 
 
+class DeliveryObserver:
+    """Told how a mailer's deliveries go (for metrics: see :class:`lookup.server.LookupMetrics`);
+    every method does nothing unless overridden. Called on a mailer thread, once per attempt:
+    it must be quick, and what it raises is logged and changes no delivery."""
+
+    def delivered(self) -> None:
+        """An event reached its listener (one whose ``notify`` raised counts: it was reached)."""
+
+    def failed(self) -> None:
+        """An attempt could not reach the listener (it is tried again, unless given up on)."""
+
+    def gave_up(self) -> None:
+        """A listener was given up on after its last retry: its registration ends."""
+
+
 class EventMailer:
     """Delivers events to listeners: in order per registration, never on the caller's thread.
 
@@ -85,15 +100,19 @@ class EventMailer:
         workers: number of delivery threads.
         retry_delays: seconds to wait before each retry of an unreachable listener.
         clock: what the retry delays are measured on.
+        observer: told of each delivery, failed attempt and listener given up on
+            (a :class:`DeliveryObserver`); the attribute ``observer`` may be set later.
 
     Raises:
         ValueError: ``workers`` is not a positive integer, or a delay is negative.
     """
 
     def __init__(self, *, on_undeliverable: Callable[[Hashable], None] | None = None, workers: int = 8,
-                 retry_delays: tuple[float, ...] = (0.1, 0.5, 2.0), clock: Clock = SYSTEM_CLOCK) -> None:
+                 retry_delays: tuple[float, ...] = (0.1, 0.5, 2.0), clock: Clock = SYSTEM_CLOCK,
+                 observer: DeliveryObserver | None = None) -> None:
         if not all(delay >= 0 for delay in retry_delays):
             raise ValueError(f"retry delays must not be negative, got {retry_delays!r}")
+        self.observer = observer
         self._on_undeliverable = on_undeliverable
         self._retry_delays = tuple(retry_delays)
         self._clock = clock
@@ -135,15 +154,28 @@ class EventMailer:
         for attempt in range(len(self._retry_delays) + 1):
             try:
                 _call_notify(listener, event)
+                self._tell("delivered")
                 return
             except Pyro5.errors.CommunicationError as exc:
+                self._tell("failed")
                 if attempt == len(self._retry_delays) or not self._pause(self._retry_delays[attempt]):
                     log.info("giving up on the listener of registration %r: %s", key, exc)
+                    self._tell("gave_up")
                     self._give_up(key)
                     return
             except Exception:
+                self._tell("delivered")
                 log.warning("the listener of registration %r raised on %r", key, event, exc_info=True)
                 return
+
+    def _tell(self, outcome: str) -> None:
+        observer = self.observer
+        if observer is None:
+            return
+        try:
+            getattr(observer, outcome)()
+        except Exception:
+            log.exception("the delivery observer %r failed", observer)
 
     def _give_up(self, key: Hashable) -> None:
         with self._lock:
