@@ -16,6 +16,13 @@ thread for every connection), a bounded :data:`MAX_MESSAGE_SIZE` and a
 with :func:`landlord.serving.serve_landlord`. Why, what it costs and the
 measurements are in :mod:`landlord.serving`'s docstring.
 
+Metrics
+-------
+``serve(metrics_port=9160)`` (``python -m lookup serve --metrics-port 9160``)
+serves the landlord's metrics (:mod:`landlord.metrics`) and health checks
+over HTTP, and the lookup service's own (:class:`LookupMetrics`): its event
+deliveries, the attempts that failed, and the listeners given up on.
+
 TLS
 ---
 ``serve(tls=TLSConfig(...))`` (``python -m lookup serve --cert --key --ca``)
@@ -31,11 +38,12 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import Pyro5.server
 
-from landlord import LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
+from landlord import Landlord, LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
+from landlord.metrics import LeaseMetrics
 
 # the serving constants and helpers lived here before landlord.serving: still importable from here
 from landlord.serving import (
@@ -53,13 +61,17 @@ from landlord.serving import (
 from landlord.tls import TLSConfig
 
 from .entry import Entry, entry_class_name, entry_fields
+from .events import DeliveryObserver
 from .locate import DEFAULT_HOST, DEFAULT_PORT, LOOKUP_OBJECT_ID
 from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, LookupService
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter
 
 __all__ = [
     "serve", "ServedLookupService", "raise_open_files_limit", "entry_text",
     "SERVER_TYPE", "MAX_MESSAGE_SIZE", "COMM_TIMEOUT", "THREADPOOL_SIZE", "MAX_TABLE_ROWS", "REAPERS",
-    "WANTED_OPEN_FILES", "pyro_settings", "STORE_NAME",
+    "WANTED_OPEN_FILES", "pyro_settings", "STORE_NAME", "LookupMetrics",
 ]
 
 log = logging.getLogger(__name__)
@@ -157,11 +169,57 @@ def _describe_record(record: Any) -> str:
 
 
 
+class LookupMetrics(LeaseMetrics):
+    """A lookup service's metrics: a landlord's (:class:`landlord.metrics.LeaseMetrics`: its
+    registrations and event registrations are its leases) and its event mail's:
+    ``lookup_event_deliveries_total`` (events that reached their listener),
+    ``lookup_event_delivery_failures_total`` (attempts that could not reach it; each retry
+    counts) and ``lookup_event_listeners_dropped_total`` (listeners given up on, their
+    registrations ended). Attach it to a :class:`~lookup.service.LookupService` or a
+    :class:`~lookup.replicated.ReplicatedLookupService` (every term's service is counted).
+
+    Raises:
+        ImportError: prometheus-client is not installed.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        from prometheus_client import Counter
+
+        self.mail = _CountedMail(
+            Counter("lookup_event_deliveries", "Events that reached their listener.", registry=self.registry),
+            Counter("lookup_event_delivery_failures", "Event deliveries that could not reach the listener "
+                    "(each attempt, retries too).", registry=self.registry),
+            Counter("lookup_event_listeners_dropped", "Listeners given up on after their last retry "
+                    "(their event registrations ended).", registry=self.registry))
+
+    def landlord_attached(self, landlord: Landlord) -> None:
+        if isinstance(landlord, LookupService):
+            landlord.fanout.mailer.observer = self.mail
+
+
+class _CountedMail(DeliveryObserver):
+    """Each outcome one ``inc``: a delivery costs its mailer thread a lock and an add."""
+
+    def __init__(self, delivered: Counter, failed: Counter, dropped: Counter) -> None:
+        self._delivered, self._failed, self._dropped = delivered, failed, dropped
+
+    def delivered(self) -> None:
+        self._delivered.inc()
+
+    def failed(self) -> None:
+        self._failed.inc()
+
+    def gave_up(self) -> None:
+        self._dropped.inc()
+
+
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str | None = None,
           max_lease: float = DEFAULT_MAX_LEASE, default_lease: float = DEFAULT_LEASE, reaper: str = "sleeper",
           server_type: str = SERVER_TYPE, threadpool_size: int = THREADPOOL_SIZE, tls: TLSConfig | None = None,
           store: str | os.PathLike[str] | None = None, stop: threading.Event | None = None,
-          ready: Callable[[str], None] | None = None, announce: bool = True) -> None:
+          ready: Callable[[str], None] | None = None, announce: bool = True, metrics_port: int | None = None,
+          metrics_host: str | None = None) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
@@ -193,10 +251,15 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             when called from the main thread.
         ready: called with the service's URI once it answers.
         announce: print the line saying where it is served (flushed) once it answers.
+        metrics_port: serve its metrics (:class:`LookupMetrics`) and health checks over
+            HTTP at this port (0: any free one), printing ``lookup service metrics at
+            http://...`` (see :func:`landlord.serving.serve_object`); ``None``: no metrics.
+        metrics_host: the address the metrics listen on (default: ``host``).
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an
-            ``advertise`` that is not a host name or address.
+            ``advertise`` that is not a host name or address, a bad ``metrics_port``.
+        ImportError: ``metrics_port`` given, and prometheus-client not installed.
         TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
         OSError: the address is in use or cannot be bound.
         sqlite3.Error: ``store`` cannot be opened as a database.
@@ -210,13 +273,17 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     if advertise is not None:
         check_advertise(advertise)  # before the store is opened
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
+    metrics = LookupMetrics() if metrics_port is not None else None  # before the store is opened
     service = ServedLookupService(policy=policy, reaper=reaper,
                                   store=LeaseStore(store, name=STORE_NAME) if store is not None else None)
     kept = f"kept in {os.fspath(store)} ({len(service)} lease(s) taken back)" if store is not None else "in memory"
     try:
+        if metrics is not None:
+            metrics.attach(service)
         serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
-                     name="lookup service", announce=announce,
+                     name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,
+                     metrics_port=metrics_port or 0,
                      details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
         service.close()  # its reaper and event delivery
