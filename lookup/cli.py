@@ -5,7 +5,7 @@
     python -m lookup serve [--host 127.0.0.1] [--advertise ADDR] [--port 4160] [--max-lease S]
                            [--default-lease S] [--reaper sleeper|polling|lazy] [--store PATH] [--verbose]
                            [--etcd URL[,URL...] --group NAME --replicas H1:P1,H2:P2,H3:P3]
-                           [--cert PATH --key PATH --ca PATH]
+                           [--cert PATH --key PATH --ca PATH] [--metrics-port PORT [--metrics-host ADDR]]
     python -m lookup list [--host 127.0.0.1] [--port 4160] [--etcd URL[,URL...] --group NAME]
                           [--timeout S] [--limit N] [--cert PATH --key PATH --ca PATH]
     python -m lookup --version
@@ -26,6 +26,13 @@ certificate and accepts only a server whose certificate the CA signed.
 restarted on it (even after ``kill -9``) has them back, each with its
 remaining time less the downtime, and its clients carry on as if nothing had
 happened (see :class:`landlord.LeaseStore`).
+
+``--metrics-port PORT`` serves Prometheus metrics at
+``http://HOST:PORT/metrics`` (HOST: ``--metrics-host``, default ``--host``),
+with health checks for a load balancer: ``/healthz`` (200 while the process
+serves) and ``/readyz`` (200 while it answers leases: a replica only while it
+leads). Needs prometheus-client (``pip install 'landlord[metrics]'``; without
+it, exit 2). See :class:`lookup.server.LookupMetrics`.
 
 ``--etcd``, ``--group`` and ``--replicas`` (all three) run one replica of a
 replicated lookup service (see docs/replication.md and
@@ -193,6 +200,13 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                             "(default: in memory only)")
     serve.add_argument("-v", "--verbose", action="store_true",
                        help="log at DEBUG, renewals included")
+    metrics = serve.add_argument_group("metrics", "Prometheus metrics and health checks over HTTP "
+                                       "(needs prometheus-client: pip install 'landlord[metrics]')")
+    metrics.add_argument("--metrics-port", type=_port, metavar="PORT",
+                         help="serve /metrics, /healthz and /readyz at this port (0: any free port; "
+                              "default: no metrics)")
+    metrics.add_argument("--metrics-host", metavar="ADDR",
+                         help="address the metrics listen on (default: --host)")
     _add_etcd_options(serve, serving=True)
     _add_tls_options(serve, side="server")
 
@@ -225,6 +239,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
     args = parser.parse_args(argv)
     args.tls = _tls_config(args, parser)
     if args.command == "serve":
+        if args.metrics_host is not None and args.metrics_port is None:
+            parser.error("--metrics-host needs --metrics-port")
+        if args.metrics_port is not None and not _metrics_available():
+            return EXIT_USAGE
         if args.default_lease is None:
             args.default_lease = min(DEFAULT_LEASE, args.max_lease)
         elif args.default_lease > args.max_lease:
@@ -244,6 +262,26 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
     return _list(args, sys.stdout)
 
 
+def _addresses(args: argparse.Namespace) -> str:
+    """Where ``serve`` listens: ``host:port``, and its metrics' address if any."""
+    where = f"{args.host}:{args.port}"
+    if args.metrics_port is not None:
+        where += f" (or metrics at {args.metrics_host or args.host}:{args.metrics_port})"
+    return where
+
+
+def _metrics_available() -> bool:
+    """Whether prometheus-client can be imported; if not, says so on stderr."""
+    from landlord.metrics import require_prometheus
+
+    try:
+        require_prometheus()
+    except ImportError as exc:
+        print(f"lookup: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _log_to_stderr(verbose: bool) -> None:
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT, stream=sys.stderr)
     level = logging.DEBUG if verbose else logging.INFO
@@ -257,9 +295,10 @@ def _serve(args: argparse.Namespace) -> int:
     _log_to_stderr(args.verbose)
     try:
         serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease,
-              default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store)
+              default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
+              metrics_port=args.metrics_port, metrics_host=args.metrics_host)
     except OSError as exc:  # the address is in use, or not ours
-        print(f"lookup: cannot serve at {args.host}:{args.port}: {exc}", file=sys.stderr)
+        print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except (sqlite3.Error, ValueError, StoreInUseError) as exc:  # not a database, another's, or in use
         print(f"lookup: cannot use the store {args.store}: {exc}", file=sys.stderr)
@@ -272,9 +311,12 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
     _log_to_stderr(args.verbose)
     try:
-        serve_replicated(args.host, args.port, etcd=args.etcd, group=args.group, replicas=args.replicas,
-                         advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
-                         reaper=args.reaper, tls=args.tls)
+        if args.metrics_port is None:
+            serve_replicated(args.host, args.port, etcd=args.etcd, group=args.group, replicas=args.replicas,
+                             advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
+                             reaper=args.reaper, tls=args.tls)
+        else:
+            _serve_replicated_with_metrics(args)
     except ValueError as exc:  # this replica not among --replicas
         parser.error(str(exc))
     except ImportError as exc:
@@ -284,9 +326,36 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         print(f"lookup: cannot reach etcd: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except OSError as exc:  # the address is in use, or not ours
-        print(f"lookup: cannot serve at {args.host}:{args.port}: {exc}", file=sys.stderr)
+        print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     return EXIT_OK
+
+
+def _serve_replicated_with_metrics(args: argparse.Namespace) -> None:
+    """:func:`lookup.replicated.serve_replicated`, its metrics served too: the same checks and replica,
+    served by ``serve_replica`` with a :class:`~lookup.server.LookupMetrics` (serve_replicated takes no
+    metrics options of its own).
+
+    Raises:
+        as :func:`~lookup.replicated.serve_replicated`.
+    """
+    from landlord import LeaseDurationPolicy, replica_uris, serve_replica
+    from landlord.serving import advertised_host
+
+    from .locate import LOOKUP_OBJECT_ID, lookup_uri
+    from .replicated import ReplicatedLookupService, reach_etcd
+    from .server import LookupMetrics
+
+    uris = replica_uris(args.replicas, args.group, object_id=LOOKUP_OBJECT_ID)
+    own = lookup_uri(advertised_host(args.host, args.advertise), args.port)
+    if own not in uris:
+        raise ValueError(f"this replica's address {own.split('@', 1)[1]} is not one of the replicas {args.replicas}")
+    policy = LeaseDurationPolicy(maximum=args.max_lease, default=args.default_lease)
+    metrics = LookupMetrics()
+    replica = ReplicatedLookupService(reach_etcd(args.etcd), group=args.group, replicas=uris, policy=policy,
+                                      reaper=args.reaper)
+    serve_replica(replica, args.host, args.port, advertise=args.advertise, tls=args.tls, name="lookup service",
+                  metrics=metrics, metrics_port=args.metrics_port, metrics_host=args.metrics_host)
 
 
 def _leader_address(args: argparse.Namespace, out: TextIO) -> bool:

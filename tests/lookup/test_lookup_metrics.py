@@ -1,0 +1,240 @@
+"""The lookup service's metrics (lookup.server.LookupMetrics): its event mail counted (deliveries, failed
+attempts, listeners given up on), in-process and in ``python -m lookup serve --metrics-port`` scraped over
+HTTP, the replica path (``--etcd``) too, ready only while it leads.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+
+import Pyro5.api
+import Pyro5.errors
+import pytest
+from conftest import ChildProcess, free_port
+from etcd_fixtures import cluster, etcd_cluster, new_group  # noqa: F401
+from lookup_processes import run_lookup, serve_lookup  # noqa: F401
+from prometheus_client.parser import text_string_to_metric_families
+
+from landlord.testing import Recorder, ServingDaemon
+from landlord.testing_etcd import EtcdCluster
+from lookup import ALL_TRANSITIONS, LookupService, Name, ServiceEvent, ServiceItem, ServiceTemplate
+from lookup.events import DeliveryObserver, EventMailer
+from lookup.locate import locate
+from lookup.server import LookupMetrics
+
+METRICS_LINE = r"lookup service metrics at (?P<url>http://\S+/metrics)"
+SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
+DEAD_LISTENER = "PYRO:listener@127.0.0.1:{port}"
+SETTLE = 15.0  # seconds a scraped counter may take to reach its value (after the event is received)
+HTTP_TIMEOUT = 10.0
+
+
+def quoter(name: str) -> ServiceItem:
+    return ServiceItem(None, SERVICE_URI, ("example.Quoter",), (Name(name),))
+
+
+class Listener(Recorder[ServiceEvent]):
+    """A remote event listener: records the events it is sent."""
+
+    @Pyro5.api.expose
+    def notify(self, event: ServiceEvent) -> None:
+        self.record(event)
+
+
+class Tally(DeliveryObserver):
+    def __init__(self) -> None:
+        self.told: list[str] = []
+
+    def delivered(self) -> None:
+        self.told.append("delivered")
+
+    def failed(self) -> None:
+        self.told.append("failed")
+
+    def gave_up(self) -> None:
+        self.told.append("gave_up")
+
+
+class Unreachable:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def notify(self, event: ServiceEvent) -> None:
+        self.calls += 1
+        raise Pyro5.errors.CommunicationError("nobody there")
+
+
+class Raising:
+    def notify(self, event: ServiceEvent) -> None:
+        raise RuntimeError("the listener's own bug")
+
+
+def event(number: int) -> ServiceEvent:
+    return ServiceEvent(1, number, None, "s", 2, None)
+
+
+# -- the mailer's observer -------------------------------------------------------------------------
+
+
+def test_the_mailer_tells_its_observer_each_outcome() -> None:
+    tally, gone = Tally(), Recorder[object]()
+    mailer = EventMailer(observer=tally, retry_delays=(0.0, 0.0), on_undeliverable=gone)
+    try:
+        mailer.post("reached", Listener(), event(1))
+        mailer.post("raising", Raising(), event(1))  # reached: its own exception is its own
+        assert mailer.wait_idle(10)
+        assert tally.told == ["delivered", "delivered"]
+        unreachable = Unreachable()
+        mailer.post("unreachable", unreachable, event(1))
+        assert gone.wait_for(1) == ["unreachable"]
+        assert mailer.wait_idle(10)
+        assert unreachable.calls == 3
+        assert tally.told == ["delivered", "delivered", "failed", "failed", "failed", "gave_up"]
+    finally:
+        mailer.close()
+
+
+def test_a_failing_observer_changes_no_delivery() -> None:
+    class Broken(DeliveryObserver):
+        def delivered(self) -> None:
+            raise RuntimeError("metrics broke")
+
+    listener = Listener()
+    mailer = EventMailer(observer=Broken())
+    try:
+        for number in (1, 2):
+            mailer.post("key", listener, event(number))
+        assert [received.sequence_number for received in listener.wait_for(2)] == [1, 2]
+    finally:
+        mailer.close()
+
+
+def test_lookup_metrics_count_a_services_registrations_and_mail() -> None:
+    service = LookupService(reaper="lazy")
+    metrics = LookupMetrics().attach(service)
+    try:
+        listener = Listener()
+        service.notify(ServiceTemplate(), ALL_TRANSITIONS, listener, None, 60)
+        service.register(quoter("one"), 60)
+        listener.wait_for(1)
+        assert service.fanout.mailer.wait_idle(10)
+        sample = metrics.registry.get_sample_value
+        assert sample("lookup_event_deliveries_total") == 1
+        assert sample("lookup_event_delivery_failures_total") == 0
+        assert sample("landlord_leases_granted_total") == 2  # the event registration and the service's
+        assert sample("landlord_leases_active") == 2
+    finally:
+        service.close()
+
+
+# -- python -m lookup serve --metrics-port, scraped over HTTP ---------------------------------------
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def scrape(url: str) -> dict[str, float]:
+    status, body = get(url)
+    assert status == 200
+    return {sample.name + "".join(f'{{{key}="{value}"}}' for key, value in sorted(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(body) for sample in family.samples}
+
+
+def settled(check: Callable[[], bool], what: str, timeout: float = SETTLE) -> None:
+    """Wait until ``check()`` holds, asking again and again: a counter scraped from another process
+    moves after what the test saw (a delivery is counted once the listener's call has returned)."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"
+        pause.wait(0.02)  # between two scrapes, not a synchronisation: the check decides
+
+
+@pytest.fixture
+def listener_daemon() -> Iterator[ServingDaemon]:
+    with ServingDaemon() as daemon:
+        yield daemon
+
+
+def test_served_lookup_counts_a_registration_and_an_event_delivery(
+        serve_lookup: Callable[..., tuple[ChildProcess, int]], listener_daemon: ServingDaemon) -> None:
+    server, port = serve_lookup("--metrics-port", "0")
+    url = server.wait_for(METRICS_LINE)["url"]
+    root = url.removesuffix("/metrics")
+    assert get(root + "/healthz") == (200, "ok\n")
+    assert get(root + "/readyz") == (200, "ready\n")
+    assert scrape(url)["lookup_event_deliveries_total"] == 0
+
+    listener = Listener()
+    listener_uri = listener_daemon.register(listener)
+    dead = DEAD_LISTENER.format(port=free_port())
+    with locate("127.0.0.1", port) as proxy:
+        proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, listener_uri, None, 60)
+        proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, dead, None, 60)  # nobody listens there
+        proxy.register(quoter("counted"), 60)
+    assert listener.wait_for(1)[0].item.attributes == (Name("counted"),)
+
+    settled(lambda: scrape(url)["lookup_event_deliveries_total"] == 1, "the delivery counted")
+    after = scrape(url)
+    assert after["landlord_leases_granted_total"] == 3  # two event registrations and the service's
+    assert after["lookup_event_delivery_failures_total"] >= 1  # the dead listener, retried meanwhile
+    settled(lambda: scrape(url)["lookup_event_listeners_dropped_total"] == 1, "the dead listener given up on")
+    final = scrape(url)
+    assert final["lookup_event_delivery_failures_total"] == 4  # its first attempt and three retries
+    assert final["landlord_leases_cancelled_total"] == 1  # its event registration ended with it
+    assert final["lookup_event_deliveries_total"] == 1
+
+
+def test_the_metrics_options_on_the_command_line() -> None:
+    help_text = run_lookup("serve", "--help").stdout
+    assert "--metrics-port" in help_text and "--metrics-host" in help_text
+    done = run_lookup("serve", "--port", str(free_port()), "--metrics-host", "127.0.0.1")
+    assert done.returncode == 2
+    assert "--metrics-host needs --metrics-port" in done.stderr.splitlines()[-1]
+
+
+def test_serve_with_metrics_but_no_prometheus_client_says_so_and_exits_2() -> None:
+    script = """if True:
+        import sys
+        sys.modules["prometheus_client"] = None  # not installed: its import fails
+        from lookup.cli import main
+        sys.exit(main(["serve", "--port", sys.argv[1], "--metrics-port", "0"]))
+    """
+    done = subprocess.run([sys.executable, "-c", script, str(free_port())], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "lookup: landlord's metrics need prometheus-client: pip install 'landlord[metrics]'\n"
+
+
+def test_a_served_replica_is_ready_while_it_leads_and_counts(cluster: EtcdCluster,
+                                                              listener_daemon: ServingDaemon) -> None:
+    group, port = new_group(), free_port()
+    replica = ChildProcess("-m", "lookup", "serve", "--etcd", ",".join(cluster.endpoints), "--group", group,
+                           "--replicas", f"127.0.0.1:{port}", "--port", str(port), "--metrics-port", "0",
+                           name="replica")
+    try:
+        uri = replica.read_uri(20, pattern=r"^lookup service at (?P<uri>\S+) ")
+        url = replica.wait_for(METRICS_LINE)["url"]
+        root = url.removesuffix("/metrics")
+        settled(lambda: get(root + "/readyz") == (200, "ready\n"), "the only replica leads")
+        listener = Listener()
+        with Pyro5.api.Proxy(uri) as proxy:
+            proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, listener_daemon.register(listener), None, 60)
+            proxy.register(quoter("replicated"), 60)
+        listener.wait_for(1)
+        settled(lambda: scrape(url)["lookup_event_deliveries_total"] == 1, "the term's delivery counted")
+        assert scrape(url)["landlord_leases_granted_total"] == 2
+        assert scrape(url)["landlord_leases_active"] == 2
+    finally:
+        replica.close()
