@@ -78,7 +78,7 @@ class AdaptivePolicy(LeaseDurationPolicy):
     sums and one :meth:`~landlord.LeasePolicy.held`). A grant reads ``held()``
     and sets the term outside the lock: a float written whole, and either
     writer's term is a current one. ``benchmarks/bench_adaptive.py`` shows the
-    load held at 0.75-0.86 of the cap while the leases grow tenfold.
+    load held at 0.73-0.87 of the cap while the leases grow tenfold.
 
     Args:
         renewal_cap: renewals per second the landlord wants to serve at most.
