@@ -10,6 +10,7 @@ results and lease errors cross the wire as themselves.
 from __future__ import annotations
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
+from .adaptive import AdaptivePolicy
 from .backoff import Backoff, OutageLog, PeerErrors
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
@@ -42,7 +43,7 @@ __all__ = [
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
     "LeaseManager",
     "LeaseHooks", "RevocationReceiver",
-    "LeasePolicy", "LeaseDurationPolicy",
+    "LeasePolicy", "LeaseDurationPolicy", "AdaptivePolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "Store", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
