@@ -453,13 +453,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
     if not isinstance(landlord, Landlord):
         raise TypeError(f"expected a Landlord, got {type(landlord).__name__}")
     object_id = landlord_object_id(landlord) if object_id is None else object_id
-    if metrics_port is not None:
-        from .metrics import LeaseMetrics, find_metrics
-
-        _check_metrics_port(metrics_port)
-        metrics = (metrics if metrics is not None else find_metrics(landlord) or LeaseMetrics()).attach(landlord)
-    elif metrics is not None:
-        raise ValueError("metrics given without metrics_port: say where to serve them")
+    metrics = _attached_metrics(landlord, metrics, metrics_port)
     serve_object(landlord, host, port, advertise=advertise, object_id=object_id, tls=tls,
                  server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
                  name="landlord", announce=announce, metrics=metrics, metrics_host=metrics_host,
@@ -507,13 +501,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     """
     if not isinstance(replica, ReplicatedLandlord):
         raise TypeError(f"expected a ReplicatedLandlord, got {type(replica).__name__}")
-    if metrics_port is not None:
-        from .metrics import LeaseMetrics
-
-        _check_metrics_port(metrics_port)
-        metrics = (metrics if metrics is not None else LeaseMetrics()).attach(replica)
-    elif metrics is not None:
-        raise ValueError("metrics given without metrics_port: say where to serve them")
+    metrics = _attached_metrics(replica, metrics, metrics_port)
 
     def joined(uri: str) -> None:
         replica.start(uri)
@@ -662,6 +650,28 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                 connection.close()
         log.info("%s stopped (%d connection(s) closed in %.2f s)", name, len(connections),
                  time.monotonic() - started)
+
+
+def _attached_metrics(served: Landlord | ReplicatedLandlord, metrics: LeaseMetrics | None,
+                      metrics_port: int | None) -> LeaseMetrics | None:
+    """The metrics to serve with ``served``, attached to it: ``metrics``, else (a landlord) those among its
+    hooks, else new ones; ``None`` without a ``metrics_port``.
+
+    Raises:
+        ValueError: a bad ``metrics_port``, ``metrics`` without one, or ``metrics`` counting another.
+        ImportError: prometheus-client is not installed.
+        RuntimeError: ``served`` is a replica that has started.
+    """
+    if metrics_port is None:
+        if metrics is not None:
+            raise ValueError("metrics given without metrics_port: say where to serve them")
+        return None
+    from .metrics import LeaseMetrics, find_metrics
+
+    _check_metrics_port(metrics_port)
+    if metrics is None:  # a landlord served again with metrics counts on in those it had
+        metrics = (find_metrics(served) if isinstance(served, Landlord) else None) or LeaseMetrics()
+    return metrics.attach(served)
 
 
 def _check_metrics_port(port: object) -> None:
