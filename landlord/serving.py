@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING, Any
 import Pyro5.api
 from Pyro5 import config as pyro_config
 
+from .admin import LandlordAdmin, admin_object_id
 from .grantor import Landlord
 from .multiplex import greet_when_spoken
 from .replicated import ReplicatedLandlord
@@ -395,7 +396,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
                    server_type: str = SERVER_TYPE, threadpool_size: int = THREADPOOL_SIZE,
                    stop: threading.Event | None = None, ready: Callable[[str], None] | None = None,
                    announce: bool = True, metrics_port: int | None = None, metrics_host: str | None = None,
-                   metrics: LeaseMetrics | None = None) -> None:
+                   metrics: LeaseMetrics | None = None, admin: LandlordAdmin | None = None) -> None:
     """Serve ``landlord`` (a :class:`~landlord.Landlord` or subclass) at
     ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
@@ -439,6 +440,8 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
         metrics: the :class:`~landlord.metrics.LeaseMetrics` to serve (attached to
             ``landlord`` here, if it is not yet); default: the one already among its
             hooks, else a new one. Only with ``metrics_port``.
+        admin: serve this :class:`~landlord.admin.LandlordAdmin` of ``landlord`` beside
+            it, on the same daemon (``python -m landlord list|evict`` calls it).
 
     Raises:
         TypeError: ``landlord`` is not a Landlord, ``tls`` not a TLSConfig, or
@@ -457,7 +460,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
     serve_object(landlord, host, port, advertise=advertise, object_id=object_id, tls=tls,
                  server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
                  name="landlord", announce=announce, metrics=metrics, metrics_host=metrics_host,
-                 metrics_port=metrics_port or 0)
+                 metrics_port=metrics_port or 0, admin=_admin_of(landlord, admin))
 
 
 def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: int = 0, *,
@@ -465,7 +468,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
                   threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                   ready: Callable[[str], None] | None = None, announce: bool = True,
                   name: str = "replica", metrics_port: int | None = None, metrics_host: str | None = None,
-                  metrics: LeaseMetrics | None = None) -> None:
+                  metrics: LeaseMetrics | None = None, admin: LandlordAdmin | None = None) -> None:
     """Serve one replica of a replicated landlord at ``host:port`` until SIGTERM or SIGINT (or ``stop``),
     as :func:`serve_landlord` serves a landlord; then close it (it resigns: another replica leads at once).
 
@@ -492,6 +495,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
         metrics_port, metrics_host: as for :func:`serve_landlord`.
         metrics: the :class:`~landlord.metrics.LeaseMetrics` to serve, attached to
             ``replica`` here (default: a new one). Only with ``metrics_port``.
+        admin: as for :func:`serve_landlord`.
 
     Raises:
         TypeError: ``replica`` is not a :class:`~landlord.ReplicatedLandlord`.
@@ -512,7 +516,8 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
         serve_object(replica, host, port, advertise=advertise, object_id=replica.object_id, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=joined,
                      name=name, details=f"replica of group {replica.group}", announce=announce,
-                     metrics=metrics, metrics_host=metrics_host, metrics_port=metrics_port or 0)
+                     metrics=metrics, metrics_host=metrics_host, metrics_port=metrics_port or 0,
+                     admin=_admin_of(replica, admin))
     finally:
         replica.close()
 
@@ -522,7 +527,7 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                  threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                  ready: Callable[[str], None] | None = None, name: str = "object", details: str = "",
                  announce: bool = True, metrics: LeaseMetrics | None = None, metrics_host: str | None = None,
-                 metrics_port: int = 0) -> None:
+                 metrics_port: int = 0, admin: LandlordAdmin | None = None) -> None:
     """Serve one Pyro5 object at ``host:port`` under ``object_id`` until
     SIGTERM or SIGINT (or ``stop`` is set): the loop behind :func:`serve_landlord`
     and ``python -m lookup serve``.
@@ -565,6 +570,8 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         metrics: serve these metrics and health checks too (attached by the caller).
         metrics_host: where the metrics listen (default: ``host``).
         metrics_port: their port (0: any free one).
+        admin: serve this :class:`~landlord.admin.LandlordAdmin` on the same daemon, under its
+            ``object_id`` (logged, and printed with ``announce``: ``"<name> admin at <uri>"``).
 
     Raises:
         TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
@@ -606,6 +613,10 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         stack.callback(daemon.close)
         uri = str(daemon.register(obj, objectId=object_id))
         stack.callback(daemon.unregister, obj)  # so that it can be served again, elsewhere
+        admin_uri = None
+        if admin is not None:
+            admin_uri = str(daemon.register(admin, objectId=admin.object_id))
+            stack.callback(daemon.unregister, admin)
         answering = threading.Event()  # /readyz: from ready until told to stop
         endpoint = None
         if metrics is not None:
@@ -626,6 +637,11 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         log.info("%s", serving)
         if announce:  # the same line: readers of either find the same URI
             _print_line(serving)
+        if admin_uri is not None:
+            administered = f"{name} admin at {admin_uri}"
+            log.info("%s", administered)
+            if announce:
+                _print_line(administered)
         if endpoint is not None:
             measured = f"{name} metrics at {endpoint.url} (health: /healthz, /readyz)"
             log.info("%s", measured)
@@ -650,6 +666,22 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                 connection.close()
         log.info("%s stopped (%d connection(s) closed in %.2f s)", name, len(connections),
                  time.monotonic() - started)
+
+
+def _admin_of(served: Landlord | ReplicatedLandlord, admin: LandlordAdmin | None) -> LandlordAdmin | None:
+    """``admin``, checked to administer ``served``.
+
+    Raises:
+        TypeError: ``admin`` is not a LandlordAdmin.
+        ValueError: it administers another landlord.
+    """
+    if admin is None:
+        return None
+    if not isinstance(admin, LandlordAdmin):
+        raise TypeError(f"admin must be a LandlordAdmin, got {type(admin).__name__}")
+    if admin.object_id != admin_object_id(served):
+        raise ValueError(f"this admin object administers another landlord ({admin.object_id})")
+    return admin
 
 
 def _attached_metrics(served: Landlord | ReplicatedLandlord, metrics: LeaseMetrics | None,

@@ -429,7 +429,7 @@ def _start(*args: str) -> tuple[Child, str, int]:
     """A landlord with its admin object in a child process; the child, the landlord's URI, its port."""
     child = Child("admin_landlord.py", *args)
     try:
-        admin_uri = child.read_uri(pattern=r"^admin at (?P<uri>PYRO:\S+)")
+        admin_uri = child.read_uri(pattern=r"^landlord admin at (?P<uri>PYRO:\S+)")
     except BaseException:
         child.close()
         raise
@@ -597,3 +597,11 @@ def test_the_commands_can_be_added_to_another_command_line(served: Served) -> No
     assert "'room 101'" in out.getvalue()
     assert run_admin(args, out=out, err=err, prog="lookup", environ={TOKEN_ENV: WRONG}) == 1
     assert err.getvalue().startswith("lookup: error: ") and "list refused" in err.getvalue()
+
+
+def test_serving_refuses_an_admin_object_of_another_landlord() -> None:
+    served, other = Landlord(reaper="lazy"), Landlord(reaper="lazy")
+    with pytest.raises(ValueError, match="administers another landlord"):
+        landlord.serve_landlord(served, "127.0.0.1", 0, admin=LandlordAdmin(other, token=TOKEN))
+    with pytest.raises(TypeError, match="LandlordAdmin"):
+        landlord.serve_landlord(served, "127.0.0.1", 0, admin="token")  # type: ignore[arg-type]

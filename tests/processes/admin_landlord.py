@@ -1,5 +1,5 @@
 """A landlord served by ``landlord.serve_landlord`` in its own process, with its admin object
-(``landlord.admin.register_admin``) beside it on the same daemon; optionally over two-way TLS.
+(``serve_landlord(admin=...)``) beside it on the same daemon; optionally over two-way TLS.
 
 Usage: admin_landlord.py [--token-file F] [--admin-name NAME ...] [--cert C --key K --ca A]
                          [--landlord-id ID]
@@ -20,7 +20,7 @@ from typing import Any
 import Pyro5.api
 
 import landlord
-from landlord.admin import read_token, register_admin
+from landlord.admin import LandlordAdmin, read_token
 
 
 class RoomLandlord(landlord.Landlord):
@@ -51,13 +51,8 @@ def main() -> None:
                          on_expire=lambda room: print("freed", room, flush=True),
                          on_cancel=lambda room: print("cancelled", room, flush=True))
 
-    def ready(uri: str) -> None:
-        # the daemon serving the landlord (Pyro5 sets it on what it registers): the admin object beside it
-        admin = register_admin(rooms._pyroDaemon, rooms, token=token,  # type: ignore[attr-defined]
-                               admin_names=args.admin_name)
-        print("admin at", admin, flush=True)
-
-    landlord.serve_landlord(rooms, "127.0.0.1", 0, tls=tls, ready=ready)
+    admin = LandlordAdmin(rooms, token=token, admin_names=args.admin_name)
+    landlord.serve_landlord(rooms, "127.0.0.1", 0, tls=tls, admin=admin)
     rooms.close()
     print("stopped", flush=True)
 
