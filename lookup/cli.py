@@ -6,6 +6,8 @@
                            [--default-lease S] [--reaper sleeper|polling|lazy] [--store PATH] [--verbose]
                            [--etcd URL[,URL...] --group NAME --replicas H1:P1,H2:P2,H3:P3]
                            [--cert PATH --key PATH --ca PATH] [--metrics-port PORT [--metrics-host ADDR]]
+                           [--admin-token-file PATH] [--admin-name NAME ...]
+    python -m lookup leases|evict ...   (an operator's: as python -m landlord list|evict)
     python -m lookup list [--host 127.0.0.1] [--port 4160] [--etcd URL[,URL...] --group NAME]
                           [--timeout S] [--limit N] [--cert PATH --key PATH --ca PATH]
     python -m lookup --version
@@ -34,6 +36,12 @@ serves) and ``/readyz`` (200 while it answers leases: a replica only while it
 leads). Needs prometheus-client (``pip install 'landlord[metrics]'``; without
 it, exit 2). See :class:`lookup.server.LookupMetrics`.
 
+``--admin-token-file PATH`` (and, over two-way TLS, ``--admin-name NAME``)
+serves an admin object beside the service (:class:`landlord.admin.LandlordAdmin`):
+``python -m lookup leases`` lists its leases by a prefix of their cookies and
+``python -m lookup evict PREFIX`` revokes one, for a caller with the token
+(``--token-file`` or ``LANDLORD_ADMIN_TOKEN``) or an admin certificate.
+
 ``--etcd``, ``--group`` and ``--replicas`` (all three) run one replica of a
 replicated lookup service (see docs/replication.md and
 :mod:`lookup.replicated`): run one on each host named in ``--replicas``,
@@ -59,6 +67,7 @@ from typing import Any, TextIO
 import Pyro5.errors
 
 from landlord import StoreInUseError, __version__
+from landlord.admin import add_admin_commands, read_token, run_admin
 from landlord.serving import check_advertise
 from landlord.tls import TLSConfig, tls_settings
 
@@ -169,7 +178,7 @@ def _tls_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> TL
 
 
 def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
-    """The command line's parser, with the ``serve`` and ``list`` subcommands."""
+    """The command line's parser: ``serve``, ``list``, and the admin commands ``leases`` and ``evict``."""
     parser = argparse.ArgumentParser(
         prog=prog, description="A Jini-style lookup service whose registrations are leases.",
         epilog="Exit codes: 0 ok, 1 cannot reach (or serve at) the address, or open the store, 2 usage error.")
@@ -207,6 +216,15 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                               "default: no metrics)")
     metrics.add_argument("--metrics-host", metavar="ADDR",
                          help="address the metrics listen on (default: --host)")
+    admin = serve.add_argument_group("admin", "an admin object beside the service, for "
+                                     "`lookup leases` and `lookup evict` (a cookie is a capability: "
+                                     "only an operator may list them)")
+    admin.add_argument("--admin-token-file", type=pathlib.Path, metavar="PATH",
+                       help="the admin token, read from this file (never from the command line, which "
+                            "other users can see)")
+    admin.add_argument("--admin-name", action="append", default=[], metavar="NAME",
+                       help="a commonName whose certificate (of --ca, over two-way TLS) is an admin's; "
+                            "repeatable")
     _add_etcd_options(serve, serving=True)
     _add_tls_options(serve, side="server")
 
@@ -222,6 +240,8 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                       help="show at most N registrations (default %(default)s)")
     _add_etcd_options(show, serving=False)
     _add_tls_options(show, side="client")
+    add_admin_commands(commands, list_name="leases", evict_name="evict", default_port=DEFAULT_PORT,
+                       what="lookup service")
     return parser
 
 
@@ -237,8 +257,18 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
     """
     parser = build_parser(prog)
     args = parser.parse_args(argv)
+    if getattr(args, "admin_command", None):
+        return run_admin(args, prog=prog)
     args.tls = _tls_config(args, parser)
     if args.command == "serve":
+        args.admin_token = None
+        if args.admin_token_file is not None:
+            try:
+                args.admin_token = read_token(args.admin_token_file)
+            except (OSError, ValueError) as exc:
+                parser.error(f"--admin-token-file: {exc}")
+        if args.admin_name and args.tls is None:
+            parser.error("--admin-name needs --cert, --key and --ca: without TLS no caller has a certificate")
         if args.metrics_host is not None and args.metrics_port is None:
             parser.error("--metrics-host needs --metrics-port")
         if args.metrics_port is not None and not _metrics_available():
@@ -296,7 +326,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease,
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
-              metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+              metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
+              admin_names=args.admin_name)
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -311,12 +342,10 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
     _log_to_stderr(args.verbose)
     try:
-        if args.metrics_port is None:
-            serve_replicated(args.host, args.port, etcd=args.etcd, group=args.group, replicas=args.replicas,
-                             advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
-                             reaper=args.reaper, tls=args.tls)
-        else:
-            _serve_replicated_with_metrics(args)
+        serve_replicated(args.host, args.port, etcd=args.etcd, group=args.group, replicas=args.replicas,
+                         advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
+                         reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
+                         metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name)
     except ValueError as exc:  # this replica not among --replicas
         parser.error(str(exc))
     except ImportError as exc:
@@ -329,33 +358,6 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     return EXIT_OK
-
-
-def _serve_replicated_with_metrics(args: argparse.Namespace) -> None:
-    """:func:`lookup.replicated.serve_replicated`, its metrics served too: the same checks and replica,
-    served by ``serve_replica`` with a :class:`~lookup.server.LookupMetrics` (serve_replicated takes no
-    metrics options of its own).
-
-    Raises:
-        as :func:`~lookup.replicated.serve_replicated`.
-    """
-    from landlord import LeaseDurationPolicy, replica_uris, serve_replica
-    from landlord.serving import advertised_host
-
-    from .locate import LOOKUP_OBJECT_ID, lookup_uri
-    from .replicated import ReplicatedLookupService, reach_etcd
-    from .server import LookupMetrics
-
-    uris = replica_uris(args.replicas, args.group, object_id=LOOKUP_OBJECT_ID)
-    own = lookup_uri(advertised_host(args.host, args.advertise), args.port)
-    if own not in uris:
-        raise ValueError(f"this replica's address {own.split('@', 1)[1]} is not one of the replicas {args.replicas}")
-    policy = LeaseDurationPolicy(maximum=args.max_lease, default=args.default_lease)
-    metrics = LookupMetrics()
-    replica = ReplicatedLookupService(reach_etcd(args.etcd), group=args.group, replicas=uris, policy=policy,
-                                      reaper=args.reaper)
-    serve_replica(replica, args.host, args.port, advertise=args.advertise, tls=args.tls, name="lookup service",
-                  metrics=metrics, metrics_port=args.metrics_port, metrics_host=args.metrics_host)
 
 
 def _leader_address(args: argparse.Namespace, out: TextIO) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import Pyro5.server
@@ -39,6 +39,7 @@ from landlord import (
     replica_uris,
     serve_replica,
 )
+from landlord.admin import LandlordAdmin
 from landlord.election import connect, etcd_errors, leader_key
 from landlord.replicated import ReplicaTerm
 from landlord.serving import advertised_host
@@ -48,7 +49,7 @@ from .entry import Entry
 from .item import ServiceItem, ServiceMatches, ServiceTemplate
 from .locate import LOOKUP_OBJECT_ID, lookup_uri
 from .registration import ServiceRegistration
-from .server import MAX_TABLE_ROWS, ServedLookupService
+from .server import MAX_TABLE_ROWS, LookupMetrics, ServedLookupService
 from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, MAX_MATCHES
 
 if TYPE_CHECKING:
@@ -223,12 +224,16 @@ def group_leader(client: pyetcd.MultiEndpointEtcd3Client, group: str) -> str | N
 def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: str, advertise: str | None = None,
                      max_lease: float = DEFAULT_MAX_LEASE, default_lease: float = DEFAULT_LEASE,
                      reaper: str = "sleeper", tls: TLSConfig | None = None, stop: threading.Event | None = None,
-                     ready: Callable[[str], None] | None = None, announce: bool = True) -> None:
+                     ready: Callable[[str], None] | None = None, announce: bool = True,
+                     metrics_port: int | None = None, metrics_host: str | None = None,
+                     admin_token: str | None = None, admin_names: Iterable[str] = ()) -> None:
     """Serve one replica of lookup group ``group`` at ``host:port`` until SIGTERM or SIGINT (or ``stop``).
 
     Args:
-        host, port, advertise, max_lease, default_lease, reaper, tls, stop, ready, announce:
-            as for :func:`lookup.server.serve`.
+        host, port, advertise, max_lease, default_lease, reaper, tls, stop, ready, announce,
+        metrics_port, metrics_host, admin_token, admin_names:
+            as for :func:`lookup.server.serve` (the metrics count every term this replica leads;
+            the admin object answers on the leader).
         etcd: the etcd cluster's client URLs, comma-separated.
         group: the group's name.
         replicas: every replica's address, ``h1:p1,h2:p2,h3:p3``, the same on each; this one's
@@ -238,6 +243,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
         ValueError: a malformed etcd URL, group name or address; this replica's address not
             among ``replicas``; bad lease terms (all before anything is bound or sent).
         EtcdUnreachableError: no etcd member answered.
+        ImportError: ``metrics_port`` given, and prometheus-client not installed.
         OSError: the address is in use or cannot be bound.
     """
     uris = replica_uris(replicas, group, object_id=LOOKUP_OBJECT_ID)
@@ -245,6 +251,10 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
     if own not in uris:
         raise ValueError(f"this replica's address {own.split('@', 1)[1]} is not one of the replicas {replicas}")
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
+    metrics = LookupMetrics() if metrics_port is not None else None
     replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper)
+    admin = LandlordAdmin(replica, token=admin_token, admin_names=admin_names) \
+        if admin_token is not None or admin_names else None
     serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=ready, announce=announce,
-                  name="lookup service")
+                  name="lookup service", metrics=metrics, metrics_port=metrics_port, metrics_host=metrics_host,
+                  admin=admin)

@@ -37,12 +37,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import Pyro5.server
 
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
+from landlord.admin import LandlordAdmin
 from landlord.metrics import LeaseMetrics
 
 # the serving constants and helpers lived here before landlord.serving: still importable from here
@@ -219,7 +220,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
           server_type: str = SERVER_TYPE, threadpool_size: int = THREADPOOL_SIZE, tls: TLSConfig | None = None,
           store: str | os.PathLike[str] | None = None, stop: threading.Event | None = None,
           ready: Callable[[str], None] | None = None, announce: bool = True, metrics_port: int | None = None,
-          metrics_host: str | None = None) -> None:
+          metrics_host: str | None = None, admin_token: str | None = None,
+          admin_names: Iterable[str] = ()) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
@@ -255,6 +257,9 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             HTTP at this port (0: any free one), printing ``lookup service metrics at
             http://...`` (see :func:`landlord.serving.serve_object`); ``None``: no metrics.
         metrics_host: the address the metrics listen on (default: ``host``).
+        admin_token, admin_names: serve an admin object beside the service
+            (:class:`landlord.admin.LandlordAdmin`: ``python -m lookup leases|evict``),
+            for callers with this token or an admin certificate of these names.
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an
@@ -280,10 +285,12 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     try:
         if metrics is not None:
             metrics.attach(service)
+        admin = LandlordAdmin(service, token=admin_token, admin_names=admin_names) \
+            if admin_token is not None or admin_names else None
         serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
                      name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,
-                     metrics_port=metrics_port or 0,
+                     metrics_port=metrics_port or 0, admin=admin,
                      details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
         service.close()  # its reaper and event delivery

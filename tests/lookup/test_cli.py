@@ -280,3 +280,38 @@ def test_format_table_aligns_columns_and_marks_unknown_time_left() -> None:
         "bbbb        -      Name(name='n')          ?",
     ]
     assert format_table([]) == "no registrations\n"
+
+
+def test_an_operator_lists_and_evicts_registrations_with_the_admin_token(serve_lookup: Serve,
+                                                                          tmp_path: pathlib.Path) -> None:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("an admin token of the operators\n")
+    server, port = serve_lookup("--admin-token-file", str(token_file))
+    server.wait_for(r"^lookup service admin at PYRO:landlord-admin\.")
+    with locate("127.0.0.1", port) as lookup:
+        kept = lookup.register(ServiceItem(None, SERVICE_URI, ("x.Kept",), (Name("kept"),)), 60)
+        evicted = lookup.register(ServiceItem(None, SERVICE_URI, ("x.Evicted",), (Name("evicted"),)), 60)
+    wrong = tmp_path / "wrong-token"
+    wrong.write_text("not the operators' admin token\n")
+    refused = run_lookup("leases", "--port", str(port), "--token-file", str(wrong))
+    assert refused.returncode == 1 and refused.stdout == "" and kept.lease.cookie not in refused.stderr
+    listed = run_lookup("leases", "--port", str(port), "--token-file", str(token_file))
+    assert listed.returncode == 0, listed.stderr
+    assert {evicted.lease.cookie[:8], kept.lease.cookie[:8]} <= {line.split()[0] for line in listed.stdout.splitlines()}
+    assert kept.lease.cookie not in listed.stdout  # prefixes only: a whole cookie is a capability
+    done = run_lookup("evict", evicted.lease.cookie[:10], "--port", str(port), "--token-file", str(token_file))
+    assert done.returncode == 0, done.stderr
+    with locate("127.0.0.1", port) as lookup:
+        assert lookup.lookup(ServiceTemplate(types=["x.Evicted"])) is None
+        assert lookup.lookup(ServiceTemplate(types=["x.Kept"])) is not None
+    with pytest.raises(landlord.LeaseDeniedError, match="evicted by an operator"):
+        evicted.lease.renew(60)
+
+
+def test_admin_options_that_cannot_work_are_usage_errors(tmp_path: pathlib.Path) -> None:
+    short = tmp_path / "short"
+    short.write_text("short\n")
+    for args in (["--admin-token-file", str(tmp_path / "missing")], ["--admin-token-file", str(short)],
+                 ["--admin-name", "ops"]):
+        done = run_lookup("serve", "--port", "0", *args)
+        assert done.returncode == 2 and "admin" in done.stderr, done
