@@ -44,6 +44,8 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("renewal.py", []),
     ("bench_store.py", []),
     ("bench_replicated.py", []),
+    ("bench_metrics.py", []),
+    ("bench_adaptive.py", []),
 ]
 
 
