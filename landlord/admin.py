@@ -470,17 +470,28 @@ def _left(remaining: float) -> str:
 # -- the command line ---------------------------------------------------------------------------------
 
 
-def _port(text: str) -> int:
+def port_argument(text: str, *, allow_zero: bool = False) -> int:
+    """A port from the command line (0, "any free port", only if ``allow_zero``).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or out of range.
+    """
     try:
         port = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, not {port}")
+    lowest = 0 if allow_zero else 1
+    if not lowest <= port < 65536:
+        raise argparse.ArgumentTypeError(f"a port is {lowest} to 65535, not {port}")
     return port
 
 
-def _seconds(text: str) -> float:
+def seconds_argument(text: str) -> float:
+    """A positive, finite number of seconds from the command line.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
     try:
         seconds = float(text)
     except ValueError:
@@ -546,9 +557,9 @@ def add_admin_commands(commands: argparse._SubParsersAction[Any], *,
                                 help=f"the start of its cookie, as {list_name} shows it ({MIN_PREFIX}+ characters)")
         parser.set_defaults(admin_command=command)
         parser.add_argument("--host", default=default_host, help=f"the {what}'s host (default %(default)s)")
-        parser.add_argument("--port", type=_port, default=default_port, required=default_port is None,
+        parser.add_argument("--port", type=port_argument, default=default_port, required=default_port is None,
                             help=f"its port{' (default %(default)s)' if default_port is not None else ''}")
-        parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="S",
+        parser.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="S",
                             help="seconds to wait for it (default %(default)g)")
         which = parser.add_mutually_exclusive_group()
         which.add_argument("--id", type=_name, metavar="LANDLORD_ID",

@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import math
 import pathlib
 import sqlite3
 import sys
@@ -67,7 +66,7 @@ from typing import Any, TextIO
 import Pyro5.errors
 
 from landlord import StoreInUseError, __version__
-from landlord.admin import add_admin_commands, read_token, run_admin
+from landlord.admin import add_admin_commands, port_argument, read_token, run_admin, seconds_argument
 from landlord.serving import check_advertise
 from landlord.tls import TLSConfig, tls_settings
 
@@ -87,23 +86,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
 def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port < 65536:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {port}")
-    return port
-
-
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise argparse.ArgumentTypeError(f"seconds must be positive and finite, not {text}")
-    return seconds
+    return port_argument(text, allow_zero=True)
 
 
 def _count(text: str) -> int:
@@ -197,9 +180,9 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                             "(default: --host, or this host's own address if --host is every interface)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT,
                        help="port to listen on (default %(default)s, Jini's; 0: any free port)")
-    serve.add_argument("--max-lease", type=_seconds, default=DEFAULT_MAX_LEASE, metavar="S",
+    serve.add_argument("--max-lease", type=seconds_argument, default=DEFAULT_MAX_LEASE, metavar="S",
                        help="longest lease granted, in seconds (default %(default)g)")
-    serve.add_argument("--default-lease", type=_seconds, default=None, metavar="S",
+    serve.add_argument("--default-lease", type=seconds_argument, default=None, metavar="S",
                        help=f"lease granted to a request for ANY, in seconds "
                             f"(default {DEFAULT_LEASE:g}, or --max-lease if shorter)")
     serve.add_argument("--reaper", choices=("sleeper", "polling", "lazy"), default="sleeper",
@@ -234,7 +217,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                     "service id, types, attributes, time left.")
     show.add_argument("--host", default=DEFAULT_HOST, help="the lookup service's host (default %(default)s)")
     show.add_argument("--port", type=_port, default=DEFAULT_PORT, help="its port (default %(default)s)")
-    show.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="S",
+    show.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="S",
                       help="seconds to wait for it (default %(default)g)")
     show.add_argument("--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
                       help="show at most N registrations (default %(default)s)")
