@@ -295,13 +295,15 @@ class LandlordAdmin:
         prefix = check_prefix(cookie_prefix)
 
         def end(landlord: Landlord) -> HeldLease:
-            matches = [held for held in landlord.held() if held.cookie.startswith(prefix)]
+            matches = landlord.manager.cookies_starting(prefix, limit=10)
             if not matches:
                 raise UnknownLeaseError(f"no lease's cookie starts with {prefix!r}")
             if len(matches) > 1:
                 raise ValueError(f"{len(matches)} leases' cookies start with {prefix!r}: give more of the cookie")
-            landlord.revoke(matches[0].cookie, EVICTED)
-            return matches[0]
+            [cookie] = matches
+            leased = landlord.manager.get(cookie)  # what it was, for the row (UnknownLeaseError if it just ended)
+            landlord.revoke(cookie, EVICTED)
+            return HeldLease(cookie, leased.expiration - landlord.clock.monotonic(), leased.resource, leased.attached)
 
         ended = self._on_landlord(end)
         row = _row(ended)

@@ -356,6 +356,18 @@ class LeaseManager:
         self._reaper.on_use()
         return len(self._by_cookie)
 
+    def cookies_starting(self, prefix: str, *, limit: int = 2) -> list[str]:
+        """Up to ``limit`` cookies of held leases that start with ``prefix`` (an operator's
+        eviction by prefix). The cookies are copied without the lock (one C-level copy of the
+        dict's keys, atomic under the GIL), so a million leases never hold up a renewal."""
+        found: list[str] = []
+        for cookie in list(self._by_cookie):
+            if cookie.startswith(prefix):
+                found.append(cookie)
+                if len(found) >= limit:
+                    break
+        return found
+
     def held_count(self) -> int:
         """How many resources are held, without waking a lazy reaper: safe to call from the
         policy, under the manager's lock (dict length is read atomically)."""
