@@ -76,7 +76,7 @@ from landlord import (
 )
 from landlord.grantor import MAX_BATCH
 from landlord.testing import ChildProcess, WaitFailed, free_port
-from landlord.testing_etcd import EtcdCluster, EtcdUnavailable, unavailable_reason
+from landlord.testing_etcd import EtcdCluster, EtcdUnavailable, leading_replica, replica_status, unavailable_reason
 
 HERE = Path(__file__).resolve().parent
 PLOT = HERE / "replicated_failover.png"
@@ -223,28 +223,15 @@ class Group:
             raise RuntimeError(f"replica {index} serves at {uri}, not {self.uris[index]}")
 
     def status(self, index: int) -> dict[str, Any] | None:
-        try:
-            with Pyro5.api.Proxy(self.uris[index]) as proxy:
-                proxy._pyroTimeout = STATUS_TIMEOUT
-                answer: dict[str, Any] = proxy.replica_status()
-                return answer
-        except Pyro5.errors.CommunicationError:
-            return None
+        return replica_status(self.uris[index], timeout=STATUS_TIMEOUT)
 
     def leader(self, *, excluding: int | None = None, timeout: float = LEADER_WAIT) -> int:
-        """The index of the replica that answers as leader (polled: the processes tell nothing unasked).
+        """The index of the replica that answers as leader.
 
         Raises:
-            RuntimeError: none does within ``timeout`` seconds.
+            WaitFailed: none does within ``timeout`` seconds.
         """
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for index in range(3):
-                status = self.status(index) if index != excluding else None
-                if status is not None and status["leading"]:
-                    return index
-            time.sleep(POLL)  # a poll's period
-        raise RuntimeError(f"no replica of group {self.name} leads after {timeout:g} s")
+        return leading_replica(self.uris, excluding=excluding, timeout=timeout, poll=POLL)
 
     def proxy(self, index: int) -> Pyro5.api.Proxy:
         proxy = Pyro5.api.Proxy(self.uris[index])

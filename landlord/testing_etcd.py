@@ -38,7 +38,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import Pyro5.api
+import Pyro5.errors
 
 from .election import connect, require_pyetcd
 from .testing import ChildProcess, WaitFailed, free_port
@@ -46,7 +49,8 @@ from .testing import ChildProcess, WaitFailed, free_port
 if TYPE_CHECKING:
     import pyetcd
 
-__all__ = ["ETCD_ENV", "EtcdUnavailable", "find_etcd", "unavailable_reason", "EtcdMember", "EtcdCluster"]
+__all__ = ["ETCD_ENV", "EtcdUnavailable", "find_etcd", "unavailable_reason", "EtcdMember", "EtcdCluster",
+           "replica_status", "leading_replica"]
 
 ETCD_ENV = "LANDLORD_ETCD"
 """The environment variable that names the etcd program to run (default: ``etcd`` on ``PATH``)."""
@@ -374,6 +378,37 @@ class EtcdCluster:
 
     def __repr__(self) -> str:
         return f"EtcdCluster({self.endpoints}, etcd {self.version})"
+
+
+def replica_status(uri: str, *, timeout: float = 1.0) -> dict[str, Any] | None:
+    """What the replica at ``uri`` says of itself (:meth:`landlord.ReplicatedLandlord.replica_status`:
+    ``leading``, ``leader``, ``group``, ``held``), or ``None`` if it does not answer within ``timeout`` seconds."""
+    try:
+        with Pyro5.api.Proxy(uri) as proxy:
+            proxy._pyroTimeout = timeout
+            answer: dict[str, Any] = proxy.replica_status()
+            return answer
+    except Pyro5.errors.CommunicationError:
+        return None
+
+
+def leading_replica(uris: Sequence[str], *, excluding: int | None = None, timeout: float = 10.0,
+                    poll: float = 0.05) -> int:
+    """The index in ``uris`` of the replica that answers as leader, the others (all but
+    ``excluding``) asked in turn until one does: polled, as replicas in other processes tell
+    nothing unasked.
+
+    Raises:
+        WaitFailed: none does within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for index, uri in enumerate(uris):
+            status = replica_status(uri) if index != excluding else None
+            if status is not None and status["leading"]:
+                return index
+        threading.Event().wait(poll)  # a poll's period, not a synchronisation
+    raise WaitFailed(f"no replica of {', '.join(uris)} leads after {timeout:g} s")
 
 
 def _default_parent() -> str | None:

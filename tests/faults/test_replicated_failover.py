@@ -25,7 +25,7 @@ from etcd_fixtures import cluster, etcd_cluster, new_group  # noqa: F401
 
 from landlord import LandlordLease, LeaseError, NotLeaderError, RenewResults, replica_uris, timeout_within
 from landlord.testing import WaitFailed, free_port
-from landlord.testing_etcd import EtcdCluster
+from landlord.testing_etcd import EtcdCluster, leading_replica, replica_status
 
 TERM = 20.0  # seconds each renewed lease is granted
 FAILOVER_GOAL = 3.0  # seconds from the leader's death to the first renewal served by its successor
@@ -48,24 +48,11 @@ class Replicas:
             child.wait_for(r"^replica at ", timeout=20)
 
     def status(self, index: int) -> dict[str, Any] | None:
-        try:
-            with Pyro5.api.Proxy(self.uris[index]) as proxy, timeout_within(1.0):
-                proxy._pyroTimeout = 1.0
-                answer: dict[str, Any] = proxy.replica_status()
-                return answer
-        except Pyro5.errors.CommunicationError:
-            return None
+        return replica_status(self.uris[index])
 
     def leader(self, *, excluding: int | None = None, timeout: float = 10.0) -> int:
-        """The index of the replica that answers as leader (polled: the processes tell nothing unasked)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for index in range(3):
-                status = self.status(index) if index != excluding else None
-                if status is not None and status["leading"]:
-                    return index
-            threading.Event().wait(0.05)  # a poll's period, not a synchronisation
-        raise WaitFailed(f"no replica of {self.group} leads after {timeout} s")
+        """The index of the replica that answers as leader."""
+        return leading_replica(self.uris, excluding=excluding, timeout=timeout)
 
     def proxy(self, index: int) -> Pyro5.api.Proxy:
         proxy = Pyro5.api.Proxy(self.uris[index])
