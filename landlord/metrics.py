@@ -157,7 +157,7 @@ class LeaseMetrics(LeaseHooks):
             if isinstance(landlord, ReplicatedLandlord):
                 if landlord.election is not None:
                     raise RuntimeError("attach metrics to a replica before it starts: its term would go uncounted")
-                self._hook_terms(landlord)
+                landlord.on_term(self._hook)
             elif isinstance(landlord, Landlord):
                 self._hook(landlord)
             else:
@@ -184,18 +184,6 @@ class LeaseMetrics(LeaseHooks):
         if not any(told is self for told in _told(landlord.manager.hooks)):
             landlord.manager.add_hooks(self)
         self.landlord_attached(landlord)
-
-    def _hook_terms(self, replica: ReplicatedLandlord) -> None:
-        # each term makes its landlord through make_landlord (a subclass may override it): this
-        # replica's is wrapped, so that every term's landlord is counted from its first lease
-        make = replica.make_landlord
-
-        def make_counted(**options: Any) -> Landlord:
-            landlord = make(**options)
-            self._hook(landlord)
-            return landlord
-
-        replica.make_landlord = make_counted  # type: ignore[method-assign]
 
     def _held(self) -> float:
         watched = self._watched

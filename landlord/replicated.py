@@ -205,6 +205,7 @@ class ReplicatedLandlord:
         self.policy = policy if policy is not None else LeaseDurationPolicy()
         self.reaper = reaper
         self._options: dict[str, Any] = {"on_expire": on_expire, "on_cancel": on_cancel, "codec": codec}
+        self._term_begun: list[Callable[[Landlord], None]] = []  # see on_term
         self._changed = threading.Condition()
         self._wanted: int | None = None  # the revision of the term the election gave, while it lasts
         self._term: _Term | None = None
@@ -260,6 +261,18 @@ class ReplicatedLandlord:
                     return False
                 self._changed.wait(min(left, 0.05))  # the election's confirmations do not notify this
             return True
+
+    def on_term(self, callback: Callable[[Landlord], None]) -> None:
+        """Call ``callback`` with the landlord of every term this replica begins, once it is made and
+        before it answers anything: how metrics count every term (:meth:`landlord.metrics.LeaseMetrics.attach`).
+        What it raises fails that term's start, as a failed load does.
+
+        Raises:
+            RuntimeError: the replica has started (a term may already answer, uncounted).
+        """
+        if self._election is not None:
+            raise RuntimeError("give on_term its callback before the replica starts: a term may already answer")
+        self._term_begun.append(callback)
 
     def start(self, candidate: str | None = None) -> ReplicatedLandlord:
         """Join the group's election as ``candidate`` (default: :attr:`uri`); this replica.
@@ -548,10 +561,17 @@ class ReplicatedLandlord:
         """
         store = EtcdLeaseStore(self._client, election, commit_interval=self.commit_interval, clock=self.clock)
         try:
-            return self.make_landlord(store=store, landlord_id=self._landlord_id)
+            landlord = self.make_landlord(store=store, landlord_id=self._landlord_id)
         except BaseException:
             store.close()
             raise
+        try:
+            for begun in self._term_begun:
+                begun(landlord)
+        except BaseException:
+            landlord.close()  # and its store
+            raise
+        return landlord
 
     def _flush(self, term: _Term) -> None:
         store = term.landlord.store
