@@ -58,6 +58,7 @@ import Pyro5.server
 
 from .errors import LeaseError, NotLeaderError, UnknownLeaseError
 from .grantor import Landlord
+from .landlordlease import MAX_COOKIE_LENGTH
 from .manager import HeldLease
 from .replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
@@ -90,7 +91,6 @@ DEFAULT_TIMEOUT = 10.0  # seconds the command waits for the landlord
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 _COOKIE_CHARACTERS = re.compile(r"[A-Za-z0-9_-]+\Z")  # secrets.token_urlsafe's alphabet: every cookie's
-_MAX_PREFIX = 256  # as landlordlease.MAX_COOKIE_LENGTH
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = RESOURCE_WIDTH
 _REPR.maxlevel = 3
@@ -168,8 +168,8 @@ def check_prefix(prefix: object) -> str:
     """
     if not isinstance(prefix, str):
         raise TypeError(f"a cookie prefix is a str, got {type(prefix).__name__}")
-    if not MIN_PREFIX <= len(prefix) <= _MAX_PREFIX:
-        raise ValueError(f"a cookie prefix has {MIN_PREFIX} to {_MAX_PREFIX} characters, got {len(prefix)}")
+    if not MIN_PREFIX <= len(prefix) <= MAX_COOKIE_LENGTH:
+        raise ValueError(f"a cookie prefix has {MIN_PREFIX} to {MAX_COOKIE_LENGTH} characters, got {len(prefix)}")
     if not _COOKIE_CHARACTERS.match(prefix):
         raise ValueError(f"a cookie prefix has only letters, digits, '_' and '-', got {prefix!r:.40}")
     return prefix

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from .resource import LeasedResource
 
 __all__ = ["LeaseMetrics", "MetricsEndpoint", "serve_metrics", "find_metrics", "require_prometheus",
-           "RENEWAL_BUCKETS", "DENIAL_REASONS"]
+           "check_metrics_port", "RENEWAL_BUCKETS", "DENIAL_REASONS"]
 
 log = logging.getLogger(__name__)
 
@@ -309,10 +309,20 @@ def serve_metrics(metrics: LeaseMetrics, host: str = "127.0.0.1", port: int = 0,
     """
     if not isinstance(metrics, LeaseMetrics):
         raise TypeError(f"expected a LeaseMetrics, got {type(metrics).__name__}")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
-        raise ValueError(f"port must be 0 to 65535, got {port!r}")
+    check_metrics_port(port, name="port")
     ready = is_ready if is_ready is not None else metrics.answering
     return MetricsEndpoint(_MetricsServer((host, port), metrics, ready))
+
+
+def check_metrics_port(port: object, *, name: str = "metrics_port") -> int:
+    """``port`` checked as a port to serve metrics at (0: any free one).
+
+    Raises:
+        ValueError: not an int of 0 to 65535 (``name`` says which option).
+    """
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
+        raise ValueError(f"{name} must be 0 to 65535, got {port!r:.40}")
+    return port
 
 
 class _MetricsServer(http.server.ThreadingHTTPServer):

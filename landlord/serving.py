@@ -580,7 +580,9 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         OSError: the address (or the metrics' address) is in use or cannot be bound.
     """
     if metrics is not None:
-        _check_metrics_port(metrics_port)
+        from .metrics import check_metrics_port
+
+        check_metrics_port(metrics_port)
     if server_type not in SERVER_TYPES:
         raise ValueError(f"server_type must be 'multiplex' or 'thread', got {server_type!r}")
     if isinstance(threadpool_size, bool) or not isinstance(threadpool_size, int) or threadpool_size < 1:
@@ -698,17 +700,12 @@ def _attached_metrics(served: Landlord | ReplicatedLandlord, metrics: LeaseMetri
         if metrics is not None:
             raise ValueError("metrics given without metrics_port: say where to serve them")
         return None
-    from .metrics import LeaseMetrics, find_metrics
+    from .metrics import LeaseMetrics, check_metrics_port, find_metrics
 
-    _check_metrics_port(metrics_port)
+    check_metrics_port(metrics_port)
     if metrics is None:  # a landlord served again with metrics counts on in those it had
         metrics = (find_metrics(served) if isinstance(served, Landlord) else None) or LeaseMetrics()
     return metrics.attach(served)
-
-
-def _check_metrics_port(port: object) -> None:
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
-        raise ValueError(f"metrics_port must be 0 to 65535, got {port!r:.40}")
 
 
 def _print_line(line: str) -> None:
