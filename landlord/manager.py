@@ -260,8 +260,7 @@ class LeaseManager:
         """
         self._reaper.on_use()
         with self._lock:
-            held = self._by_cookie.get(cookie)
-            cancellable = held is not None and held.expiration + self.grace > self.clock.monotonic()
+            cancellable = self._unfreed(self._by_cookie.get(cookie))
             resource = self._table.remove(cookie)
         if resource is not None:
             self._journal.ended([resource])
@@ -286,7 +285,7 @@ class LeaseManager:
         """
         with self._lock:
             held = self._by_cookie.get(cookie)
-            if held is None or held.expiration + self.grace <= self.clock.monotonic():
+            if held is None or not self._unfreed(held):
                 raise UnknownLeaseError(_UNKNOWN)
             self._table.remove(cookie)
             self._revoked[cookie] = reason
@@ -441,10 +440,14 @@ class LeaseManager:
             return UnknownLeaseError(_UNKNOWN)
         return LeaseDeniedError(f"revoked by the landlord: {reason}")
 
+    def _unfreed(self, resource: LeasedResource | None) -> bool:
+        """Whether ``resource`` is held and still its lease's: live, or in its grace."""
+        return resource is not None and resource.expiration + self.grace > self.clock.monotonic()
+
     def _pop_dead(self, cookie: str) -> LeasedResource | None:
         """Remove and return the lease ``cookie`` if it is held past its grace."""
         resource = self._by_cookie.get(cookie)
-        if resource is None or resource.expiration + self.grace > self.clock.monotonic():
+        if resource is None or self._unfreed(resource):
             return None
         return self._table.remove(cookie)
 
