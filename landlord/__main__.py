@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from . import __version__
-from .admin import EXIT_USAGE, add_admin_commands, run_admin
+from .admin import EXIT_USAGE, add_admin_commands, prefix_behind_dashes, run_admin
 
 __all__ = ["main", "build_parser"]
 
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "landlord") -> int:
     Raises:
         SystemExit: from argparse, with code 0 for ``--help`` and ``--version``, 2 for a usage error.
     """
-    args = build_parser(prog).parse_args(argv)
+    args = build_parser(prog).parse_args(prefix_behind_dashes(sys.argv[1:] if argv is None else argv))
     return run_admin(args, prog=prog)
 
 

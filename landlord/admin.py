@@ -48,7 +48,7 @@ import pathlib
 import re
 import reprlib
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TextIO, TypeVar
 
 import Pyro5.api
@@ -67,7 +67,7 @@ from .wire import checked_fields, register_exception
 __all__ = [
     "LandlordAdmin", "AdminClient", "AdminRefusedError", "AdminRow", "AdminListing",
     "admin_object_id", "register_admin", "find_admin", "read_token", "check_token", "check_prefix",
-    "format_table", "add_admin_commands", "run_admin",
+    "format_table", "add_admin_commands", "EVICT_OPTIONS", "prefix_behind_dashes", "run_admin",
     "ADMIN_PREFIX", "MIN_TOKEN_LENGTH", "MAX_TOKEN_LENGTH", "MIN_PREFIX", "PREFIX_SHOWN", "DEFAULT_LIMIT",
     "MAX_LIMIT", "RESOURCE_WIDTH", "TOKEN_ENV", "DEFAULT_TIMEOUT", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE",
 ]
@@ -579,6 +579,47 @@ def add_admin_commands(commands: argparse._SubParsersAction[Any], *,
         credentials.add_argument("--key", type=pathlib.Path, metavar="PATH", help="its private key (PEM)")
         credentials.add_argument("--ca", type=pathlib.Path, metavar="PATH",
                                  help="the CA certificate the server's certificate must be signed by (PEM)")
+
+
+# every option of the evict command, and of them those given alone (the rest take a value)
+EVICT_OPTIONS = frozenset({"-h", "--help", "--host", "--port", "--timeout", "--id", "--object-id",
+                           "--token-file", "--cert", "--key", "--ca"})
+_EVICT_FLAGS = frozenset({"-h", "--help"})
+
+
+def prefix_behind_dashes(argv: Sequence[str], *, evict_name: str = "evict") -> list[str]:
+    """``argv`` with the evict command's cookie prefix moved behind ``--`` if it starts with ``-``.
+
+    A cookie is ``secrets.token_urlsafe``, so one in 64 starts with ``-``; argparse would read
+    ``evict -OG9xgi2`` as an unknown option. The prefix is the first argument after the command
+    that is not one of its options (:data:`EVICT_OPTIONS`, alone or as ``--option=value``) nor
+    the value of the option before it. Anything after an explicit ``--`` is left as it is.
+
+    Args:
+        argv: the command line's arguments, without the program.
+        evict_name: the evict command's name in this command line.
+    """
+    arguments = list(argv)
+    if evict_name not in arguments:
+        return arguments
+    start = arguments.index(evict_name) + 1
+    takes_value = False
+    for at in range(start, len(arguments)):
+        argument = arguments[at]
+        if argument == "--":
+            break
+        if takes_value:
+            takes_value = False
+            continue
+        option = argument.split("=", 1)[0]
+        if option in EVICT_OPTIONS:
+            takes_value = "=" not in argument and option not in _EVICT_FLAGS
+            continue
+        if argument.startswith("-") and _COOKIE_CHARACTERS.match(argument) and "--" not in arguments[at:]:
+            return arguments[:at] + arguments[at + 1:] + ["--", argument]
+        if not argument.startswith("-"):
+            break  # the prefix as argparse reads it
+    return arguments
 
 
 class _Failed(Exception):

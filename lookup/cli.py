@@ -66,7 +66,14 @@ from typing import Any, TextIO
 import Pyro5.errors
 
 from landlord import StoreInUseError, __version__
-from landlord.admin import add_admin_commands, port_argument, read_token, run_admin, seconds_argument
+from landlord.admin import (
+    add_admin_commands,
+    port_argument,
+    prefix_behind_dashes,
+    read_token,
+    run_admin,
+    seconds_argument,
+)
 from landlord.serving import check_advertise
 from landlord.tls import TLSConfig, tls_settings
 
@@ -239,7 +246,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
         SystemExit: from argparse, with code 0 for ``--help`` and 2 for a usage error.
     """
     parser = build_parser(prog)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(prefix_behind_dashes(sys.argv[1:] if argv is None else argv))
     if getattr(args, "admin_command", None):
         return run_admin(args, prog=prog)
     args.tls = _tls_config(args, parser)

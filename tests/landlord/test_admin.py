@@ -9,6 +9,7 @@ as a real process against a landlord served in another (``tests/processes/admin_
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import io
 import os
@@ -44,6 +45,7 @@ from landlord import grantor as grantor_module
 from landlord.__main__ import main
 from landlord.admin import (
     ADMIN_PREFIX,
+    EVICT_OPTIONS,
     MAX_LIMIT,
     TOKEN_ENV,
     AdminClient,
@@ -53,6 +55,7 @@ from landlord.admin import (
     LandlordAdmin,
     admin_object_id,
     format_table,
+    prefix_behind_dashes,
     read_token,
     register_admin,
 )
@@ -605,3 +608,42 @@ def test_serving_refuses_an_admin_object_of_another_landlord() -> None:
         landlord.serve_landlord(served, "127.0.0.1", 0, admin=LandlordAdmin(other, token=TOKEN))
     with pytest.raises(TypeError, match="LandlordAdmin"):
         landlord.serve_landlord(served, "127.0.0.1", 0, admin="token")  # type: ignore[arg-type]
+
+
+def test_a_cookie_prefix_starting_with_a_dash_is_read_as_the_prefix() -> None:
+    # one cookie in 64 starts with "-": argparse alone reads "evict -OG9xgi2" as an unknown option
+    from landlord.__main__ import build_parser
+
+    parser = build_parser()
+    for argv, prefix in [(["evict", "-OG9xgi2", "--port", "4160"], "-OG9xgi2"),
+                         (["evict", "--port", "4160", "-OG9xgi2", "--id", "x"], "-OG9xgi2"),
+                         (["evict", "--port=4160", "--OG9xgi2"], "--OG9xgi2"),
+                         (["evict", "--port", "4160", "--", "-OG9xgi2"], "-OG9xgi2")]:
+        args = parser.parse_args(prefix_behind_dashes(argv))
+        assert (args.prefix, args.port) == (prefix, 4160), argv
+    args = parser.parse_args(prefix_behind_dashes(["evict", "--token-file=-a-file", "-OG9xgi2", "--port", "1"]))
+    assert (str(args.token_file), args.prefix) == ("-a-file", "-OG9xgi2")
+    assert prefix_behind_dashes(["list", "--port", "1"]) == ["list", "--port", "1"]
+    assert prefix_behind_dashes(["evict", "OG9xgi2-", "--port", "1"]) == ["evict", "OG9xgi2-", "--port", "1"]
+
+
+def test_the_evict_options_known_to_the_prefix_rule_are_the_commands_options() -> None:
+    from landlord.__main__ import build_parser
+    from lookup.cli import build_parser as build_lookup_parser
+
+    for parser in (build_parser(), build_lookup_parser()):
+        commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+        evict = commands.choices["evict"]
+        assert set(evict._option_string_actions) == EVICT_OPTIONS
+        flags = {option for option, action in evict._option_string_actions.items() if action.nargs == 0}
+        assert flags == {"-h", "--help"}
+
+
+def test_a_lease_whose_cookie_starts_with_a_dash_is_evicted_by_the_command(
+        served: Served, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _cookies(monkeypatch, "-OG9xgi2xxxxxxxxxxxxxx")
+    served.rent("room 101")
+    port = str(Pyro5.api.URI(served.admin_uri).port)
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    code, out, err = _main(capsys, "evict", "-OG9xgi2", "--port", port)
+    assert (code, err) == (0, "") and out.startswith("evicted -OG9xgi2… 'room 101'"), err
