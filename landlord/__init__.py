@@ -25,7 +25,7 @@ from .policy import LeaseDurationPolicy, LeasePolicy
 from .proxies import discard as discard_proxy
 from .proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
-from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renewal_time
+from .renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
 from .replicated import ReplicatedLandlord, replica_uris
 from .resource import LeasedResource, LeaseExtra
 from .revocation import RevocationReceiver
@@ -45,7 +45,7 @@ __all__ = [
     "LeaseHooks", "RevocationReceiver",
     "LeasePolicy", "LeaseDurationPolicy", "AdaptivePolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "Store", "StoreInUseError",
-    "LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time",
+    "LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
     "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "discard_proxy", "register_exception",
     "serve_landlord", "serve_replica", "TLSConfig", "apply_tls", "tls_settings",

@@ -68,14 +68,18 @@ from .schedule import (
     Call,
     Callback,
     LeaseRenewalEvent,
+    LeaseWarningEvent,
     Schedule,
     Told,
+    Warned,
+    WarningCallback,
     attempt_timeout,
     check_finite,
     renewal_time,
 )
 
-__all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "renewal_time", "attempt_timeout", "RENEW_AFTER"]
+__all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time", "attempt_timeout",
+           "RENEW_AFTER"]
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +158,8 @@ class LeaseRenewalManager:
     # -- public ------------------------------------------------------------------
 
     def renew_for(self, lease: Lease, duration: float, listener: Callback | None = None, *,
-                  renew_duration: float | None = None, on_desired_expiration: Callback | None = None) -> None:
+                  renew_duration: float | None = None, on_desired_expiration: Callback | None = None,
+                  on_warning: WarningCallback | None = None, warn_before: float | None = None) -> None:
         """Keep ``lease`` alive for ``duration`` more seconds (``FOREVER``: until removed).
 
         A lease already managed gets these settings instead of its old ones.
@@ -171,33 +176,46 @@ class LeaseRenewalManager:
                 ``min(renew_duration, desired expiration - now)``.
             on_desired_expiration: called with a :class:`LeaseRenewalEvent`
                 when the desired expiration is reached and the lease dropped.
+            on_warning: called with a :class:`LeaseWarningEvent` ``warn_before``
+                seconds before the desired expiration (``reason="desired"``: extend
+                it with :meth:`set_expiration` to keep the lease), and when the lease
+                itself will end within ``warn_before`` seconds without having been
+                renewed (``reason="unrenewed"``: its landlord is slow or out of
+                reach; see :func:`~landlord.schedule.warning_time`). Each warning
+                is given once per end it is about; the lease stays managed.
+            warn_before: seconds, positive and finite; required with ``on_warning``.
 
         Raises:
-            TypeError: ``lease`` is not a :class:`~landlord.Lease`, or a callback is not callable.
+            TypeError: ``lease`` is not a :class:`~landlord.Lease`, a callback is not
+                callable, or ``warn_before`` is given without ``on_warning`` or the reverse.
             ValueError: ``duration`` is negative, NaN, ``ANY`` or not a number;
-                ``renew_duration`` is not positive (nor ``ANY`` or ``None``).
+                ``renew_duration`` is not positive (nor ``ANY`` or ``None``);
+                ``warn_before`` is not positive and finite.
             RuntimeError: the manager is closed.
         """
         duration = check_duration(duration, allow_any=False)
         self._add(lease, self._clock.time() + duration, self._clock.monotonic() + duration, listener,
-                  renew_duration, on_desired_expiration)
+                  renew_duration, on_desired_expiration, on_warning, warn_before)
 
     def renew_until(self, lease: Lease, expiration: float, listener: Callback | None = None, *,
-                    renew_duration: float | None = None, on_desired_expiration: Callback | None = None) -> None:
+                    renew_duration: float | None = None, on_desired_expiration: Callback | None = None,
+                    on_warning: WarningCallback | None = None, warn_before: float | None = None) -> None:
         """Keep ``lease`` alive until the wall-clock time ``expiration`` (``FOREVER``: until removed).
 
         Otherwise as :meth:`renew_for`; an expiration already past drops the
         lease at once, through ``on_desired_expiration``.
 
         Raises:
-            TypeError: ``lease`` is not a :class:`~landlord.Lease`, or a callback is not callable.
+            TypeError: ``lease`` is not a :class:`~landlord.Lease`, a callback is not
+                callable, or ``warn_before`` is given without ``on_warning`` or the reverse.
             ValueError: ``expiration`` is NaN, ``-inf`` or not a number;
-                ``renew_duration`` is not positive (nor ``ANY`` or ``None``).
+                ``renew_duration`` is not positive (nor ``ANY`` or ``None``);
+                ``warn_before`` is not positive and finite.
             RuntimeError: the manager is closed.
         """
         expiration = _check_expiration(expiration)
         self._add(lease, expiration, _monotonic(self._clock, expiration), listener, renew_duration,
-                  on_desired_expiration)
+                  on_desired_expiration, on_warning, warn_before)
 
     def remove(self, lease: Lease) -> None:
         """Stop managing ``lease`` without cancelling it. No callback runs.
@@ -292,14 +310,17 @@ class LeaseRenewalManager:
     # -- the driver --------------------------------------------------------------------
 
     def _add(self, lease: Lease, desired_wall: float, desired: float, listener: Callback | None,
-             renew_duration: float | None, on_desired: Callback | None) -> None:
+             renew_duration: float | None, on_desired: Callback | None, on_warning: WarningCallback | None,
+             warn_before: float | None) -> None:
         renew_duration = _check_settings(lease, listener, on_desired, renew_duration)
+        before = _check_warning(on_warning, warn_before)
         with self._cond:
             if self._closed:
                 raise RuntimeError("this LeaseRenewalManager is closed")
             new = self._schedule.expiration(lease) is None
             self._schedule.add(lease, desired=desired, desired_wall=desired_wall, renew_duration=renew_duration,
-                               now=self._clock.monotonic(), listener=listener, on_desired=on_desired)
+                               now=self._clock.monotonic(), listener=listener, on_desired=on_desired,
+                               on_warning=on_warning, warn_before=before)
             self._state.sooner(self._schedule.next_due())
         if new and self._revocations is not None and isinstance(lease, LandlordLease):
             self._lanes.submit(lease._batch_key(), functools.partial(self._watch, self._revocations, lease))
@@ -341,8 +362,10 @@ class LeaseRenewalManager:
                         self._state.sleep(due)
                         continue
                     calls, told = self._schedule.take_due(now)
+                    warned = self._schedule.take_warnings(now)
                     self._state.out += len(calls)
                 self._told(told)
+                _warn(warned)
                 for call in calls:
                     if not self._lanes.submit(call.lane, functools.partial(self._renew, call)):
                         self._state.returned()  # closed meanwhile (the schedule is cleared)
@@ -444,6 +467,16 @@ def _tell(told: list[Told]) -> None:
             log.exception("a lease renewal callback failed on %r", event)
 
 
+def _warn(warned: list[Warned]) -> None:
+    """Run the warning callbacks (no lock held)."""
+    for callback, event in warned:
+        log.info("warning: %r ends in %.1f s (%s)", event.lease, event.left, event.reason)
+        try:
+            callback(event)
+        except Exception:
+            log.exception("a lease warning callback failed on %r", event)
+
+
 def _log_failures(first: Lease, count: int, failed: int, errors: list[BaseException], left: float) -> None:
     """One WARNING line for a renewal call that failed, in whole or in part."""
     kinds = ", ".join(sorted({type(exc).__name__ for exc in errors}))
@@ -488,6 +521,25 @@ def _check_settings(lease: Lease, listener: object, on_desired: object, renew_du
     if value != ANY and not value > 0:
         raise ValueError(f"renew_duration must be positive, FOREVER, ANY or None, got {value!r}")
     return value
+
+
+def _check_warning(on_warning: object, warn_before: object) -> float:
+    """``warn_before`` checked as a warning time for ``on_warning``; 0 when there is no warning.
+
+    Raises:
+        TypeError: one given without the other, or ``on_warning`` not callable.
+        ValueError: ``warn_before`` not a positive, finite number of seconds.
+    """
+    if on_warning is None and warn_before is None:
+        return 0.0
+    if on_warning is None or warn_before is None:
+        raise TypeError("on_warning and warn_before go together")
+    if not callable(on_warning):
+        raise TypeError(f"on_warning must be callable, got {type(on_warning).__name__}")
+    before = check_finite(warn_before, "warn_before")
+    if not before > 0:
+        raise ValueError(f"warn_before must be positive, got {before!r}")
+    return before
 
 
 def _check_expiration(expiration: object) -> float:

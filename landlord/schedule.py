@@ -43,8 +43,8 @@ from .classify import Verdict, classify
 from .duration import ANY, check_duration
 from .lease import Lease
 
-__all__ = ["Schedule", "Call", "LeaseRenewalEvent", "Callback", "Told",
-           "renewal_time", "attempt_timeout", "retry_time", "RENEW_AFTER", "check_finite"]
+__all__ = ["Schedule", "Call", "LeaseRenewalEvent", "LeaseWarningEvent", "Callback", "WarningCallback", "Told",
+           "Warned", "renewal_time", "warning_time", "attempt_timeout", "retry_time", "RENEW_AFTER", "check_finite"]
 
 # A lease granted up to this close to its desired expiration counts as
 # reaching it: chasing the last sliver would mean a flurry of tiny renewals.
@@ -106,6 +106,20 @@ def attempt_timeout(left: float) -> float:
     return min(max(left, 0.0), max(left * _ATTEMPT_SHARE, _MIN_ATTEMPT)) or _MIN_ATTEMPT
 
 
+def warning_time(now: float, deadline: float, term: float, warn_before: float, *,
+                 renew_after: float = RENEW_AFTER) -> float:
+    """When to warn that a lease ending at ``deadline`` has not been renewed, if it still has not been.
+
+    ``warn_before`` seconds before its end, but never before half the time
+    from its renewal (:func:`renewal_time`) to its end has passed: by then
+    the first attempt has been answered or has given up
+    (:func:`attempt_timeout`), so a healthy lease renewed on time is never
+    warned about, however large ``warn_before`` is.
+    """
+    renew = renewal_time(now, deadline, term, renew_after=renew_after)
+    return max(deadline - warn_before, renew + (deadline - renew) / 2)
+
+
 def retry_time(now: float, deadline: float, delay: float, *, waited: float = 0.0) -> float:
     """When to try again to renew a lease that ends at ``deadline``, after an attempt failed at ``now``.
 
@@ -142,17 +156,44 @@ class LeaseRenewalEvent:
     exception: BaseException | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeaseWarningEvent:
+    """A warning about a lease the manager still keeps: it will soon end.
+
+    Attributes:
+        lease: the lease, still managed when the callback runs.
+        expiration: its desired expiration (wall clock; ``math.inf`` for FOREVER).
+        reason: ``"desired"``: its desired expiration comes within the warning
+            time (renew the manager's hold with :meth:`~landlord.LeaseRenewalManager.set_expiration`
+            to keep it); ``"unrenewed"``: the lease itself ends within the warning
+            time and has not been renewed (its landlord is slow or unreachable).
+        left: seconds from the warning to that end (the desired expiration, or the lease's).
+        exception: the last failed renewal's error, if there was one.
+    """
+
+    lease: Lease
+    expiration: float
+    reason: str
+    left: float
+    exception: BaseException | None = None
+
+
 Callback = Callable[[LeaseRenewalEvent], object]
+WarningCallback = Callable[[LeaseWarningEvent], object]
 Told = tuple[Callback | None, LeaseRenewalEvent]  # whom to tell (None: nobody, log it) what
+Warned = tuple[WarningCallback, LeaseWarningEvent]
+_DESIRED, _UNRENEWED = "desired", "unrenewed"
 
 
 class _Kept:
     """One managed lease: what its holder asked for, and the batch it is in."""
 
-    __slots__ = ("lease", "key", "desired", "desired_wall", "renew_duration", "listener", "on_desired", "batch")
+    __slots__ = ("lease", "key", "desired", "desired_wall", "renew_duration", "listener", "on_desired", "batch",
+                 "warning")
 
     def __init__(self, lease: Lease, desired: float, desired_wall: float, renew_duration: float,
-                 listener: Callback | None, on_desired: Callback | None) -> None:
+                 listener: Callback | None, on_desired: Callback | None,
+                 warning: tuple[WarningCallback, float] | None = None) -> None:
         self.lease = lease
         self.key = lease._batch_key()
         self.desired = desired  # monotonic
@@ -160,6 +201,7 @@ class _Kept:
         self.renew_duration = renew_duration
         self.listener = listener
         self.on_desired = on_desired
+        self.warning = warning  # whom to warn, and how many seconds before an end
         # Set exactly while the lease is managed by this entry: cleared when it is removed,
         # replaced or dropped, which is how a call in flight learns to ignore it.
         self.batch: _Batch | None = None
@@ -328,6 +370,10 @@ class Schedule:
         self._kept: dict[Lease, _Kept] = {}
         self._queue = _Queue()
         self._open: dict[Hashable, _Batch] = {}  # per key, the batch a lease added next may join
+        # warnings to give: (when, order, lease's entry, reason, the end it is about); one whose lease
+        # was let go, or whose end has moved since (renewed, a new desired expiration), is skipped
+        self._alarms: list[tuple[float, int, _Kept, str, float]] = []
+        self._alarm_order = itertools.count()
 
     # -- the managed set ---------------------------------------------------------------
 
@@ -344,7 +390,8 @@ class Schedule:
         return len(self._queue)
 
     def add(self, lease: Lease, *, desired: float, desired_wall: float, renew_duration: float, now: float,
-            listener: Callback | None = None, on_desired: Callback | None = None) -> None:
+            listener: Callback | None = None, on_desired: Callback | None = None,
+            on_warning: WarningCallback | None = None, warn_before: float = 0.0) -> None:
         """Manage ``lease`` (with these settings instead of its old ones, if managed already).
 
         Its next step is queued as seen at ``now``: a renewal at :func:`renewal_time`,
@@ -359,13 +406,20 @@ class Schedule:
             now: the current time.
             listener: told if the lease is lost.
             on_desired: told when its desired expiration is reached.
+            on_warning: warned ``warn_before`` seconds before its desired expiration, and
+                before the lease itself ends unrenewed (:func:`warning_time`).
+            warn_before: seconds; used with ``on_warning`` only.
         """
         old = self._kept.get(lease)
         if old is not None:
             self._detach(old)
-        kept = _Kept(lease, desired, desired_wall, renew_duration, listener, on_desired)
+        warning = (on_warning, warn_before) if on_warning is not None else None
+        kept = _Kept(lease, desired, desired_wall, renew_duration, listener, on_desired, warning)
         self._kept[lease] = kept
         self._place(kept, now)
+        if warning is not None:
+            self._alarm_desired(kept, now)
+            self._alarm_unrenewed(kept, now)
 
     def set_expiration(self, lease: Lease, *, desired: float, desired_wall: float, now: float) -> bool:
         """Change the desired expiration of a managed lease; ``False`` if it is not managed."""
@@ -373,6 +427,8 @@ class Schedule:
         if kept is None:
             return False
         kept.desired, kept.desired_wall = desired, desired_wall
+        if kept.warning is not None:
+            self._alarm_desired(kept, now)
         batch = kept.batch
         if batch is not None and not batch.taken:  # else its call, when it returns, queues it anew
             self._detach(kept)
@@ -403,12 +459,32 @@ class Schedule:
         self._kept.clear()
         self._queue.clear()
         self._open.clear()
+        self._alarms.clear()
 
     # -- what is due -------------------------------------------------------------------
 
     def next_due(self) -> float:
-        """When the first queued batch is due; ``math.inf`` if none is."""
-        return self._queue.first()
+        """When the first queued batch or warning is due; ``math.inf`` if none is."""
+        first = self._queue.first()
+        return min(first, self._alarms[0][0]) if self._alarms else first
+
+    def take_warnings(self, now: float) -> list[Warned]:
+        """The warnings due at ``now``: whom to warn, with what. Each is given once, and only if
+        it still holds: the lease is still managed, and the end it is about has not moved."""
+        alarms, warned = self._alarms, []
+        while alarms and alarms[0][0] <= now:
+            _, _, kept, reason, end = heapq.heappop(alarms)
+            if kept.warning is None or self._kept.get(kept.lease) is not kept:
+                continue
+            if reason == _DESIRED:
+                if end != kept.desired:
+                    continue
+            elif end != kept.lease.deadline or end >= kept.desired - _COVER_SLACK:
+                continue  # renewed since, or granted to its desired expiration
+            error = kept.batch.error if kept.batch is not None else None
+            warned.append((kept.warning[0], LeaseWarningEvent(kept.lease, kept.desired_wall, reason,
+                                                              max(end - now, 0.0), error)))
+        return warned
 
     def take_due(self, now: float) -> tuple[list[Call], list[Told]]:
         """Take what is due at ``now``: the calls to make, and whom to tell what of the leases let go.
@@ -480,6 +556,8 @@ class Schedule:
                 else:
                     due = renewal_time(now, kept.lease.deadline, kept.lease.term, renew_after=self._renew_after)
                     fresh.setdefault(max(due, now + _MIN_GAP), []).append(kept)
+                    if kept.warning is not None:
+                        self._alarm_unrenewed(kept, now)
             elif (whole if whole is not None else classify(exc)) is Verdict.RETRY and now < kept.lease.deadline:
                 if math.isnan(delay):  # one draw per call: its leases back off together
                     if backoff is None:
@@ -523,6 +601,23 @@ class Schedule:
         if kind == _RENEW and key is not None:
             self._open[key] = batch
         self._queue.push(batch)
+
+    def _alarm_desired(self, kept: _Kept, now: float) -> None:
+        """Warn before the desired expiration (at once if it is nearer than the warning time)."""
+        assert kept.warning is not None
+        if math.isfinite(kept.desired):
+            self._alarm(max(kept.desired - kept.warning[1], now), kept, _DESIRED, kept.desired)
+
+    def _alarm_unrenewed(self, kept: _Kept, now: float) -> None:
+        """Warn before the lease's current end, if it is not renewed by then (:func:`warning_time`)."""
+        assert kept.warning is not None
+        deadline = kept.lease.deadline
+        if now < deadline < kept.desired - _COVER_SLACK:
+            at = warning_time(now, deadline, kept.lease.term, kept.warning[1], renew_after=self._renew_after)
+            self._alarm(at, kept, _UNRENEWED, deadline)
+
+    def _alarm(self, at: float, kept: _Kept, reason: str, end: float) -> None:
+        heapq.heappush(self._alarms, (at, next(self._alarm_order), kept, reason, end))
 
     def _detach(self, kept: _Kept) -> None:
         """Take a lease out of its batch; a batch left empty leaves the queue."""

@@ -28,7 +28,8 @@ from landlord import (
     proxies,
 )
 from landlord.lease import sent_now
-from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, attempt_timeout, renewal_time
+from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, attempt_timeout, renewal_time
+from landlord.schedule import warning_time
 
 THIRD = 10 / 3  # the managers here renew a 10 s lease every third of its term
 
@@ -828,3 +829,95 @@ def test_a_hanging_landlord_does_not_stall_renewals_to_another(clock: FakeClock,
     hung.release.set()
     settle(manager)
     assert stuck.remaining == pytest.approx(10) and len(manager) == 2
+
+
+# -- warnings before an end -------------------------------------------------------------------
+
+
+class WarningRecorder:
+    """An ``on_warning`` callback recording each warning and the monotonic time it came."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.events: list[LeaseWarningEvent] = []
+        self.times: list[float] = []
+
+    def __call__(self, event: LeaseWarningEvent) -> None:
+        self.events.append(event)
+        self.times.append(self.clock.monotonic())
+
+
+def test_warning_time_is_before_the_end_but_after_the_first_attempt_had_its_chance() -> None:
+    # a 10 s lease ending at 10: renewed at 3.33; its first attempt has until 6.67 at most
+    assert warning_time(0.0, 10.0, 10.0, 2.0) == 8.0
+    assert warning_time(0.0, 10.0, 10.0, 9.0) == pytest.approx(10 - 10 / 3)
+    assert warning_time(9.0, 10.0, 10.0, 5.0) == 9.5  # late: half of what is left
+
+
+def test_a_warning_comes_before_the_desired_expiration_and_again_after_it_is_moved(
+        clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease(10)
+    start = clock.monotonic()
+    warned, reached = WarningRecorder(clock), Recorder(clock)
+    manager.renew_for(lease, 100, on_desired_expiration=reached, on_warning=warned, warn_before=20)
+    run(clock, manager, 85)
+    assert [(e.reason, e.left, e.exception) for e in warned.events] == [("desired", 20.0, None)]
+    assert warned.times == [pytest.approx(start + 80)] and len(manager) == 1  # still kept
+    manager.set_expiration(lease, clock.time() + 100)  # the holder woke up: 100 s more
+    run(clock, manager, 150)
+    assert [e.reason for e in warned.events] == ["desired", "desired"]
+    assert warned.times[1] == pytest.approx(start + 165)  # 20 s before the new end, 185
+    assert len(reached.events) == 1 and reached.events[0].expiration == warned.events[1].expiration
+
+
+def test_a_healthy_lease_is_never_warned_about_its_own_end(clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease(10)
+    warned = WarningRecorder(clock)
+    manager.renew_for(lease, FOREVER, on_warning=warned, warn_before=9)  # more than the 6.7 s a renewal leaves
+    run(clock, manager, 100)
+    assert warned.events == [] and len(landlord.requests) >= 25
+
+
+def test_a_lease_that_cannot_be_renewed_is_warned_about_before_it_ends(
+        clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)
+    lease = landlord.lease(10)
+    start = clock.monotonic()
+    warned, lost = WarningRecorder(clock), Recorder(clock)
+    manager.renew_for(lease, 100, lost, on_warning=warned, warn_before=3)
+    landlord.unreachable = True
+    run(clock, manager, 9)
+    assert [(e.reason, e.left) for e in warned.events] == [("unrenewed", 3.0)]
+    assert warned.times == [pytest.approx(start + 7)] and not lost.events
+    assert warned.events[0].exception in landlord.raised  # why it could not be renewed
+    landlord.unreachable = False  # back in time: renewed, and a later outage warns again
+    run(clock, manager, 20)
+    assert len(warned.events) == 1 and not lost.events
+    landlord.unreachable = True
+    run(clock, manager, 30)
+    assert [e.reason for e in warned.events] == ["unrenewed", "unrenewed"] and len(lost.events) == 1
+    wall = clock.time() - clock.monotonic()
+    assert lost.times[0] - (warned.times[1] + wall) == pytest.approx(3.0)  # 3 s before it was lost
+
+
+def test_warning_settings_are_checked_and_a_bad_one_changes_nothing(
+        clock: FakeClock, manager: LeaseRenewalManager) -> None:
+    lease = FakeLandlord(clock).lease(10)
+    warned = WarningRecorder(clock)
+    for kwargs, error, words in [
+        ({"on_warning": warned}, TypeError, "go together"),
+        ({"warn_before": 5}, TypeError, "go together"),
+        ({"on_warning": "print", "warn_before": 5}, TypeError, "callable"),
+        ({"on_warning": warned, "warn_before": 0}, ValueError, "positive"),
+        ({"on_warning": warned, "warn_before": -1}, ValueError, "warn_before"),
+        ({"on_warning": warned, "warn_before": math.nan}, ValueError, "warn_before"),
+        ({"on_warning": warned, "warn_before": math.inf}, ValueError, "finite"),
+        ({"on_warning": warned, "warn_before": "5"}, ValueError, "warn_before"),
+    ]:
+        with pytest.raises(error, match=words):
+            manager.renew_for(lease, 100, **kwargs)  # type: ignore[arg-type]
+        with pytest.raises(error, match=words):
+            manager.renew_until(lease, clock.time() + 100, **kwargs)  # type: ignore[arg-type]
+    assert len(manager) == 0
