@@ -1,0 +1,515 @@
+"""landlord from asyncio: awaitable renew and cancel, and :class:`AsyncLeaseRenewalManager`.
+
+Everything here is usable from one event loop without blocking it: every
+remote call goes out on a worker thread of a bounded :class:`CallPool`
+(each worker keeps its own Pyro5 proxies, one per landlord URI, as
+:mod:`landlord.proxies` does for any thread), and the loop awaits its
+outcome. Checks of what is given (types, negative or NaN durations) run on
+the loop, before anything is sent, and raise at once.
+
+::
+
+    async with AsyncLeaseRenewalManager() as renewals:
+        granted = await aio.renew(lease, 30)
+        renewals.renew_for(lease, FOREVER, lost)   # lost(event): a plain function or a coroutine function
+        ...
+        await renewals.cancel(lease)
+
+**Why threads and not an asyncio transport.** Both were measured
+(``benchmarks/bench_aio.py``, figures in ``docs/asyncio.md``): the sync
+proxies run in a bounded thread pool, and a minimal Pyro5 client over
+asyncio streams (the handshake and the messages of ``Pyro5.protocol``,
+serpent, one connection per landlord with the calls pipelined on it). On
+one round trip at a time the transport saves the hop to a worker thread and
+back (about 80 µs of a ~300 µs call on loopback, measured on 2 cores); 100
+renewals at once from one loop go no faster over it, as the landlord's one
+serving thread is the bottleneck either way. What the transport would cost to
+make robust is large: TLS, timeouts on connect and on each call, a connection
+lost mid-pipeline (every call on it in doubt), a replicated landlord's group
+and leader (``landlordlease._call_group``), the leases' own bookkeeping
+(``_set_granted`` after a batch). The thread pool reuses all of that as it is,
+so leases behave exactly as they do from a thread. The prototype stays in the
+benchmark.
+
+**The pool.** :class:`CallPool` holds at most ``max_workers`` threads
+(default :data:`DEFAULT_MAX_WORKERS`, 8): at most that many calls are in
+flight at once, the rest wait their turn on the loop. Every function and
+class here takes ``pool=``: ``None`` means the running loop's shared pool
+(:func:`shared_pool`, made on first use, its threads ended when the loop is
+garbage-collected or by :func:`close_shared_pool`); give a pool of your own
+(``async with CallPool(max_workers=4) as pool:``) to bound one object's calls
+separately and close them with it.
+
+**Cancelling.** A call already on its worker cannot be interrupted: the
+awaiting task is cancelled at once, and the call runs on to its end, within
+its ``timeout=`` (or the process's call timeout, :func:`landlord.set_call_timeout`).
+Whether a renewal cancelled that way happened is unknown, as after a
+``CommunicationError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import itertools
+import logging
+import math
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import Pyro5.errors
+
+from . import proxies
+from .duration import ANY, check_duration
+from .landlordlease import LandlordLease
+from .lease import Lease, LeaseMap
+from .renewal import LeaseRenewalManager
+from .schedule import LeaseRenewalEvent
+
+__all__ = [
+    "DEFAULT_MAX_WORKERS", "CallPool", "shared_pool", "close_shared_pool", "call", "renew", "cancel", "renew_all",
+    "cancel_all", "AsyncLeaseRenewalManager", "AsyncListener", "on_loop",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_MAX_WORKERS = 8
+"""Threads in a :class:`CallPool` unless told otherwise: as many calls in flight at once."""
+
+MAX_WORKERS = 256  # more threads than this buys nothing but memory: the landlords are the bottleneck
+
+AsyncListener = Callable[[LeaseRenewalEvent], object]
+"""A renewal listener for :class:`AsyncLeaseRenewalManager`: a plain callable or a coroutine
+function, called on the event loop with the :class:`~landlord.LeaseRenewalEvent`."""
+
+
+class CallPool:
+    """A bounded pool of worker threads that make blocking (Pyro5) calls for an event loop.
+
+    Each worker keeps its own proxies (:func:`landlord.proxy_for`), so a
+    landlord is reached over at most ``max_workers`` connections. Usable as
+    ``async with`` (closed at the end) or closed with :meth:`aclose`.
+
+    Args:
+        max_workers: the most calls in flight at once (1 to 256; default
+            :data:`DEFAULT_MAX_WORKERS`); further calls wait their turn.
+        name: the prefix of the workers' thread names.
+
+    Raises:
+        TypeError: ``max_workers`` is not an int, or ``name`` not a str.
+        ValueError: ``max_workers`` out of range.
+    """
+
+    def __init__(self, *, max_workers: int = DEFAULT_MAX_WORKERS, name: str = "landlord-aio") -> None:
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int):
+            raise TypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
+        if not 1 <= max_workers <= MAX_WORKERS:
+            raise ValueError(f"max_workers must be 1 to {MAX_WORKERS}, got {max_workers}")
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        self._max_workers = max_workers
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name)
+        self._closed = False
+
+    @property
+    def max_workers(self) -> int:
+        """The most calls this pool has in flight at once."""
+        return self._max_workers
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def run(self, function: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+        """``function(*args)`` on a worker thread; its result (or exception) on the loop.
+
+        Args:
+            function: a blocking callable.
+            args: its arguments.
+            timeout: bound every call it makes through :func:`landlord.proxy_for`
+                (leases' calls included) to this many seconds (``None``: the
+                process's call timeout).
+
+        Raises:
+            RuntimeError: the pool is closed.
+            ValueError: ``timeout`` is not a positive number or ``None``.
+        """
+        check_timeout(timeout)
+        if self._closed:
+            raise RuntimeError("this CallPool is closed")
+        loop = asyncio.get_running_loop()
+        job = functools.partial(_bounded, function, args, timeout) if timeout is not None else \
+            functools.partial(function, *args)
+        return await loop.run_in_executor(self._executor, job)
+
+    def close(self) -> None:
+        """Refuse further calls and drop those waiting their turn; calls in flight run on, their
+        workers ending after them. Does not wait: :meth:`aclose` does."""
+        self._closed = True
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def aclose(self) -> None:
+        """Close, and wait (off the loop) until the calls in flight have ended."""
+        self.close()
+        await asyncio.to_thread(self._executor.shutdown, wait=True)
+
+    async def __aenter__(self) -> CallPool:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<CallPool {'closed' if self._closed else f'of {self._max_workers} workers'}>"
+
+
+def _bounded(function: Callable[..., T], args: tuple[Any, ...], timeout: float) -> T:
+    """On a worker: ``function(*args)``, its calls through proxies bounded by ``timeout``."""
+    with proxies.timeout_within(timeout):
+        return function(*args)
+
+
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CallPool] = weakref.WeakKeyDictionary()
+_shared_lock = threading.Lock()  # loops on several threads may each make theirs at once
+
+
+def shared_pool() -> CallPool:
+    """The running loop's shared :class:`CallPool` (``DEFAULT_MAX_WORKERS`` workers), made on first use.
+
+    Its threads end when the loop is garbage-collected, or at
+    :func:`close_shared_pool`; a pool closed that way is replaced by a new
+    one on next use.
+
+    Raises:
+        RuntimeError: no event loop is running in this thread.
+    """
+    loop = asyncio.get_running_loop()
+    with _shared_lock:
+        pool = _shared.get(loop)
+        if pool is None or pool.closed:
+            pool = _shared[loop] = CallPool(name=f"landlord-aio-{next(_numbers)}")
+        return pool
+
+
+_numbers = itertools.count(1)
+
+
+async def close_shared_pool() -> None:
+    """Close the running loop's shared pool, if it has one, waiting for its calls in flight."""
+    with _shared_lock:
+        pool = _shared.pop(asyncio.get_running_loop(), None)
+    if pool is not None:
+        await pool.aclose()
+
+
+def _pool(pool: CallPool | None) -> CallPool:
+    if pool is None:
+        return shared_pool()
+    if not isinstance(pool, CallPool):
+        raise TypeError(f"pool must be a CallPool or None, got {type(pool).__name__}")
+    return pool
+
+
+def check_timeout(timeout: object) -> float | None:
+    """A per-call timeout: a positive number of seconds (``FOREVER`` allowed: none), or ``None``.
+
+    Raises:
+        ValueError: zero, negative, NaN or not a number.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r:.50}")
+    return None if math.isinf(timeout) else float(timeout)
+
+
+def _check_lease(lease: object) -> Lease:
+    if not isinstance(lease, Lease):
+        raise TypeError(f"expected a Lease, got {type(lease).__name__}")
+    return lease
+
+
+# -- one call --------------------------------------------------------------------------------
+
+
+async def call(uri: str, method: str, *args: Any, timeout: float | None = None, pool: CallPool | None = None) -> Any:
+    """``method(*args)`` of the Pyro5 object at ``uri``, through the worker's own proxy for it.
+
+    For calling a service found through a lookup (``await aio.call(item.service_uri,
+    "quote", "ACME")``): the proxy is the worker thread's, kept for its next
+    call, and dropped after a communication error so that the next one reconnects.
+
+    Raises:
+        TypeError: ``uri`` or ``method`` is not a str.
+        ValueError: a bad ``timeout``.
+        Pyro5.errors.CommunicationError: the call could not be made, or its outcome is unknown.
+        Exception: whatever the remote method raised.
+    """
+    if not isinstance(uri, str):
+        raise TypeError(f"uri must be a str, got {type(uri).__name__}")
+    if not isinstance(method, str) or method.startswith("_"):
+        raise TypeError(f"method must be the name of a remote method, got {method!r:.50}")
+    return await _pool(pool).run(_call, uri, method, args, timeout=check_timeout(timeout))
+
+
+def _call(uri: str, method: str, args: tuple[Any, ...]) -> Any:
+    try:
+        return getattr(proxies.proxy_for(uri), method)(*args)
+    except Pyro5.errors.CommunicationError:
+        proxies.discard(uri)  # the next call reconnects
+        raise
+
+
+async def renew(lease: Lease, duration: float = ANY, *, timeout: float | None = None,
+                pool: CallPool | None = None) -> float:
+    """``lease.renew(duration)``, awaited: the seconds granted.
+
+    Raises:
+        TypeError: ``lease`` is not a :class:`~landlord.Lease`.
+        ValueError: an invalid ``duration`` or ``timeout`` (nothing is sent).
+        LeaseDeniedError, UnknownLeaseError, Pyro5.errors.CommunicationError: as :meth:`Lease.renew`.
+    """
+    _check_lease(lease)
+    duration = check_duration(duration)
+    return await _pool(pool).run(lease.renew, duration, timeout=check_timeout(timeout))
+
+
+async def cancel(lease: Lease, *, timeout: float | None = None, pool: CallPool | None = None) -> None:
+    """``lease.cancel()``, awaited.
+
+    Raises:
+        TypeError: ``lease`` is not a :class:`~landlord.Lease`.
+        ValueError: a bad ``timeout``.
+        UnknownLeaseError, Pyro5.errors.CommunicationError: as :meth:`Lease.cancel`.
+    """
+    _check_lease(lease)
+    await _pool(pool).run(lease.cancel, timeout=check_timeout(timeout))
+
+
+def _lease_map(leases: LeaseMap | Sequence[LandlordLease], duration: float) -> LeaseMap:
+    """``leases`` as a map: a :class:`LeaseMap` as it is, a list of one landlord's leases each at ``duration``.
+
+    Raises:
+        TypeError: not a LeaseMap or a list of LandlordLeases.
+        ValueError: an empty list, leases of different landlords, or a bad duration.
+    """
+    if isinstance(leases, LeaseMap):
+        return leases
+    if isinstance(leases, (str, bytes)) or not isinstance(leases, Sequence):
+        raise TypeError(f"expected a LeaseMap or a list of LandlordLeases, got {type(leases).__name__}")
+    if not leases:
+        raise ValueError("no leases to renew")
+    for lease in leases:
+        if not isinstance(lease, LandlordLease):
+            raise TypeError(f"a batch holds LandlordLeases, got a {type(lease).__name__}")
+    first = leases[0]
+    if not all(first.can_batch(lease) for lease in leases):
+        raise ValueError("a batch holds leases of one landlord; renew a LeaseMap for leases of several")
+    duration = check_duration(duration)
+    return LeaseMap(dict.fromkeys(leases, duration))
+
+
+async def renew_all(leases: LeaseMap | Sequence[LandlordLease], duration: float = ANY, *,
+                    timeout: float | None = None, pool: CallPool | None = None) -> None:
+    """Renew a batch: a :class:`~landlord.LeaseMap` (each lease for its duration, one call per
+    landlord), or a list of :class:`~landlord.LandlordLease` of one landlord, each for ``duration``
+    (one ``renew_all`` call per 10,000 leases). Do not change a map while this is awaited.
+
+    Raises:
+        TypeError: not a LeaseMap or a list of LandlordLeases.
+        ValueError: an empty list, leases of several landlords, a bad ``duration`` or ``timeout``.
+        LeaseMapError: some renewals failed (a map loses those leases); ``.failures`` says which and why.
+        Pyro5.errors.CommunicationError: the call failed as a whole: no lease's outcome is known.
+    """
+    batch = _lease_map(leases, duration)
+    await _pool(pool).run(batch.renew_all, timeout=check_timeout(timeout))
+
+
+async def cancel_all(leases: LeaseMap | Sequence[LandlordLease], *, timeout: float | None = None,
+                     pool: CallPool | None = None) -> None:
+    """Cancel a batch (as :func:`renew_all` takes it); a map is emptied.
+
+    Raises:
+        TypeError, ValueError: as :func:`renew_all`.
+        LeaseMapError: some cancellations failed.
+    """
+    batch = _lease_map(leases, ANY)
+    await _pool(pool).run(batch.cancel_all, timeout=check_timeout(timeout))
+
+
+# -- listeners on the loop ---------------------------------------------------------------------
+
+
+def on_loop(listener: Callable[[T], object], loop: asyncio.AbstractEventLoop,
+            tasks: set[asyncio.Future[Any]]) -> Callable[[T], None]:
+    """A callback for another thread that runs ``listener`` on ``loop``, never blocking either:
+    a plain callable is called there; what it returns, if awaitable (a coroutine function's
+    coroutine), runs as a task of the loop, kept in ``tasks`` until done. An exception is logged.
+    A loop already closed drops the call, with a line at DEBUG.
+    """
+    def run(item: T) -> None:
+        try:
+            outcome = listener(item)
+        except Exception:
+            log.exception("an asyncio listener failed on %r", item)
+            return
+        if isinstance(outcome, Awaitable):
+            task = asyncio.ensure_future(outcome)
+            tasks.add(task)
+            task.add_done_callback(functools.partial(_done, tasks, item))
+
+    def threadsafe(item: T) -> None:
+        try:
+            loop.call_soon_threadsafe(run, item)
+        except RuntimeError:  # the loop is closed: nobody is left to tell
+            log.debug("event loop closed; %r not told", item)
+
+    return threadsafe
+
+
+def _done(tasks: set[asyncio.Future[Any]], item: object, task: asyncio.Future[Any]) -> None:
+    tasks.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("an asyncio listener failed on %r", item, exc_info=task.exception())
+
+
+# -- the renewal manager -----------------------------------------------------------------------
+
+
+class AsyncLeaseRenewalManager:
+    """A :class:`~landlord.LeaseRenewalManager` for asyncio: it keeps leases alive on its own
+    threads, as that one does, and tells its listeners on the event loop.
+
+    Make it on the loop that is to hear of its leases (``async with
+    AsyncLeaseRenewalManager() as renewals:``). :meth:`renew_for`,
+    :meth:`renew_until`, :meth:`remove` and the others that change what is
+    managed only take the manager's lock for a moment (no remote call), so
+    they are plain methods; :meth:`cancel` calls the landlord and is awaited.
+
+    Listeners (``listener``, ``on_desired_expiration``) may be plain callables
+    or coroutine functions: each is called on the loop with the
+    :class:`~landlord.LeaseRenewalEvent` (a coroutine then runs as a task), never
+    on the manager's threads and never blocking them. :meth:`aclose` waits for
+    listener tasks still running.
+
+    Args:
+        pool: the :class:`CallPool` :meth:`cancel` goes through (default: the loop's shared one).
+        options: the :class:`~landlord.LeaseRenewalManager`'s own (``clock``,
+            ``renew_after``, ``batch_window``, ``retry_initial``, ``retry_max``,
+            ``max_batch``, ``workers``, ``name``, ``revocations``).
+
+    Raises:
+        RuntimeError: no event loop is running in this thread.
+        TypeError, ValueError: as :class:`~landlord.LeaseRenewalManager` (an unknown option is a TypeError).
+    """
+
+    def __init__(self, *, pool: CallPool | None = None, **options: Any) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._pool = pool if pool is None else _pool(pool)
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._manager = LeaseRenewalManager(**options)
+        self._closed = False
+
+    @property
+    def manager(self) -> LeaseRenewalManager:
+        """The thread-based manager underneath (for :class:`lookup.aio` and other wrappers)."""
+        return self._manager
+
+    def _wrap(self, listener: AsyncListener | None, name: str) -> Callable[[LeaseRenewalEvent], None] | None:
+        if listener is None:
+            return None
+        if not callable(listener):
+            raise TypeError(f"{name} must be callable or None, got {type(listener).__name__}")
+        return on_loop(listener, self._loop, self._tasks)
+
+    def renew_for(self, lease: Lease, duration: float, listener: AsyncListener | None = None, *,
+                  renew_duration: float | None = None, on_desired_expiration: AsyncListener | None = None) -> None:
+        """Keep ``lease`` alive ``duration`` more seconds (``FOREVER``: until removed); see
+        :meth:`LeaseRenewalManager.renew_for`. The listeners are told on the loop.
+
+        Raises:
+            TypeError: ``lease`` is not a Lease, or a listener is not callable.
+            ValueError: ``duration`` negative, NaN, ``ANY`` or not a number; a bad ``renew_duration``.
+            RuntimeError: the manager is closed.
+        """
+        self._manager.renew_for(lease, duration, self._wrap(listener, "listener"), renew_duration=renew_duration,
+                                on_desired_expiration=self._wrap(on_desired_expiration, "on_desired_expiration"))
+
+    def renew_until(self, lease: Lease, expiration: float, listener: AsyncListener | None = None, *,
+                    renew_duration: float | None = None, on_desired_expiration: AsyncListener | None = None) -> None:
+        """Keep ``lease`` alive until the wall-clock time ``expiration``; see
+        :meth:`LeaseRenewalManager.renew_until`. The listeners are told on the loop.
+
+        Raises:
+            TypeError: ``lease`` is not a Lease, or a listener is not callable.
+            ValueError: ``expiration`` NaN, ``-inf`` or not a number; a bad ``renew_duration``.
+            RuntimeError: the manager is closed.
+        """
+        self._manager.renew_until(lease, expiration, self._wrap(listener, "listener"),
+                                  renew_duration=renew_duration,
+                                  on_desired_expiration=self._wrap(on_desired_expiration, "on_desired_expiration"))
+
+    def remove(self, lease: Lease) -> None:
+        """Stop managing ``lease`` without cancelling it (no listener is told).
+
+        Raises:
+            TypeError: not a Lease.
+            UnknownLeaseError: not managed here.
+        """
+        self._manager.remove(lease)
+
+    async def cancel(self, lease: Lease, *, timeout: float | None = None) -> None:
+        """Stop managing ``lease``, then cancel it at its landlord (it is removed even if that fails).
+
+        Raises:
+            TypeError: not a Lease.
+            ValueError: a bad ``timeout``.
+            UnknownLeaseError: not managed here (it is not cancelled), or its landlord no longer knows it.
+            LeaseError, Pyro5.errors.CommunicationError: as :meth:`Lease.cancel`.
+        """
+        _check_lease(lease)
+        check_timeout(timeout)
+        self._manager.remove(lease)
+        await cancel(lease, timeout=timeout, pool=self._pool)
+
+    def get_expiration(self, lease: Lease) -> float:
+        """The desired expiration of a managed lease (wall clock); see :meth:`LeaseRenewalManager.get_expiration`."""
+        return self._manager.get_expiration(lease)
+
+    def set_expiration(self, lease: Lease, expiration: float) -> None:
+        """Change the desired expiration of a managed lease; see :meth:`LeaseRenewalManager.set_expiration`."""
+        self._manager.set_expiration(lease, expiration)
+
+    def clear(self) -> None:
+        """Stop managing every lease, cancelling none (no listener is told)."""
+        self._manager.clear()
+
+    def __len__(self) -> int:
+        return len(self._manager)
+
+    async def aclose(self) -> None:
+        """Stop the manager's threads (off the loop: a renewal in flight is waited for) and wait
+        for listener tasks still running. Safe to call more than once."""
+        if not self._closed:
+            self._closed = True
+            await asyncio.to_thread(self._manager.close)
+        while self._tasks:  # a listener told as the manager stopped may have started one more
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def __aenter__(self) -> AsyncLeaseRenewalManager:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<AsyncLeaseRenewalManager {'closed' if self._closed else f'{len(self)} leases'}>"
+
