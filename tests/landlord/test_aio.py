@@ -25,8 +25,10 @@ from landlord import (
     RenewResults,
     UnknownLeaseError,
     aio,
+    renewal_time,
 )
 from landlord.testing import FakeClock, Recorder, ServingDaemon
+
 
 class Rooms(Landlord):
     """Rents rooms; records every renewal; can be made to hold a renewal until released."""
@@ -202,14 +204,10 @@ async def test_a_pool_is_bounded_and_refuses_calls_once_closed() -> None:
 # -- the renewal manager ---------------------------------------------------------------------------------
 
 
-async def next_due(clock: FakeClock) -> float:
-    """The moment the manager's thread sleeps towards (waited for off the loop)."""
-    await asyncio.to_thread(clock.wait_for_sleeper)
-    return min(clock.sleeping_deadlines())
-
-
-async def advance_past(clock: FakeClock, moment: float) -> None:
-    clock.advance(moment - clock.monotonic() + 1e-6)
+async def pass_due(clock: FakeClock, due: float) -> None:
+    """Once the manager's thread sleeps towards ``due`` (waited for off the loop), move the clock past it."""
+    await asyncio.to_thread(clock.wait_for_sleeper, due)
+    clock.advance(due - clock.monotonic() + 1e-6)
 
 
 @pytest.mark.asyncio
@@ -230,19 +228,21 @@ async def test_the_manager_keeps_a_lease_and_tells_a_coroutine_listener_on_the_l
         async with aio.AsyncLeaseRenewalManager(clock=clock, name="aio-test") as renewals:
             renewals.renew_for(lease, FOREVER, listener)
             assert len(renewals) == 1 and renewals.get_expiration(lease) == math.inf
-            due = await next_due(clock)
+            due = renewal_time(clock.monotonic(), lease.deadline, lease.term)
             assert due == pytest.approx(3.0)  # a third into its 9 s term
-            await advance_past(clock, due)
+            await pass_due(clock, due)
             await asyncio.to_thread(rooms.batches.wait_for, 1)  # a managed lease is renewed in batches
             assert rooms.get_resource(lease.cookie) == "201"
-            due = await next_due(clock)
-            assert due == pytest.approx(6.0) and lease.term == 9  # renewed for its own term
+            now = clock.monotonic()  # the renewal was sent now (the fake clock stands still): its new deadline
+            due = renewal_time(now, now + 9.0, 9.0)  # renewed for its own term, 9 s, from when it was sent
+            assert due == pytest.approx(6.0)
             rooms.cancel(lease.cookie)  # the landlord forgets it: the next renewal is refused
-            await advance_past(clock, due)
+            await pass_due(clock, due)
             await asyncio.wait_for(lost.wait(), 10)
             [(event, thread)] = told
             assert event.lease == lease and isinstance(event.exception, UnknownLeaseError)
             assert thread == loop_thread
+            assert lease.term == 9
             assert len(renewals) == 0
     finally:
         rooms.close()
@@ -264,7 +264,7 @@ async def test_a_plain_listener_runs_on_the_loop_too_and_cancel_gives_the_lease_
         async with aio.AsyncLeaseRenewalManager(clock=clock) as renewals:
             renewals.renew_until(short, clock.time() + 2, on_desired_expiration=reached)
             renewals.renew_for(kept, FOREVER)
-            await advance_past(clock, await next_due(clock))  # the desired end of 'short', at 2 s
+            await pass_due(clock, 2.0)  # the desired end of 'short'
             await asyncio.wait_for(done.wait(), 10)
             assert threads == [threading.get_ident()]
             await renewals.cancel(kept)
