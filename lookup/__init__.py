@@ -15,6 +15,7 @@ import landlord as _landlord  # noqa: F401  (registers landlord's converters)
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .cache import LookupCache
+from .discovery import DiscoveredLookup, LookupDiscovery, discover
 from .entry import (
                     Comment,
                     Entry,
@@ -50,6 +51,7 @@ __all__ = [
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches", "qualified_name",
     "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names",
     "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService", "JoinManager", "LookupCache",
+    "discover", "LookupDiscovery", "DiscoveredLookup",
     "locate", "LookupGroup", "LookupServiceNotFoundError", "LOOKUP_OBJECT_ID", "ReplicatedLookupService",
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
 ]

@@ -7,6 +7,8 @@
                            [--etcd URL[,URL...] --group NAME --replicas H1:P1,H2:P2,H3:P3]
                            [--cert PATH --key PATH --ca PATH] [--metrics-port PORT [--metrics-host ADDR]]
                            [--admin-token-file PATH] [--admin-name NAME ...]
+                           [--groups G1,G2] [--no-announce] [--announce-interval S]
+                           [--discovery-port PORT] [--discovery-interface ADDR] [--broadcast]
     python -m lookup leases|evict ...   (an operator's: as python -m landlord list|evict)
     python -m lookup list [--host 127.0.0.1] [--port 4160] [--etcd URL[,URL...] --group NAME]
                           [--timeout S] [--limit N] [--cert PATH --key PATH --ca PATH]
@@ -41,6 +43,13 @@ serves an admin object beside the service (:class:`landlord.admin.LandlordAdmin`
 ``python -m lookup leases`` lists its leases by a prefix of their cookies and
 ``python -m lookup evict PREFIX`` revokes one, for a caller with the token
 (``--token-file`` or ``LANDLORD_ADMIN_TOKEN``) or an admin certificate.
+
+``serve`` announces the service for discovery (see :mod:`lookup.announce`),
+to the public group unless ``--groups`` names others, every
+``--announce-interval`` seconds, and answers discovery requests;
+``--no-announce`` turns that off. ``--broadcast`` broadcasts where the
+network has no multicast (it falls back to broadcast by itself where
+sending multicast fails).
 
 ``--etcd``, ``--group`` and ``--replicas`` (all three) run one replica of a
 replicated lookup service (see docs/replication.md and
@@ -139,6 +148,64 @@ def _add_etcd_options(parser: argparse.ArgumentParser, *, serving: bool) -> None
                            metavar="H1:P1,H2:P2,...", help="every replica's address, this one's among them")
 
 
+def _groups(text: str) -> tuple[str, ...]:
+    """``a,b`` as discovery groups (``""``: the public group alone)."""
+    from .discopacket import check_groups
+
+    try:
+        return check_groups(text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _interval(text: str) -> float:
+    from .discopacket import MAX_INTERVAL, MIN_INTERVAL
+
+    seconds = seconds_argument(text)
+    if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
+        raise argparse.ArgumentTypeError(f"must be {MIN_INTERVAL:g} to {MAX_INTERVAL:g} seconds, not {text}")
+    return seconds
+
+
+def _add_discovery_options(parser: argparse.ArgumentParser) -> None:
+    from .announce import DEFAULT_INTERVAL
+    from .disconet import ANNOUNCE_GROUP, DISCOVERY_PORT, REQUEST_GROUP
+
+    group = parser.add_argument_group(
+        "discovery", f"announce the service on UDP multicast ({ANNOUNCE_GROUP}), and answer requests "
+                     f"({REQUEST_GROUP}), so that services and clients find it with no address configured")
+    group.add_argument("--groups", type=_groups, default=("",), metavar="G1,G2",
+                       help="the discovery groups it is a member of (default: the public group, \"\"; "
+                            "not --group, the replica group)")
+    group.add_argument("--no-announce", dest="discovery", action="store_false",
+                       help="no discovery: found only by its address")
+    group.add_argument("--announce-interval", type=_interval, default=DEFAULT_INTERVAL, metavar="S",
+                       help="seconds between announcements (default %(default)g)")
+    group.add_argument("--discovery-port", type=_port, default=DISCOVERY_PORT, metavar="PORT",
+                       help="the UDP port of announcements and requests (default %(default)s)")
+    group.add_argument("--discovery-interface", metavar="ADDR",
+                       help="the IPv4 address of the one interface to announce on (default: every "
+                            "interface, or loopback alone when --host is a loopback address)")
+    group.add_argument("--broadcast", action="store_true",
+                       help="broadcast, never multicast (where the network has no multicast)")
+
+
+def _discovery_network(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Any:
+    """The discovery options as a DiscoveryNetwork (a usage error if bad)."""
+    from .disconet import DiscoveryNetwork, choose_interfaces
+
+    if args.discovery_port == 0:
+        parser.error("--discovery-port must be 1 to 65535")
+    try:
+        network = DiscoveryNetwork(port=args.discovery_port, interface=args.discovery_interface,
+                                   broadcast=args.broadcast)
+        if network.interface is not None and args.discovery:
+            choose_interfaces(network.interface)
+    except ValueError as exc:
+        parser.error(f"--discovery-interface: {exc}")
+    return network
+
+
 _TLS_OPTIONS = ("cert", "key", "ca")  # the options' dests, all given or none
 
 
@@ -215,6 +282,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     admin.add_argument("--admin-name", action="append", default=[], metavar="NAME",
                        help="a commonName whose certificate (of --ca, over two-way TLS) is an admin's; "
                             "repeatable")
+    _add_discovery_options(serve)
     _add_etcd_options(serve, serving=True)
     _add_tls_options(serve, side="server")
 
@@ -267,6 +335,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
             args.default_lease = min(DEFAULT_LEASE, args.max_lease)
         elif args.default_lease > args.max_lease:
             parser.error(f"--default-lease ({args.default_lease:g}) exceeds --max-lease ({args.max_lease:g})")
+        args.discovery_network = _discovery_network(args, parser)
         replicated = [args.etcd, args.group, args.replicas]
         if any(option is not None for option in replicated):
             if None in replicated:
@@ -280,6 +349,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
     if args.port == 0:
         parser.error("list needs the lookup service's port, not 0")
     return _list(args, sys.stdout)
+
+
+def _discovery(args: argparse.Namespace) -> dict[str, Any]:
+    """The discovery keywords of ``serve`` and ``serve_replicated``."""
+    return {"discovery": args.discovery, "groups": args.groups, "announce_interval": args.announce_interval,
+            "discovery_network": args.discovery_network}
 
 
 def _addresses(args: argparse.Namespace) -> str:
@@ -317,7 +392,7 @@ def _serve(args: argparse.Namespace) -> int:
         serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease,
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
-              admin_names=args.admin_name)
+              admin_names=args.admin_name, **_discovery(args))
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -335,7 +410,8 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         serve_replicated(args.host, args.port, etcd=args.etcd, group=args.group, replicas=args.replicas,
                          advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
                          reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
-                         metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name)
+                         metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name,
+                         **_discovery(args))
     except ValueError as exc:  # this replica not among --replicas
         parser.error(str(exc))
     except ImportError as exc:

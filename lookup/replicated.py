@@ -19,12 +19,14 @@ It is served under the lookup service's own object id, so
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import Pyro5.core
 import Pyro5.server
 
 from landlord import (
@@ -45,6 +47,9 @@ from landlord.replicated import ReplicaTerm
 from landlord.serving import advertised_host
 from landlord.tls import TLSConfig
 
+from .announce import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
+from .disconet import DiscoveryNetwork
+from .discopacket import Announcement
 from .entry import Entry
 from .item import ServiceItem, ServiceMatches, ServiceTemplate
 from .locate import LOOKUP_OBJECT_ID, lookup_uri
@@ -59,6 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReplicatedLookupService", "ETCD_PREFIX", "EtcdUnreachableError", "reach_etcd", "group_leader", "serve_replicated",
+    "group_lookup_id",
 ]
 
 log = logging.getLogger(__name__)
@@ -226,12 +232,19 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
                      reaper: str = "sleeper", tls: TLSConfig | None = None, stop: threading.Event | None = None,
                      ready: Callable[[str], None] | None = None, announce: bool = True,
                      metrics_port: int | None = None, metrics_host: str | None = None,
-                     admin_token: str | None = None, admin_names: Iterable[str] = ()) -> None:
+                     admin_token: str | None = None, admin_names: Iterable[str] = (), discovery: bool = True,
+                     groups: Iterable[str] = PUBLIC_GROUPS, announce_interval: float = DEFAULT_INTERVAL,
+                     discovery_network: DiscoveryNetwork | None = None) -> None:
     """Serve one replica of lookup group ``group`` at ``host:port`` until SIGTERM or SIGINT (or ``stop``).
+
+    Discovery: every replica, leading or not, announces the whole group (every replica's URI, under
+    one lookup id made from ``group``), so a client finds the replicated lookup service while any
+    replica lives, and reaches its leader as a :class:`~lookup.locate.LookupGroup` does.
 
     Args:
         host, port, advertise, max_lease, default_lease, reaper, tls, stop, ready, announce,
-        metrics_port, metrics_host, admin_token, admin_names:
+        metrics_port, metrics_host, admin_token, admin_names, discovery, groups, announce_interval,
+        discovery_network:
             as for :func:`lookup.server.serve` (the metrics count every term this replica leads;
             the admin object answers on the leader).
         etcd: the etcd cluster's client URLs, comma-separated.
@@ -251,10 +264,28 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
     if own not in uris:
         raise ValueError(f"this replica's address {own.split('@', 1)[1]} is not one of the replicas {replicas}")
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
+    announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
+    if discovery:
+        Announcement(group_lookup_id(group), tuple(uris), announcing.groups)  # raises if it cannot fit a packet
     metrics = LookupMetrics() if metrics_port is not None else None
     replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper)
     admin = LandlordAdmin(replica, token=admin_token, admin_names=admin_names) \
         if admin_token is not None or admin_names else None
-    serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=ready, announce=announce,
-                  name="lookup service", metrics=metrics, metrics_port=metrics_port, metrics_host=metrics_host,
-                  admin=admin)
+
+    def answering(uri: str) -> None:
+        announcing.start(group_lookup_id(group), uris, Pyro5.core.URI(uri).host)
+        if ready is not None:
+            ready(uri)
+
+    try:
+        serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=answering,
+                      announce=announce, name="lookup service", metrics=metrics, metrics_port=metrics_port,
+                      metrics_host=metrics_host, admin=admin)
+    finally:
+        announcing.close()
+
+
+def group_lookup_id(group: str) -> str:
+    """The discovery id every replica of lookup group ``group`` announces: the same on each, and a
+    valid lookup id whatever the group's name."""
+    return "group-" + hashlib.sha256(group.encode()).hexdigest()[:32]

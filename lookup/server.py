@@ -40,6 +40,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import Pyro5.core
 import Pyro5.server
 
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
@@ -61,6 +62,8 @@ from landlord.serving import (
 )
 from landlord.tls import TLSConfig
 
+from .announce import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
+from .disconet import DiscoveryNetwork
 from .entry import Entry, entry_class_name, entry_fields
 from .events import DeliveryObserver
 from .locate import DEFAULT_HOST, DEFAULT_PORT, LOOKUP_OBJECT_ID
@@ -221,13 +224,16 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
           store: str | os.PathLike[str] | None = None, stop: threading.Event | None = None,
           ready: Callable[[str], None] | None = None, announce: bool = True, metrics_port: int | None = None,
           metrics_host: str | None = None, admin_token: str | None = None,
-          admin_names: Iterable[str] = ()) -> None:
+          admin_names: Iterable[str] = (), discovery: bool = True, groups: Iterable[str] = PUBLIC_GROUPS,
+          announce_interval: float = DEFAULT_INTERVAL, discovery_network: DiscoveryNetwork | None = None) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
-    (unless ``announce`` is false) and logs the same at INFO. Returns once
-    the daemon is closed, the service's reaper and event delivery stopped,
-    and every client connection closed.
+    (unless ``announce`` is false) and logs the same at INFO; and, unless
+    ``discovery`` is false, announces itself to ``groups`` on the network
+    and answers discovery requests (:mod:`lookup.announce`). Returns once
+    the daemon is closed, the announcer, the service's reaper and event
+    delivery stopped, and every client connection closed.
 
     Args:
         host: the address to listen on (``0.0.0.0`` or ``::``: every interface).
@@ -260,10 +266,19 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         admin_token, admin_names: serve an admin object beside the service
             (:class:`landlord.admin.LandlordAdmin`: ``python -m lookup leases|evict``),
             for callers with this token or an admin certificate of these names.
+        discovery: announce the service and answer discovery requests (multicast, or broadcast
+            where multicast does not work; see :mod:`lookup.disconet`). Not to be confused with
+            ``announce``, the line printed. A discovery port that cannot be bound is logged
+            (WARNING) and the service is served without discovery.
+        groups: the discovery groups it is a member of (default: the public group ``""``).
+        announce_interval: seconds between announcements.
+        discovery_network: the discovery port, interface and mode (default: port 4160; every
+            interface, or loopback only when ``host`` is a loopback address; multicast).
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an
-            ``advertise`` that is not a host name or address, a bad ``metrics_port``.
+            ``advertise`` that is not a host name or address, a bad ``metrics_port``,
+            bad ``groups`` or ``announce_interval``, a ``discovery_network.interface`` not ours.
         ImportError: ``metrics_port`` given, and prometheus-client not installed.
         TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
         OSError: the address is in use or cannot be bound.
@@ -278,6 +293,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     if advertise is not None:
         check_advertise(advertise)  # before the store is opened
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
+    announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
     metrics = LookupMetrics() if metrics_port is not None else None  # before the store is opened
     service = ServedLookupService(policy=policy, reaper=reaper,
                                   store=LeaseStore(store, name=STORE_NAME) if store is not None else None)
@@ -287,10 +303,17 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             metrics.attach(service)
         admin = LandlordAdmin(service, token=admin_token, admin_names=admin_names) \
             if admin_token is not None or admin_names else None
+
+        def answering(uri: str) -> None:
+            announcing.start(service.landlord_id, [uri], Pyro5.core.URI(uri).host)
+            if ready is not None:
+                ready(uri)
+
         serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
-                     server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
+                     server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=answering,
                      name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,
                      metrics_port=metrics_port or 0, admin=admin,
                      details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
+        announcing.close()  # first: no client should be sent to a service that is going
         service.close()  # its reaper and event delivery
