@@ -27,9 +27,11 @@ service (subscribe, snapshot, events, re-subscribe), and an
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import Pyro5.api
@@ -39,6 +41,7 @@ import Pyro5.core
 from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErrors, check_duration
 
 from .callbacks import EventReceiver
+from .discovery import DiscoveredLookup, LookupDiscovery, follow_discovery
 from .events import ServiceEvent
 from .follower import Follower
 from .item import ServiceItem, ServiceTemplate
@@ -124,25 +127,39 @@ class LookupCache:
         orphan_timeout: seconds to keep showing items that only a lost
             lookup service listed (see above); ``FOREVER``: until it is back.
         clock: what retries and ``orphan_timeout`` are timed on.
+        groups: also follow every lookup service of these discovery groups
+            (``""``: the public group) found by discovery, with no address
+            configured (``lookups`` may then be empty): each is followed from
+            when it is discovered; when discarded (no announcement heard for
+            several intervals) it is no longer followed, and what only it
+            listed is removed at once, as Jini's ServiceDiscoveryManager does
+            (see :class:`~lookup.discovery.LookupDiscovery`).
+        discovery: a :class:`~lookup.discovery.LookupDiscovery` of the
+            caller's to follow instead of ``groups`` (left open on :meth:`close`).
 
     Raises:
         TypeError: a lookup service that is not a proxy or URI, ``template``
-            not a ServiceTemplate, ``callback_host`` not a str, or both
-            ``retry_initial`` and ``retry_delay`` given.
-        ValueError: no lookup service, an invalid duration or retry setting,
-            or an empty ``callback_host``.
-        OSError: ``callback_host`` is not an address of this host.
+            missing or not a ServiceTemplate, ``callback_host`` not a str, or both
+            ``retry_initial`` and ``retry_delay`` given, or both ``groups`` and ``discovery``.
+        ValueError: no lookup service (and no discovery), an invalid duration or
+            retry setting, an empty ``callback_host``, or bad groups.
+        OSError: ``callback_host`` is not an address of this host; ``groups``
+            given, and discovery cannot send on any interface.
     """
 
-    def __init__(self, lookups: Any, template: ServiceTemplate, *, daemon: Pyro5.api.Daemon | None = None,
+    def __init__(self, lookups: Any = (), template: ServiceTemplate | None = None, *,
+                 daemon: Pyro5.api.Daemon | None = None,
                  callback_host: str | None = None, lease_duration: float = 60.0,
                  renewal_manager: LeaseRenewalManager | None = None, listener: CacheListener | None = None,
                  retry_initial: float | None = None, retry_max: float = DEFAULT_RETRY_MAX,
                  retry_delay: float | None = None, orphan_timeout: float = DEFAULT_MAX_LEASE,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, groups: Iterable[str] | None = None,
+                 discovery: LookupDiscovery | None = None) -> None:
         if not isinstance(template, ServiceTemplate):
             raise TypeError(f"expected a ServiceTemplate, got {type(template).__name__}")
-        uris = _lookup_uris(lookups)
+        if groups is not None and discovery is not None:
+            raise TypeError("give groups or a discovery, not both")
+        uris = _lookup_uris(lookups, allow_none=groups is not None or discovery is not None)
         if retry_delay is not None:
             if retry_initial is not None:
                 raise TypeError("give retry_initial or its older name retry_delay, not both")
@@ -153,19 +170,21 @@ class LookupCache:
         orphan_timeout = check_duration(orphan_timeout, name="orphan_timeout", allow_any=False)
         self._condition = threading.Condition()
         self._closed = False
-        self._view = MergedView(uris, orphan_timeout=orphan_timeout, clock=clock)
+        self._view = _FollowedView(uris, orphan_timeout=orphan_timeout, clock=clock)
         self._teller = Teller(self._condition, self._view.take_changes, listener, logger=log)
         self._errors = PeerErrors()  # of lookup services not reached since they failed
         self._receiver = EventReceiver(self._on_event, daemon=daemon, callback_host=callback_host)
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
-        self._followers = {uri: Follower(uri, template=template, view=self._view, condition=self._condition,
-                                         sink_uri=self._receiver.sink_uri, tell=self._teller.tell,
-                                         renewals=self._renewals, lease_duration=lease_duration,
-                                         backoff=Backoff(*retry), errors=self._errors, clock=clock, logger=log)
-                           for uri in uris}
-        for follower in self._followers.values():
-            follower.start()
+        self._template, self._lease_duration, self._retry, self._clock = template, lease_duration, retry, clock
+        self._followers: dict[str, Follower] = {}
+        self._retired: list[Follower] = []  # no longer followed (discarded), their threads ending
+        with self._condition:
+            for uri in uris:
+                self._follow(uri)
+        self._discovery, self._owns_discovery = follow_discovery(groups, discovery)
+        if self._discovery is not None:
+            self._discovery.add_listener(self._discovered)
 
     # -- queries (local) ------------------------------------------------------------
 
@@ -222,8 +241,47 @@ class LookupCache:
         self._teller.tell()
 
     def lookup_services(self) -> list[str]:
-        """The URIs of the lookup services followed, in the order given."""
-        return list(self._followers)
+        """The URIs of the lookup services followed, in the order given (then discovered)."""
+        with self._condition:
+            return list(self._followers)
+
+    def add_lookups(self, lookups: Any) -> None:
+        """Also follow these lookup services (those followed already are ignored).
+
+        Raises:
+            TypeError: one that is not a proxy or URI (nothing is added then).
+        """
+        uris = _lookup_uris(lookups, allow_none=True)
+        with self._condition:
+            if self._closed:
+                return
+            for uri in uris:
+                if uri not in self._followers:
+                    self._follow(uri)
+
+    def remove_lookups(self, lookups: Any) -> None:
+        """Stop following these lookup services (those not followed are ignored): what only they
+        listed is removed at once; their event registrations are no longer renewed (not cancelled:
+        one let go is usually one that cannot be reached).
+
+        Raises:
+            TypeError: one that is not a proxy or URI (nothing is removed then).
+        """
+        uris = _lookup_uris(lookups, allow_none=True)
+        with self._condition:
+            gone = [(follower, follower.stop()) for uri in uris
+                    if (follower := self._followers.pop(uri, None)) is not None]
+            for follower, _ in gone:
+                self._retired.append(follower)
+                self._errors.reached(follower.uri)  # its error no longer stands: it is not followed
+                self._view.remove_lookup(follower.uri)
+            self._condition.notify_all()
+        for follower, lease in gone:
+            log.info("no longer following %s", follower.uri)
+            if lease is not None:
+                with contextlib.suppress(Exception):  # already dropped
+                    self._renewals.remove(lease)
+        self._teller.tell()
 
     def subscribed(self) -> list[str]:
         """The URIs of the lookup services whose subscription is live, snapshot in."""
@@ -252,11 +310,15 @@ class LookupCache:
 
     def close(self) -> None:
         """Stop: cancel the event registrations and stop receiving events."""
+        if self._discovery is not None:
+            self._discovery.remove_listener(self._discovered)
+            if self._owns_discovery:
+                self._discovery.close()
         with self._condition:
             self._closed = True
             leases = [follower.stop() for follower in self._followers.values()]
             self._condition.notify_all()
-        for follower in self._followers.values():
+        for follower in [*self._followers.values(), *self._retired]:
             follower.join()
         for lease in leases:
             if lease is None:
@@ -282,6 +344,23 @@ class LookupCache:
     def _subscribed_count(self) -> int:
         return sum(1 for follower in self._followers.values() if follower.subscribed)
 
+    def _follow(self, uri: str) -> None:
+        """Follow one more lookup service, on a thread of its own (with the condition held)."""
+        self._view.add_lookup(uri)
+        follower = Follower(uri, template=self._template, view=self._view, condition=self._condition,
+                            sink_uri=self._receiver.sink_uri, tell=self._teller.tell, renewals=self._renewals,
+                            lease_duration=self._lease_duration, backoff=Backoff(*self._retry),
+                            errors=self._errors, clock=self._clock, logger=log)
+        self._followers[uri] = follower
+        follower.start()
+
+    def _discovered(self, kind: str, lookup: DiscoveredLookup) -> None:
+        """Discovery's listener: follow a lookup service discovered, stop following one discarded."""
+        if kind == "discovered":
+            self.add_lookups([lookup.locator()])
+        elif kind == "discarded":
+            self.remove_lookups([lookup.locator()])
+
     def _on_event(self, event: ServiceEvent) -> None:
         """An event has arrived (on a receiver's thread): to the follower whose subscription it is."""
         if not isinstance(event.handback, str):
@@ -293,8 +372,23 @@ class LookupCache:
         self._teller.tell()
 
 
-def _lookup_uris(lookups: Any) -> list[str]:
-    """The URIs of one lookup service or several, in order, each once."""
+class _FollowedView(MergedView):
+    """A merged view whose lookup services come and go (discovered, discarded)."""
+
+    def add_lookup(self, lookup: str) -> None:
+        """Take listings from ``lookup`` too (one known already is left as it is)."""
+        self._listings.setdefault(lookup, {})
+        self._orphan_deadlines.setdefault(lookup, math.inf)
+
+    def remove_lookup(self, lookup: str) -> None:
+        """Forget ``lookup`` and what it listed: what only it listed is removed (if known)."""
+        if lookup in self._listings:
+            self.forget_orphans(lookup)
+            del self._listings[lookup], self._orphan_deadlines[lookup]
+
+
+def _lookup_uris(lookups: Any, *, allow_none: bool = False) -> list[str]:
+    """The URIs of one lookup service or several, in order, each once (none: an error unless allowed)."""
     if isinstance(lookups, (str, Pyro5.core.URI, Pyro5.client.Proxy, LookupGroup)):
         given = [lookups]
     else:
@@ -303,8 +397,8 @@ def _lookup_uris(lookups: Any) -> list[str]:
         except TypeError:
             raise TypeError(f"lookups must be a lookup service's proxy or URI, or a list of them, "
                             f"got {type(lookups).__name__}") from None
-    if not given:
-        raise ValueError("give at least one lookup service")
+    if not given and not allow_none:
+        raise ValueError("give at least one lookup service (or discovery groups)")
     uris: dict[str, None] = {}
     for lookup in given:
         try:

@@ -20,6 +20,7 @@ service (register, keep, register again, retry), which share its condition.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -27,6 +28,7 @@ from typing import Any
 
 from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErrors, check_duration
 
+from .discovery import DiscoveredLookup, LookupDiscovery, follow_discovery
 from .entry import Entry, modified_entries
 from .item import ServiceItem, type_names, uri_of
 from .keeper import Joined, Keeper
@@ -65,18 +67,27 @@ class JoinManager:
             retry at once)...
         retry_max: ...up to this.
         clock: what retries are timed on.
+        groups: also join every lookup service of these discovery groups
+            (``""``: the public group) found by discovery, with no address
+            configured: each is registered with when discovered, and let go
+            (no longer renewed, not cancelled) when discarded (see
+            :class:`~lookup.discovery.LookupDiscovery`).
+        discovery: a :class:`~lookup.discovery.LookupDiscovery` of the
+            caller's to follow instead of ``groups`` (left open on :meth:`close`).
 
     Raises:
         TypeError: a service without types (a bare URI or proxy and no ``types``),
-            or locators that are not proxies or URIs.
-        ValueError: an invalid duration or retry setting.
+            locators that are not proxies or URIs, or both ``groups`` and ``discovery``.
+        ValueError: an invalid duration or retry setting, or bad groups.
+        OSError: ``groups`` given, and discovery cannot send on any interface.
     """
 
     def __init__(self, service: Any, types: Iterable[str | type] | None = None,
                  attributes: Iterable[Entry] = (), locators: Iterable[Any] = (), *,
                  service_id: str | None = None, lease_duration: float = 60.0,
                  renewal_manager: LeaseRenewalManager | None = None, retry_initial: float = 0.5,
-                 retry_max: float = 30.0, clock: Clock = SYSTEM_CLOCK) -> None:
+                 retry_max: float = 30.0, clock: Clock = SYSTEM_CLOCK, groups: Iterable[str] | None = None,
+                 discovery: LookupDiscovery | None = None) -> None:
         uri, own_types = _service_address(service)
         if types is None:
             if own_types is None:
@@ -91,11 +102,15 @@ class JoinManager:
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
         self._condition = threading.Condition()
         self._keepers: dict[str, Keeper] = {}
+        self._retired: list[Keeper] = []  # let go of (discarded), their threads ending
         self._closed = False
         self._errors = PeerErrors()  # of lookup services not reached since they failed
         with self._condition:
             for locator_uri in uris:
                 self._add_keeper(locator_uri)
+        self._discovery, self._owns_discovery = follow_discovery(groups, discovery)
+        if self._discovery is not None:
+            self._discovery.add_listener(self._discovered)
 
     # -- what the service sees ------------------------------------------------------
 
@@ -173,6 +188,27 @@ class JoinManager:
                 if uri not in self._keepers:
                     self._add_keeper(uri)
 
+    def remove_locators(self, locators: Iterable[Any]) -> None:
+        """Stop keeping these lookup services (those not kept are ignored). Their registrations are
+        no longer renewed, and end there when their leases run out; they are not cancelled (a lookup
+        service let go is usually one that cannot be reached).
+
+        Raises:
+            TypeError: a locator that is not a proxy or URI (nothing is removed then).
+        """
+        uris = [_locator_uri(locator) for locator in locators]
+        with self._condition:
+            gone = [(keeper, keeper.stop()) for uri in uris if (keeper := self._keepers.pop(uri, None)) is not None]
+            for keeper, _ in gone:
+                self._retired.append(keeper)
+                self._errors.reached(keeper.uri)  # its error no longer stands: it is not kept
+            self._condition.notify_all()
+        for keeper, registration in gone:
+            log.info("no longer keeping a registration with %s", keeper.uri)
+            if registration is not None:
+                with contextlib.suppress(Exception):  # already dropped by the renewal manager
+                    self._renewals.remove(registration.lease)
+
     def add_attributes(self, entries: Sequence[Entry]) -> None:
         """Add attributes here and at every lookup service."""
         self._change(lambda item: item.replace(attributes=item.attributes + tuple(entries)),
@@ -190,12 +226,16 @@ class JoinManager:
 
     def close(self, *, cancel: bool = True) -> None:
         """Stop, and (by default) cancel every registration so the service leaves at once."""
+        if self._discovery is not None:
+            self._discovery.remove_listener(self._discovered)
+            if self._owns_discovery:
+                self._discovery.close()
         with self._condition:
             self._closed = True
             keepers = list(self._keepers.values())
             registrations = [keeper.stop() for keeper in keepers]
             self._condition.notify_all()
-        for keeper in keepers:
+        for keeper in keepers + self._retired:
             keeper.join()
         for registration in registrations:
             if registration is None:
@@ -228,6 +268,13 @@ class JoinManager:
                         clock=self._clock, logger=log)
         self._keepers[uri] = keeper
         keeper.start()
+
+    def _discovered(self, kind: str, lookup: DiscoveredLookup) -> None:
+        """Discovery's listener: keep a lookup service discovered, let go of one discarded."""
+        if kind == "discovered":
+            self.add_locators([lookup.locator()])
+        elif kind == "discarded":
+            self.remove_locators([lookup.locator()])
 
     def _change(self, change: Callable[[ServiceItem], ServiceItem], method: str, *args: Any) -> None:
         """Change the item here, then at every lookup service registered with (with ``method``)."""
