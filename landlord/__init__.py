@@ -26,6 +26,8 @@ from .proxies import discard as discard_proxy
 from .proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
+from .renewalclient import RenewalSetClient, RenewalSetListener
+from .renewalservice import LeaseRenewalService
 from .replicated import ReplicatedLandlord, replica_uris
 from .resource import LeasedResource, LeaseExtra
 from .revocation import RevocationReceiver
@@ -46,6 +48,7 @@ __all__ = [
     "LeasePolicy", "LeaseDurationPolicy", "AdaptivePolicy",
     "Reaper", "SleeperReaper", "PollingReaper", "LazyReaper", "LeaseStore", "Store", "StoreInUseError",
     "LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time",
+    "LeaseRenewalService", "RenewalSetClient", "RenewalSetListener",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
     "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "discard_proxy", "register_exception",
     "serve_landlord", "serve_replica", "TLSConfig", "apply_tls", "tls_settings",

@@ -5,6 +5,8 @@
     python -m landlord list  --port P [--host H] [--token-file F] [--cert C --key K --ca CA]
                              [--id LANDLORD_ID | --object-id ID] [--limit N] [--timeout S]
     python -m landlord evict PREFIX --port P [the same options but --limit]
+    python -m landlord renewal-service [--host H] [--port P] [--advertise A] [--store PATH]
+                                       [--max-set-lease S] [--set-lease S] [-v]
     python -m landlord --version
 
 ``list`` prints the leases the landlord at ``H:P`` holds, earliest
@@ -22,6 +24,11 @@ variable), never from the arguments, which every user of the host sees in
 ``--ca``). Without ``--id`` or ``--object-id`` the command asks the daemon
 which admin object it serves.
 
+``renewal-service`` serves a lease renewal service
+(:mod:`landlord.renewalservice`, after Jini's Norm) until SIGTERM or SIGINT,
+printing ``landlord at <uri> (...)`` once it answers. With ``--store`` its
+renewal sets survive a restart.
+
 Errors are one line on stderr, ``landlord <command>: error: <what>`` (usage)
 or ``landlord: error: <what>``. Exit codes: 0 done, 1 refused or unreachable
 (or a replica that does not lead), 2 bad input (the options, a token file
@@ -33,10 +40,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import __version__
-from .admin import EXIT_USAGE, add_admin_commands, prefix_behind_dashes, run_admin
+from .admin import EXIT_USAGE, add_admin_commands, port_argument, prefix_behind_dashes, run_admin, seconds_argument
 
 __all__ = ["main", "build_parser"]
 
@@ -57,7 +64,63 @@ def build_parser(prog: str = "landlord") -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_admin_commands(commands)
+    _add_renewal_service(commands)
     return parser
+
+
+def _add_renewal_service(commands: argparse._SubParsersAction[Any]) -> None:
+    from .renewalservice import DEFAULT_PORT, DEFAULT_SET_LEASE, MAX_SET_LEASE, SERVICE_OBJECT_ID
+
+    service = commands.add_parser(
+        "renewal-service", help="serve a lease renewal service (renewal sets: leases kept alive for others)",
+        description=f"Serve a lease renewal service at HOST:PORT as PYRO:{SERVICE_OBJECT_ID}@HOST:PORT, "
+                    f"until SIGTERM or SIGINT. Clients put leases in renewal sets "
+                    f"(landlord.renewalclient.RenewalSetClient) and may exit; the service renews them.")
+    service.set_defaults(serve_renewals=True)
+    service.add_argument("--host", default="127.0.0.1", help="the address to listen on (default %(default)s)")
+    service.add_argument("--port", type=_port_or_any, default=DEFAULT_PORT,
+                         help="the port (default %(default)s; 0: any free one, which the printed URI names)")
+    service.add_argument("--advertise", default=None, metavar="HOST",
+                         help="the host name or address its URI names (default: --host, or this host's "
+                              "address when listening on every interface)")
+    service.add_argument("--store", default=None, metavar="PATH",
+                         help="keep the sets in this SQLite file, so they survive a restart")
+    service.add_argument("--max-set-lease", type=seconds_argument, default=MAX_SET_LEASE, metavar="S",
+                         help="the longest a set's lease is granted for (default %(default)g)")
+    service.add_argument("--set-lease", type=seconds_argument, default=DEFAULT_SET_LEASE, metavar="S",
+                         help="a set's lease when any is asked for (default %(default)g)")
+    service.add_argument("-v", "--verbose", action="store_true", help="log each set and warning (INFO)")
+
+
+def _port_or_any(text: str) -> int:
+    return 0 if text.strip() == "0" else port_argument(text)
+
+
+def _serve_renewals(args: argparse.Namespace, prog: str) -> int:
+    import logging
+    import sqlite3
+
+    from .policy import LeaseDurationPolicy
+    from .renewalservice import SERVICE_OBJECT_ID, LeaseRenewalService
+    from .serving import serve_landlord
+    from .store import StoreInUseError
+
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        policy = LeaseDurationPolicy(args.max_set_lease, min(args.set_lease, args.max_set_lease))
+        service = LeaseRenewalService(policy=policy, store=args.store)
+    except (ValueError, sqlite3.Error, StoreInUseError, OSError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        serve_landlord(service, args.host, args.port, object_id=SERVICE_OBJECT_ID, advertise=args.advertise)
+    except (ValueError, OSError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        service.close()
+    return 0
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "landlord") -> int:
@@ -71,6 +134,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "landlord") -> int:
         SystemExit: from argparse, with code 0 for ``--help`` and ``--version``, 2 for a usage error.
     """
     args = build_parser(prog).parse_args(prefix_behind_dashes(sys.argv[1:] if argv is None else argv))
+    if getattr(args, "serve_renewals", False):
+        return _serve_renewals(args, prog)
     return run_admin(args, prog=prog)
 
 

@@ -1,0 +1,500 @@
+"""A lease renewal service, after Jini's Norm: :class:`LeaseRenewalService`.
+
+A process that must sleep, or has no thread to spare, hands its leases to a
+renewal service and may exit; the service renews them, batched per landlord
+(one :class:`~landlord.LeaseRenewalManager`), until each one's desired
+expiration. Leases are held in *renewal sets*. A set is itself a lease from
+the service: while its holder renews it, the service renews the set's
+leases; once it ends (expired or cancelled), the service stops, and the
+leases end within their own terms, as if their holder had died. Nothing is
+cancelled for the holder.
+
+Listeners are Pyro5 objects the holder names by URI (see
+:class:`~landlord.renewalclient.RenewalSetListener`):
+
+* ``renewal_failed(set_id, lease, reason)``: a lease of the set was denied
+  or lost (its landlord refused, or could not be reached for its whole
+  term); it has left the set;
+* ``expiration_warning(set_id, lease, expiration)``: the set's own lease
+  (``lease``, as Jini's warning carries it) ends at ``expiration`` (wall
+  clock), ``warn_before`` seconds from now; renew it to keep the set. Once
+  per term of the set's lease. The listener so gets the capability to renew
+  the set: name one you trust with it.
+
+Events go out from one thread of their own (:class:`~landlord.notices.Notices`),
+best effort. A set is named to listeners by its ``set_id``, never by the
+cookie of its lease, which is the capability to change it.
+
+With a ``store`` (an SQLite file), the sets, their listeners and their
+leases survive a restart: the set leases come back with their remaining
+terms (:mod:`landlord.store`), and every member is renewed at once, since
+its landlord's clock went on meanwhile.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import logging
+import math
+import os
+import threading
+import uuid
+from typing import Any
+
+import Pyro5.server
+
+from .clock import SYSTEM_CLOCK, Clock
+from .duration import ANY, FOREVER, check_duration
+from .errors import UnknownLeaseError
+from .grantor import Landlord, _check_listener
+from .landlordlease import LandlordLease
+from .lease import Lease
+from .notices import Notices
+from .policy import LeaseDurationPolicy, LeasePolicy
+from .renewal import LeaseRenewalEvent, LeaseRenewalManager
+from .renewalsets import Member, RenewalSet, SetStore
+from .schedule import RENEW_AFTER
+from .store import LeaseStore
+
+__all__ = ["LeaseRenewalService", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS", "DEFAULT_SET_LEASE",
+           "MAX_SET_LEASE"]
+
+log = logging.getLogger(__name__)
+
+SERVICE_OBJECT_ID = "landlord.RenewalService"  # fixed, so host and port are enough to reach it
+DEFAULT_PORT = 4162  # beside the lookup service's 4160
+MAX_MEMBERS = 10_000  # leases one set may hold
+DEFAULT_SET_LEASE = 600.0  # seconds a set's lease runs when ANY is asked
+MAX_SET_LEASE = 3600.0  # the longest a set's lease is granted for
+
+
+class LeaseRenewalService(Landlord):
+    """Keeps other processes' leases alive in renewal sets (see the module docstring).
+
+    A :class:`~landlord.Landlord` whose resources are renewal sets: serve it
+    with :func:`landlord.serving.serve_landlord` under :data:`SERVICE_OBJECT_ID`
+    (``python -m landlord renewal-service`` does), and a set's lease is
+    renewed and cancelled like any other.
+
+    Remote methods, beside a landlord's: :meth:`create_set`, :meth:`renew_for`,
+    :meth:`remove`, :meth:`leases`, :meth:`set_failure_listener`, :meth:`set_warning_listener`.
+
+    Args:
+        policy: the terms of the sets' own leases (default: up to an hour, 10 min when ``ANY``).
+        clock: times the sets' leases, the warnings and the renewals.
+        store: an SQLite file to keep the sets in (``None``: in memory only).
+        renewal_manager: renews the sets' leases (default: one of the service's own, closed with it).
+        reaper: how ended sets are found (see :class:`~landlord.LeaseManager`).
+
+    Raises:
+        sqlite3.Error, StoreInUseError: the store cannot be opened, or another service has it open.
+    """
+
+    def __init__(self, *, policy: LeasePolicy | None = None, clock: Clock = SYSTEM_CLOCK,
+                 store: str | os.PathLike[str] | None = None,
+                 renewal_manager: LeaseRenewalManager | None = None, reaper: str = "sleeper") -> None:
+        self._lock = threading.RLock()  # before the landlord restores, whose reaper may end a set at once
+        self._sets: dict[str, RenewalSet] = {}
+        self._owner: dict[Lease, str] = {}  # each lease is in one set at most
+        lease_store = LeaseStore(store, name="renewal-service") if store is not None else None  # claims the file
+        self._set_store = SetStore(store) if store is not None else None
+        self._owns_renewals = renewal_manager is None
+        self._renewals = renewal_manager or LeaseRenewalManager(clock=clock, name="RenewalService")
+        self._events = Notices(name="RenewalServiceEvents")
+        self._alarms = _Alarms(clock, self._warn)
+        try:
+            super().__init__(policy=policy or LeaseDurationPolicy(MAX_SET_LEASE, DEFAULT_SET_LEASE), clock=clock,
+                             on_expire=self._set_ended, reaper=reaper, store=lease_store)
+            if self._set_store is not None:
+                self._take_back(self._set_store)
+        except BaseException:
+            self._alarms.close()
+            if self._owns_renewals:
+                self._renewals.close()
+            for each in (self._set_store, lease_store):
+                if each is not None:
+                    each.close()
+            raise
+
+    # -- remote: the sets ------------------------------------------------------------------
+
+    @Pyro5.server.expose
+    def create_set(self, duration: float) -> tuple[str, LandlordLease]:
+        """A new, empty renewal set: its id, and its lease for ``duration`` seconds (``ANY``: the default).
+
+        Raises:
+            ValueError: an invalid duration.
+            LeaseDeniedError: the policy refused.
+        """
+        duration = check_duration(duration)
+        set_id = uuid.uuid4().hex
+        with self._lock:  # filed first: a lease ending at once finds its set to end
+            renewal_set = self._sets[set_id] = RenewalSet(set_id, "")
+        try:
+            lease = self.new_lease(set_id, duration)
+        except BaseException:
+            with self._lock:
+                self._sets.pop(set_id, None)
+            raise
+        with self._lock:
+            renewal_set.cookie = lease.cookie
+            if self._sets.get(set_id) is renewal_set:
+                self._save(renewal_set)
+        log.info("renewal set %s created for %.1f s", set_id, lease.term)
+        return set_id, lease
+
+    @Pyro5.server.expose
+    def renew_for(self, cookie: str, lease: Lease, duration: float = FOREVER,
+                  renew_duration: float | None = None) -> None:
+        """Keep ``lease`` alive for ``duration`` more seconds (``FOREVER``: while the set lasts)
+        in the set whose lease is ``cookie``; a lease in the set already gets these settings.
+
+        Args:
+            cookie: the set's lease's cookie.
+            lease: any lease that crossed the wire.
+            duration: seconds from now.
+            renew_duration: the most one renewal asks for (default: the lease's own term).
+
+        Raises:
+            TypeError: ``lease`` is not a Lease, or a malformed cookie or number.
+            ValueError: an invalid duration, a full set (``MAX_MEMBERS``), or a lease
+                already in another set.
+            UnknownLeaseError: no live set has that cookie.
+        """
+        if not isinstance(lease, Lease):
+            raise TypeError(f"expected a Lease, got {type(lease).__name__}")
+        duration = check_duration(duration, allow_any=False)
+        lease = _on_clock(lease, self.clock)
+        asked = _renew_duration(lease, renew_duration)
+        renewal_set = self._set_of(cookie)
+        with self._lock:
+            owner = self._owner.get(lease)
+            if owner is not None and owner != renewal_set.set_id:
+                raise ValueError(f"{lease!r} is in another renewal set; remove it there first")
+            old = renewal_set.members.get(lease)
+            if old is None and len(renewal_set.members) >= MAX_MEMBERS:
+                raise ValueError(f"a renewal set holds at most {MAX_MEMBERS} leases")
+            key = old.key if old is not None else self._new_key()
+            member = renewal_set.members[lease] = Member(key, self.clock.time() + duration, asked)
+            self._owner[lease] = renewal_set.set_id
+            self._keep(renewal_set.set_id, lease, member)
+            if self._set_store is not None:
+                self._set_store.put_member(renewal_set.set_id, lease, member)
+
+    @Pyro5.server.expose
+    def remove(self, cookie: str, lease: Lease) -> bool:
+        """Stop renewing ``lease`` in the set (it is not cancelled); ``False`` if it was not there.
+
+        Raises:
+            TypeError: ``lease`` is not a Lease, or a malformed cookie.
+            UnknownLeaseError: no live set has that cookie.
+        """
+        if not isinstance(lease, Lease):
+            raise TypeError(f"expected a Lease, got {type(lease).__name__}")
+        renewal_set = self._set_of(cookie)
+        with self._lock:
+            if self._drop(renewal_set, lease) is None:
+                return False
+        _quietly_remove(self._renewals.remove, lease)
+        return True
+
+    @Pyro5.server.expose
+    def leases(self, cookie: str) -> list[Lease]:
+        """The leases the set renews, as last renewed.
+
+        Raises:
+            UnknownLeaseError: no live set has that cookie.
+        """
+        renewal_set = self._set_of(cookie)
+        with self._lock:
+            return list(renewal_set.members)
+
+    @Pyro5.server.expose
+    def set_failure_listener(self, cookie: str, listener: str | None) -> None:
+        """Tell the Pyro5 object at ``listener`` (``None``: nobody) of each lease the set loses.
+
+        Raises:
+            TypeError, ValueError: ``listener`` is not a ``PYRO:`` URI.
+            UnknownLeaseError: no live set has that cookie.
+        """
+        listener = None if listener is None else _check_listener(listener)
+        renewal_set = self._set_of(cookie)
+        with self._lock:
+            renewal_set.failure_listener = listener
+            self._save(renewal_set)
+
+    @Pyro5.server.expose
+    def set_warning_listener(self, cookie: str, listener: str | None, warn_before: float = 0.0) -> None:
+        """Warn the Pyro5 object at ``listener`` (``None``: nobody) ``warn_before`` seconds before
+        the set's lease ends, once per term: ``expiration_warning(set_id, lease, expiration)``.
+
+        Raises:
+            TypeError, ValueError: ``listener`` is not a ``PYRO:`` URI, or ``warn_before``
+                not a positive, finite number of seconds.
+            UnknownLeaseError: no live set has that cookie.
+        """
+        listener = None if listener is None else _check_listener(listener)
+        before = check_duration(warn_before, name="warn_before", allow_any=False)
+        if listener is not None and not 0 < before < math.inf:
+            raise ValueError(f"warn_before must be positive and finite, got {before!r}")
+        renewal_set = self._set_of(cookie)
+        with self._lock:
+            renewal_set.warning_listener, renewal_set.warn_before = listener, before
+            renewal_set.warned_for = None
+            self._save(renewal_set)
+        self._arm(renewal_set)
+
+    # -- remote: a set's lease renewed moves its warning -----------------------------------
+
+    @Pyro5.server.expose
+    def renew(self, cookie: str, duration: float) -> float:
+        granted = super().renew(cookie, duration)
+        self._arm_cookie(cookie)
+        return granted
+
+    @Pyro5.server.expose
+    def renew_all(self, cookies: Any, durations: Any) -> Any:
+        results = super().renew_all(cookies, durations)
+        for cookie in cookies:
+            self._arm_cookie(cookie)
+        return results
+
+    # -- local ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop renewing (no lease is cancelled), send the events queued, close the stores."""
+        self._alarms.close()
+        if self._owns_renewals:
+            self._renewals.close()
+        else:
+            for lease in list(self._owner):
+                _quietly_remove(self._renewals.remove, lease)
+        self._events.close()
+        super().close()
+        if self._set_store is not None:
+            self._set_store.close()
+
+    def sets(self) -> int:
+        """How many renewal sets are held."""
+        with self._lock:
+            return len(self._sets)
+
+    # -- the work ---------------------------------------------------------------------------
+
+    def _set_of(self, cookie: str) -> RenewalSet:
+        set_id = self.get_resource(cookie)  # UnknownLeaseError for no live set
+        with self._lock:
+            renewal_set = self._sets.get(set_id)
+        if renewal_set is None:  # created this instant, or ending
+            raise UnknownLeaseError("no such renewal set")
+        return renewal_set
+
+    def _new_key(self) -> int:
+        return self._set_store.new_key() if self._set_store is not None else next(_KEYS)
+
+    def _keep(self, set_id: str, lease: Lease, member: Member) -> None:
+        self._renewals.renew_until(lease, member.desired, functools.partial(self._lost, set_id),
+                                   renew_duration=member.renew_duration,
+                                   on_desired_expiration=functools.partial(self._reached, set_id))
+
+    def _drop(self, renewal_set: RenewalSet, lease: Lease) -> Member | None:
+        """Take ``lease`` out of its set (under the lock); its member record, if it was there."""
+        member = renewal_set.members.pop(lease, None)
+        if member is not None:
+            self._owner.pop(lease, None)
+            if self._set_store is not None:
+                self._set_store.delete_member(renewal_set.set_id, member.key)
+        return member
+
+    def _lost(self, set_id: str, event: LeaseRenewalEvent) -> None:
+        """The renewal manager lost a lease (denied, unknown, or unreachable for its whole term)."""
+        with self._lock:
+            renewal_set = self._sets.get(set_id)
+            if renewal_set is None or self._drop(renewal_set, event.lease) is None:
+                return
+            listener = renewal_set.failure_listener
+        reason = f"{type(event.exception).__name__}: {event.exception}"
+        log.warning("renewal set %s lost %r: %s", set_id, event.lease, reason)
+        if listener is not None:
+            self._events.post(listener, "renewal_failed", (set_id, event.lease, reason),
+                              f"renewal set {set_id} lost a lease")
+
+    def _reached(self, set_id: str, event: LeaseRenewalEvent) -> None:
+        """A lease reached its desired expiration: it leaves the set, quietly."""
+        with self._lock:
+            renewal_set = self._sets.get(set_id)
+            if renewal_set is not None:
+                self._drop(renewal_set, event.lease)
+
+    def _set_ended(self, set_id: Any) -> None:
+        """The set's own lease ended: stop renewing its leases (they end within their terms)."""
+        with self._lock:
+            renewal_set = self._sets.pop(set_id, None)
+            leases = list(renewal_set.members) if renewal_set is not None else []
+            for lease in leases:
+                self._owner.pop(lease, None)
+            if self._set_store is not None:
+                self._set_store.delete_set(set_id)
+        for lease in leases:
+            _quietly_remove(self._renewals.remove, lease)
+        if renewal_set is not None:
+            log.info("renewal set %s ended: %d lease(s) no longer renewed", set_id, len(leases))
+
+    def _save(self, renewal_set: RenewalSet) -> None:
+        if self._set_store is not None:
+            self._set_store.put_set(renewal_set)
+
+    # -- the set's own lease: warnings ------------------------------------------------------
+
+    def _arm_cookie(self, cookie: Any) -> None:
+        try:
+            self._arm(self._set_of(cookie))
+        except Exception:  # renewed but gone since, or not a cookie: nothing to warn about
+            pass
+
+    def _arm(self, renewal_set: RenewalSet) -> None:
+        """Set the set's warning alarm for its lease's current end."""
+        if renewal_set.warning_listener is None:
+            return
+        try:
+            end = self.manager.get(renewal_set.cookie).expiration
+        except UnknownLeaseError:
+            return
+        self._alarms.set(end - renewal_set.warn_before, renewal_set.set_id)
+
+    def _warn(self, set_id: str) -> None:
+        """An alarm rang: warn of the set's end if it is still due (the lease may have been renewed)."""
+        with self._lock:
+            renewal_set = self._sets.get(set_id)
+            if renewal_set is None or renewal_set.warning_listener is None:
+                return
+            try:
+                end = self.manager.get(renewal_set.cookie).expiration
+            except UnknownLeaseError:
+                return
+            now = self.clock.monotonic()
+            if end - renewal_set.warn_before > now or renewal_set.warned_for == end:
+                return  # renewed since (the renewal set a later alarm), or warned already
+            renewal_set.warned_for = end
+            listener, left = renewal_set.warning_listener, end - now
+            lease = self._make_lease(self.manager.get(renewal_set.cookie), left)
+        log.info("renewal set %s ends in %.1f s: warning %s", set_id, left, listener)
+        self._events.post(listener, "expiration_warning", (set_id, lease, lease.expiration),
+                          f"renewal set {set_id} ends soon")
+
+    # -- restart ------------------------------------------------------------------------------
+
+    def _take_back(self, set_store: SetStore) -> None:
+        """The sets whose lease the landlord took back, with their members; the rest forgotten."""
+        now = self.clock.monotonic()
+        kept = 0
+        for stored in set_store.sets():
+            renewal_set = stored.set
+            try:
+                alive = self.get_resource(renewal_set.cookie) == renewal_set.set_id
+            except UnknownLeaseError:
+                alive = False
+            if not alive:
+                set_store.delete_set(renewal_set.set_id)
+                continue
+            with self._lock:
+                self._sets[renewal_set.set_id] = renewal_set
+                for lease, member in stored.leases:
+                    lease = _on_clock(lease, self.clock)
+                    renewal_set.members[lease] = member
+                    self._owner[lease] = renewal_set.set_id
+                    _renew_at_once(lease, member.renew_duration, (self.clock.time(), now))
+                    self._keep(renewal_set.set_id, lease, member)
+                    kept += 1
+            self._arm(renewal_set)
+        log.info("renewal service took back %d set(s) keeping %d lease(s)", len(self._sets), kept)
+
+
+_KEYS = itertools.count(1)  # member keys of services without a store
+
+
+def _renew_duration(lease: Lease, renew_duration: object) -> float:
+    """What each renewal of ``lease`` asks for at most: ``renew_duration``, else its own term."""
+    if renew_duration is None:
+        term = lease.term
+        return term if term > 0 else ANY
+    value = check_duration(renew_duration, name="renew_duration")
+    if value != ANY and not value > 0:
+        raise ValueError(f"renew_duration must be positive, FOREVER, ANY or None, got {value!r}")
+    return value
+
+
+def _on_clock(lease: Lease, clock: Clock) -> Lease:
+    """``lease`` timed on ``clock``, the service's: a :class:`LandlordLease` that came over the
+    wire or from the store is timed on the system clock, which a service on another clock
+    (a test's) would not compare with its own."""
+    if not isinstance(lease, LandlordLease) or lease._clock is clock:
+        return lease
+    return LandlordLease(lease.cookie, lease.landlord, lease.landlord_id, clock.time() + lease.remaining,
+                         clock=clock, term=lease.term, landlords=lease._landlords)
+
+
+def _renew_at_once(lease: Lease, term: float, now: tuple[float, float]) -> None:
+    """Make a lease read back from the store due for renewal now, with time for its first attempt.
+
+    Its stored expiration is when it was added; how long it really has is its
+    landlord's to say, so it is renewed at once: it is given a deadline at which
+    :func:`~landlord.renewal.renewal_time` is now.
+    """
+    set_granted = getattr(lease, "_set_granted", None)
+    if set_granted is None or not 0 < term < math.inf:
+        return
+    set_granted(now, (1 - RENEW_AFTER) * term)  # now: (wall, monotonic); the term asked stays renew_duration
+
+
+class _Alarms:
+    """Calls ``ring(name)`` at the times set, from one thread, on ``clock``'s monotonic time.
+
+    Setting a name again adds an alarm; stale ones ring too, and ``ring`` decides.
+    """
+
+    def __init__(self, clock: Clock, ring: Any) -> None:
+        self._clock = clock
+        self._ring = ring
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, str]] = []
+        self._order = itertools.count()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="RenewalServiceAlarms", daemon=True)
+        self._thread.start()
+
+    def set(self, at: float, name: str) -> None:
+        with self._cond:
+            heapq.heappush(self._heap, (at, next(self._order), name))
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                first = self._heap[0][0] if self._heap else math.inf
+                if first > self._clock.monotonic():
+                    self._clock.wait(self._cond, first)
+                    continue
+                _, _, name = heapq.heappop(self._heap)
+            try:
+                self._ring(name)
+            except Exception:
+                log.exception("a renewal set's warning failed")
+
+
+def _quietly_remove(remove: Any, lease: Lease) -> None:
+    """``remove(lease)``, where the lease may already be gone."""
+    try:
+        remove(lease)
+    except UnknownLeaseError:
+        pass

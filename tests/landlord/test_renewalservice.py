@@ -1,0 +1,276 @@
+"""The lease renewal service: renewal sets, their events, their store, and the command.
+
+In-process tests run the service and the landlords on a fake clock; the service's
+events go to listeners served by a real Pyro5 daemon. The last tests run the
+service, a landlord and a client as separate processes.
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import Pyro5.api
+import pytest
+from conftest import Child, free_port
+
+from landlord import FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, UnknownLeaseError
+from landlord import renewalservice as service_module
+from landlord.renewalclient import RenewalSetClient, RenewalSetListener
+from landlord.renewalservice import SERVICE_OBJECT_ID, LeaseRenewalService
+from landlord.testing import Recorder, ServingDaemon, start_server
+
+TERM = 10.0  # the rooms' leases
+
+
+class Rooms(Landlord):
+    @Pyro5.api.expose
+    def rent(self, room: str, duration: float) -> LandlordLease:
+        return self.new_lease(room, duration)
+
+
+class World:
+    """A landlord of rooms and a renewal service on one fake clock, both served, and a listener."""
+
+    def __init__(self, clock: FakeClock, tmp_path: pathlib.Path) -> None:
+        self.clock = clock
+        self.freed: Recorder[str] = Recorder()
+        self.rooms = Rooms(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=TERM),
+                           on_expire=self.freed)
+        self.serving = ServingDaemon()
+        self.rooms_uri = self.serving.register(self.rooms)
+        self.store = tmp_path / "sets.sqlite"
+        self.service = self.start_service()
+        self.failures: Recorder[tuple[str, Any, str]] = Recorder()
+        self.warnings: Recorder[tuple[str, LandlordLease, float]] = Recorder()
+        listener = RenewalSetListener(on_failure=lambda *event: self.failures(event),
+                                      on_warning=lambda *event: self.warnings(event))
+        self.listener_uri = self.serving.register(listener)
+
+    def start_service(self) -> LeaseRenewalService:
+        self.service = LeaseRenewalService(clock=self.clock, store=self.store, reaper="lazy")
+        self.service_uri = self.serving.register(self.service, SERVICE_OBJECT_ID)
+        return self.service
+
+    def restart_service(self) -> LeaseRenewalService:
+        self.serving.daemon.unregister(self.service)
+        self.service.close()
+        return self.start_service()
+
+    def rent(self, room: str) -> LandlordLease:
+        with Pyro5.api.Proxy(self.rooms_uri) as proxy:
+            lease: LandlordLease = proxy.rent(room, TERM)
+        return lease
+
+    def settle(self) -> None:
+        assert self.service._renewals._wait_idle(10), "the service's renewals did not go back to sleep"
+
+    def run(self, seconds: float) -> None:
+        """Let ``seconds`` pass on the fake clock, stopping wherever a thread sleeps towards, and
+        where a set's lease ends (the service reaps then, as its sleeper reaper would)."""
+        end = self.clock.monotonic() + seconds
+        self.service.manager.reap()
+        while True:
+            self.settle()
+            target = min(min(self.clock.sleeping_deadlines(), default=math.inf),
+                         self.service.manager.next_expiration(), end)
+            if target > self.clock.monotonic():
+                self.clock.advance(target - self.clock.monotonic())
+            self.service.manager.reap()  # the service's reaper is lazy: sets end here, in step with the clock
+            if target >= end:
+                self.settle()
+                return
+
+    def alive(self, lease: LandlordLease) -> bool:
+        try:
+            self.rooms.manager.get(lease.cookie)
+        except UnknownLeaseError:
+            return False
+        return True
+
+    def close(self) -> None:
+        self.serving.close()
+        self.service.close()
+        self.rooms.close()
+
+
+@pytest.fixture
+def world(clock: FakeClock, tmp_path: pathlib.Path) -> Iterator[World]:
+    made = World(clock, tmp_path)
+    yield made
+    made.close()
+
+
+def _client(world: World, duration: float) -> RenewalSetClient:
+    return RenewalSetClient.create(world.service_uri, duration)
+
+
+def test_a_set_keeps_its_leases_alive_until_it_ends_then_they_end_within_their_terms(world: World) -> None:
+    renewals = _client(world, 60)
+    leases = [world.rent(f"room {n}") for n in range(3)]
+    for lease in leases:
+        renewals.renew_for(lease)  # FOREVER: while the set lasts
+    assert set(renewals.leases()) == set(leases)
+    world.run(55)  # five and a half terms: the rooms' landlord saw them renewed
+    assert all(world.alive(lease) for lease in leases) and world.freed.items == []
+    world.run(5 + TERM)  # the set ends at 60; each lease within its 10 s term after
+    world.rooms.manager.reap()
+    assert sorted(world.freed.items) == ["room 0", "room 1", "room 2"]
+    with pytest.raises(UnknownLeaseError):
+        renewals.leases()
+    assert world.service.sets() == 0
+
+
+def test_a_lease_with_a_desired_expiration_leaves_the_set_then(world: World) -> None:
+    renewals = _client(world, 120)
+    short, kept = world.rent("short"), world.rent("kept")
+    renewals.renew_for(short, 25)
+    renewals.renew_for(kept)
+    world.run(26)
+    assert renewals.leases() == [kept]
+    world.run(TERM)
+    world.rooms.manager.reap()
+    assert world.freed.items == ["short"]
+
+
+def test_a_lease_the_set_loses_is_reported_to_the_failure_listener(world: World) -> None:
+    renewals = _client(world, 120)
+    renewals.set_failure_listener(world.listener_uri)
+    lost, kept = world.rent("lost"), world.rent("kept")
+    renewals.renew_for(lost)
+    renewals.renew_for(kept)
+    world.rooms.revoke(lost.cookie, "the room is flooded")
+    world.run(TERM)
+    [(set_id, lease, reason)] = world.failures.wait_for(1)
+    assert set_id == renewals.set_id and lease == lost
+    assert "LeaseDeniedError" in reason and "the room is flooded" in reason
+    assert renewals.leases() == [kept]
+
+
+def test_the_warning_comes_before_the_set_ends_and_again_after_each_renewal(world: World) -> None:
+    renewals = _client(world, 60)
+    renewals.set_warning_listener(world.listener_uri, 15)
+    renewals.renew_for(world.rent("room"))
+    world.run(44)
+    assert world.warnings.items == []
+    world.run(2)  # 15 s before the end at 60
+    [(set_id, lease, expiration)] = world.warnings.wait_for(1)
+    assert set_id == renewals.set_id and lease == renewals.lease
+    assert expiration == pytest.approx(world.clock.time() + 14, abs=1.01)
+    assert lease.renew(60) == 60  # the warned holder renews the set: ends at 106 now
+    world.run(44)
+    assert len(world.warnings.items) == 1
+    world.run(2)
+    world.warnings.wait_for(2)
+    assert world.service.sets() == 1
+
+
+def test_sets_their_listeners_and_leases_survive_a_restart(world: World) -> None:
+    renewals = _client(world, 300)
+    renewals.set_warning_listener(world.listener_uri, 30)
+    leases = [world.rent(f"room {n}") for n in range(3)]
+    for lease in leases:
+        renewals.renew_for(lease)
+    renewals.remove(leases[2])
+    world.run(25)
+    world.restart_service()
+    assert world.service.sets() == 1
+    assert set(renewals.leases()) == set(leases[:2])
+    world.run(100)  # ten terms
+    assert all(world.alive(lease) for lease in leases[:2])
+    world.run(TERM)
+    world.rooms.manager.reap()
+    assert world.freed.items == ["room 2"]  # the one removed, not renewed since
+    world.run(150)  # the set's warning, remembered across the restart, 30 s before its end at 300
+    [(set_id, _, _)] = world.warnings.wait_for(1)
+    assert set_id == renewals.set_id
+
+
+def test_bad_calls_are_refused_and_change_nothing(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    renewals = _client(world, 60)
+    lease = world.rent("room")
+    renewals.renew_for(lease)
+    with Pyro5.api.Proxy(world.service_uri) as service:
+        for call, error in [
+            (lambda: service.renew_for("x" * 22, lease, 10), UnknownLeaseError),  # a forged cookie
+            (lambda: service.renew_for(renewals.lease.cookie, "a lease", 10), TypeError),
+            (lambda: service.renew_for(renewals.lease.cookie, lease, -1), ValueError),
+            (lambda: service.renew_for(renewals.lease.cookie, lease, math.nan), ValueError),
+            (lambda: service.renew_for(renewals.lease.cookie, lease, 10, 0), ValueError),
+            (lambda: service.create_set(-5), ValueError),
+            (lambda: service.set_failure_listener(renewals.lease.cookie, "not a uri"), ValueError),
+            (lambda: service.set_warning_listener(renewals.lease.cookie, world.listener_uri, 0), ValueError),
+            (lambda: service.set_warning_listener(renewals.lease.cookie, world.listener_uri, math.inf), ValueError),
+            (lambda: service.remove(renewals.lease.cookie, 42), TypeError),
+            (lambda: service.leases(None), TypeError),
+        ]:
+            with pytest.raises(error):
+                call()
+    other = _client(world, 60)
+    with pytest.raises(ValueError, match="in another renewal set"):
+        other.renew_for(lease)
+    monkeypatch.setattr(service_module, "MAX_MEMBERS", 1)
+    with pytest.raises(ValueError, match="at most 1 leases"):
+        renewals.renew_for(world.rent("one too many"))
+    assert renewals.leases() == [lease] and other.leases() == []
+    with pytest.raises(TypeError):
+        RenewalSetClient("id", "not a lease")  # type: ignore[arg-type]
+
+
+# -- real processes ----------------------------------------------------------------------------
+
+
+def _serve_service(store: pathlib.Path, port: int) -> tuple[Child, str]:
+    child, uri = start_server("-m", "landlord", "renewal-service", "--port", str(port), "--store", str(store),
+                              "-v", pattern=r"^landlord at (?P<uri>\S+)")
+    return child, uri  # type: ignore[return-value]
+
+
+@pytest.mark.slow
+def test_a_client_that_exits_keeps_its_leases_alive_and_is_warned_before_the_set_ends(
+        spawn: Any, tmp_path: pathlib.Path) -> None:
+    rooms = spawn("served_landlord.py")
+    rooms_uri = rooms.expect("URI: ").strip()
+    service, service_uri = _serve_service(tmp_path / "sets.sqlite", free_port())
+    warnings: Recorder[tuple[str, LandlordLease, float]] = Recorder()
+    with service, ServingDaemon() as serving:
+        listener_uri = serving.register(RenewalSetListener(on_warning=lambda *event: warnings(event)))
+        term, set_lease, warn_before = 1.5, 8.0, 3.0
+        client = spawn("renewal_client.py", service_uri, rooms_uri, str(term), str(set_lease), listener_uri,
+                       str(warn_before))
+        cookies = client.expect("cookies: ").split(",")
+        assert client.process.wait(30) == 0 and len(cookies) == 3  # the client has gone
+        started = time.monotonic()
+        [(_, lease, expiration)] = warnings.wait_for(1, timeout=set_lease + 5)
+        warned_at = time.monotonic() - started
+        assert set_lease - warn_before - 1.5 < warned_at < set_lease - warn_before + 1.0, warned_at
+        assert expiration - time.time() == pytest.approx(warn_before, abs=1.5)
+        assert rooms.matches(r"^freed") == []  # four terms and more since the client exited
+        assert lease.renew(set_lease) == set_lease  # woken by the warning: the set goes on
+        warnings.wait_for(2, timeout=set_lease + 5)
+        assert rooms.matches(r"^freed") == []  # the set outlived its first lease: so did the rooms
+        rooms.wait_count(r"^freed room \d", 3, timeout=warn_before + term + 5)  # nobody renewed the set again
+
+
+@pytest.mark.slow
+def test_the_service_killed_and_restarted_on_its_store_goes_on_renewing(spawn: Any, tmp_path: pathlib.Path) -> None:
+    rooms = spawn("served_landlord.py")
+    rooms_uri = rooms.expect("URI: ").strip()
+    store, port = tmp_path / "sets.sqlite", free_port()
+    service, service_uri = _serve_service(store, port)
+    with service:
+        client = spawn("renewal_client.py", service_uri, rooms_uri, "4", "120")
+        client.expect("cookies: ")
+        assert client.process.wait(30) == 0
+        service.wait_for(r"renewal set \w+ created")
+        service.kill()
+    restarted, _ = _serve_service(store, port)
+    with restarted:
+        assert restarted.matches(r"took back 1 set\(s\) keeping 3 lease\(s\)"), restarted.tail()  # before its URI
+        with Pyro5.api.Proxy(rooms_uri) as proxy:
+            proxy.rent("probe", 12)  # the test's timer: freed 12 s on, three of the rooms' terms
+        rooms.wait_for(r"^freed probe", timeout=20)
+        assert rooms.matches(r"^freed room") == [], rooms.tail()
