@@ -315,3 +315,40 @@ def test_admin_options_that_cannot_work_are_usage_errors(tmp_path: pathlib.Path)
                  ["--admin-name", "ops"]):
         done = run_lookup("serve", "--port", "0", *args)
         assert done.returncode == 2 and "admin" in done.stderr, done
+
+
+# -- discovery ----------------------------------------------------------------------------------
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_serve_announces_to_its_groups_and_no_announce_turns_it_off(serve_lookup: Serve) -> None:
+    from lookup import discover
+
+    udp = _free_udp_port()
+    options = ("--discovery-port", str(udp), "--discovery-interface", "127.0.0.1", "--announce-interval", "0.5")
+    server, _ = serve_lookup("--groups", "cli-a,cli-b", *options)
+    uri = server.wait_for(ANNOUNCED).group(1)
+    server.wait_for(r"announcing \S+ every 0.5 s to groups 'cli-a', 'cli-b' on port")
+    found = discover(10, groups=["cli-b"], port=udp, interface="127.0.0.1", count=1)
+    assert [(lookup.uri, lookup.groups) for lookup in found] == [(uri, ("cli-a", "cli-b"))]
+    server.kill()
+    serve_lookup("--groups", "cli-a", "--no-announce", *options)
+    assert discover(1.5, groups=None, port=udp, interface="127.0.0.1") == []
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--announce-interval", "0"], "announce-interval"),
+    (["--groups", "x" * 65], "printable"),
+    (["--discovery-interface", "192.0.2.254"], "no interface of this host"),
+    (["--discovery-interface", "not-an-address"], "not an IPv4 address"),
+])
+def test_bad_discovery_options_are_usage_errors(args: list[str], message: str) -> None:
+    done = run_lookup("serve", "--port", "0", *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr
