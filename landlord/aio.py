@@ -52,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import importlib
 import itertools
 import logging
 import math
@@ -61,12 +62,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
+import Pyro5.core
 import Pyro5.errors
+from Pyro5 import config as pyro_config
 
 from . import proxies
 from .duration import ANY, check_duration
-from .landlordlease import LandlordLease
-from .lease import Lease, LeaseMap
+from .errors import LeaseError, LeaseMapError
+from .landlordlease import CALL_BATCH, LandlordLease
+from .lease import Lease, LeaseMap, check_granted, sent_now
 from .renewal import LeaseRenewalManager
 from .schedule import LeaseRenewalEvent
 
@@ -78,6 +82,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# Pyro5's wire protocol and serializers, which the stubs in typings/ do not describe
+protocol: Any = importlib.import_module("Pyro5.protocol")
+serializers: Any = importlib.import_module("Pyro5.serializers")
+_timeout: Any = getattr(asyncio, "timeout", None)  # Python 3.11 on
 
 DEFAULT_MAX_WORKERS = 8
 """Threads in a :class:`CallPool` unless told otherwise: as many calls in flight at once."""
@@ -93,20 +102,28 @@ class CallPool:
     """A bounded pool of worker threads that make blocking (Pyro5) calls for an event loop.
 
     Each worker keeps its own proxies (:func:`landlord.proxy_for`), so a
-    landlord is reached over at most ``max_workers`` connections. Usable as
-    ``async with`` (closed at the end) or closed with :meth:`aclose`.
+    landlord is reached over at most ``max_workers`` connections. With
+    ``streams`` (the default), the renewals and cancels of a plain remote
+    landlord's leases skip the workers and go over asyncio streams instead
+    (:class:`StreamCalls`), at most ``max_workers`` connections per landlord.
+    Usable as ``async with`` (closed at the end) or closed with :meth:`aclose`.
+    Use it from one event loop.
 
     Args:
         max_workers: the most calls in flight at once (1 to 256; default
-            :data:`DEFAULT_MAX_WORKERS`); further calls wait their turn.
+            :data:`DEFAULT_MAX_WORKERS`), on the workers and per landlord on
+            the streams; further calls wait their turn.
         name: the prefix of the workers' thread names.
+        streams: renew and cancel leases over asyncio streams where they can
+            (see the module's docstring); ``False``: every call on the workers.
 
     Raises:
         TypeError: ``max_workers`` is not an int, or ``name`` not a str.
         ValueError: ``max_workers`` out of range.
     """
 
-    def __init__(self, *, max_workers: int = DEFAULT_MAX_WORKERS, name: str = "landlord-aio") -> None:
+    def __init__(self, *, max_workers: int = DEFAULT_MAX_WORKERS, name: str = "landlord-aio",
+                 streams: bool = True) -> None:
         if isinstance(max_workers, bool) or not isinstance(max_workers, int):
             raise TypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
         if not 1 <= max_workers <= MAX_WORKERS:
@@ -114,7 +131,10 @@ class CallPool:
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         self._max_workers = max_workers
+        if not isinstance(streams, bool):
+            raise TypeError(f"streams must be a bool, got {type(streams).__name__}")
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name)
+        self._streams = StreamCalls(connections=max_workers) if streams else None
         self._closed = False
 
     @property
@@ -125,6 +145,11 @@ class CallPool:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def streams(self) -> StreamCalls | None:
+        """What renews and cancels over asyncio streams (``None``: ``streams=False``)."""
+        return self._streams
 
     async def run(self, function: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
         """``function(*args)`` on a worker thread; its result (or exception) on the loop.
@@ -149,13 +174,16 @@ class CallPool:
         return await loop.run_in_executor(self._executor, job)
 
     def close(self) -> None:
-        """Refuse further calls and drop those waiting their turn; calls in flight run on, their
-        workers ending after them. Does not wait: :meth:`aclose` does."""
+        """Refuse further calls and drop those waiting their turn; calls in flight on the workers
+        run on, their workers ending after them, and the streams' idle connections are closed.
+        Does not wait: :meth:`aclose` does."""
         self._closed = True
         self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._streams is not None:
+            self._streams.close()
 
     async def aclose(self) -> None:
-        """Close, and wait (off the loop) until the calls in flight have ended."""
+        """Close, and wait (off the loop) until the calls in flight on the workers have ended."""
         self.close()
         await asyncio.to_thread(self._executor.shutdown, wait=True)
 
@@ -236,6 +264,215 @@ def _check_lease(lease: object) -> Lease:
     return lease
 
 
+# -- the asyncio transport -------------------------------------------------------------------------
+
+
+class _Connection:
+    """One stream connection to one Pyro5 object, one call at a time (see :class:`StreamCalls`)."""
+
+    __slots__ = ("_reader", "_writer", "_object", "_sequence", "_serializer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, object_id: str) -> None:
+        self._reader, self._writer, self._object = reader, writer, object_id
+        self._sequence = 0
+        self._serializer = serializers.serializers["serpent"]
+
+    @classmethod
+    async def open(cls, uri: Pyro5.core.URI) -> _Connection:
+        """Connect and greet as a Pyro5 proxy does (the ``hello`` handshake, serpent).
+
+        Raises:
+            Pyro5.errors.CommunicationError: no connection, or the daemon refused it.
+        """
+        try:
+            reader, writer = await asyncio.open_connection(uri.host, uri.port)
+        except OSError as exc:
+            raise Pyro5.errors.CommunicationError(f"cannot connect to {uri.host}:{uri.port}: {exc}") from exc
+        connection = cls(reader, writer, uri.object)
+        try:
+            answer = await connection._exchange(protocol.MSG_CONNECT, {"handshake": "hello", "object": uri.object},
+                                                (protocol.MSG_CONNECTOK, protocol.MSG_CONNECTFAIL))
+            if answer.type != protocol.MSG_CONNECTOK:
+                raise Pyro5.errors.CommunicationError(
+                    f"connection to {uri.host}:{uri.port} rejected: {connection._load(answer)!r:.200}")
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    async def invoke(self, method: str, args: tuple[Any, ...]) -> Any:
+        """``method(*args)`` of the object: its result, or what it raised, raised here.
+
+        Raises:
+            Pyro5.errors.CommunicationError: the connection failed (its outcome is unknown).
+            Exception: what the remote method raised.
+        """
+        data = self._serializer.dumpsCall(self._object, method, args, {})
+        answer = await self._exchange(protocol.MSG_INVOKE, data, (protocol.MSG_RESULT,), raw=True)
+        result = self._load(answer)
+        if answer.flags & protocol.FLAGS_EXCEPTION:
+            raise result
+        return result
+
+    async def _exchange(self, kind: int, payload: Any, accepted: tuple[int, ...], *,
+                        raw: bool = False) -> protocol.ReceivingMessage:
+        """Send one message, read the answer (checked: its kind, sequence number and serializer)."""
+        self._sequence = (self._sequence + 1) & 0xFFFF
+        data = payload if raw else self._serializer.dumps(payload)
+        message = protocol.SendingMessage(kind, 0, self._sequence, self._serializer.serializer_id, data)
+        try:
+            self._writer.write(message.data)
+            header = await self._reader.readexactly(protocol._header_size)
+            answer = protocol.ReceivingMessage(header)
+            answer.add_payload(await self._reader.readexactly(answer.data_size + answer.annotations_size))
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            raise Pyro5.errors.ConnectionClosedError(f"connection lost: {exc or type(exc).__name__}") from exc
+        if answer.type not in accepted or answer.seq != self._sequence:
+            raise Pyro5.errors.ProtocolError(f"unexpected answer: type {answer.type}, sequence {answer.seq}")
+        if answer.serializer_id != self._serializer.serializer_id and answer.type == protocol.MSG_RESULT:
+            raise Pyro5.errors.SerializeError(f"answer in serializer {answer.serializer_id}, not serpent")
+        return answer
+
+    def _load(self, answer: protocol.ReceivingMessage) -> Any:
+        if not answer.data:
+            return None
+        return serializers.serializers_by_id[answer.serializer_id].loads(answer.data)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class StreamCalls:
+    """Calls to landlords over asyncio streams: each landlord's connections (at most
+    ``connections`` at once), each carrying one call at a time, reused while they work.
+
+    One call per connection, not pipelined: Pyro5 daemons leave Nagle's
+    algorithm on, so a second answer waiting behind an unacknowledged first
+    stalls for the peer's delayed acknowledgement (pipelined, 100 renewals went
+    3x slower than one after another; ``benchmarks/bench_aio.py``). A connection
+    whose call failed, timed out or was cancelled is closed, never reused: an
+    answer may still be on its way.
+
+    Args:
+        connections: the most connections (so calls in flight) per landlord.
+    """
+
+    def __init__(self, *, connections: int = DEFAULT_MAX_WORKERS) -> None:
+        self._connections = connections
+        self._idle: dict[str, list[_Connection]] = {}
+        self._slots: dict[str, asyncio.Semaphore] = {}
+
+    @staticmethod
+    def usable(lease: Lease) -> str | None:
+        """The URI to reach ``lease``'s landlord at over a stream, or ``None``: its calls go on a worker.
+
+        Streams carry a plain remote landlord's calls over TCP with serpent and
+        without TLS. Others take the sync path, which knows them: a landlord in
+        this process (called directly), a replicated one (its group and leader),
+        TLS (``Pyro5.config.SSL``), another serializer, a Unix socket, a lease of
+        another kind.
+        """
+        if type(lease) is not LandlordLease or lease.replicated or not isinstance(lease._landlord, str):
+            return None
+        if pyro_config.SSL or pyro_config.SERIALIZER != "serpent":
+            return None
+        return lease._landlord
+
+    async def call(self, uri: str, method: str, *args: Any, timeout: float | None = None) -> Any:
+        """``method(*args)`` of the object at ``uri`` (a ``PYRO:`` URI with host and port).
+
+        Args:
+            timeout: seconds the call may take, connecting included (``None``: the
+                process's call timeout, :func:`landlord.set_call_timeout`; it has none: no limit).
+
+        Raises:
+            Pyro5.errors.TimeoutError: the time ran out (the outcome is unknown).
+            Pyro5.errors.CommunicationError: no connection, or it failed (the outcome is unknown).
+            Exception: what the remote method raised.
+        """
+        limit = proxies.get_call_timeout() if timeout is None else timeout
+        slots = self._slots.get(uri)
+        if slots is None:
+            slots = self._slots[uri] = asyncio.Semaphore(self._connections)
+        async with slots:
+            try:
+                if limit is None:
+                    return await self._call(uri, method, args)
+                if _timeout is not None:  # Python 3.11: no task of its own, unlike wait_for (a third faster)
+                    async with _timeout(limit):
+                        return await self._call(uri, method, args)
+                return await asyncio.wait_for(self._call(uri, method, args), limit)
+            except asyncio.TimeoutError:
+                raise Pyro5.errors.TimeoutError(f"{method} at {uri}: no answer within {limit:g} s") from None
+
+    async def _call(self, uri: str, method: str, args: tuple[Any, ...]) -> Any:
+        idle = self._idle.setdefault(uri, [])
+        connection = idle.pop() if idle else await _Connection.open(_address(uri))
+        try:
+            result = await connection.invoke(method, args)
+        except Pyro5.errors.CommunicationError:
+            connection.close()
+            raise
+        except Exception:  # the landlord's own answer: the connection is fine
+            idle.append(connection)
+            raise
+        except BaseException:  # cancelled, or timed out: an answer may still be on its way
+            connection.close()
+            raise
+        idle.append(connection)
+        return result
+
+    def close(self) -> None:
+        """Close the idle connections (those in use close when their calls end, or are collected)."""
+        for idle in self._idle.values():
+            for connection in idle:
+                connection.close()
+        self._idle.clear()
+
+
+def _address(uri: str) -> Pyro5.core.URI:
+    """``uri`` parsed, for a stream: it names a host and port.
+
+    Raises:
+        Pyro5.errors.CommunicationError: a URI without host and port (a Unix socket).
+    """
+    parsed = Pyro5.core.URI(uri)
+    if parsed.sockname or not parsed.host:
+        raise Pyro5.errors.CommunicationError(f"no host and port to connect to in {uri!r:.80}")
+    return parsed
+
+
+async def _renew_over(streams: StreamCalls, uri: str, lease: LandlordLease, duration: float,
+                      timeout: float | None) -> float:
+    """``lease.renew(duration)`` over a stream: the new expiration is the sending time plus the grant."""
+    sent = sent_now(lease._clock)
+    granted = check_granted(await streams.call(uri, "renew", lease.cookie, duration, timeout=timeout))
+    lease._set_granted(sent, granted)
+    return granted
+
+
+async def _renew_all_over(streams: StreamCalls, uri: str, leases: Sequence[LandlordLease], duration: float,
+                          timeout: float | None) -> dict[Lease, BaseException]:
+    """One landlord's leases renewed over a stream, ``CALL_BATCH`` a call, as ``LandlordLease._renew_batch``
+    does on a thread; the failures."""
+    failures: dict[Lease, BaseException] = {}
+    for start in range(0, len(leases), CALL_BATCH):
+        chunk = leases[start:start + CALL_BATCH]
+        sent = sent_now(chunk[0]._clock)
+        results = await streams.call(uri, "renew_all", [lease.cookie for lease in chunk], [duration] * len(chunk),
+                                     timeout=timeout)
+        granted, denied = getattr(results, "granted", None), getattr(results, "denied", None)
+        if not isinstance(granted, list) or len(granted) != len(chunk) or not isinstance(denied, list):
+            raise LeaseError(f"landlord answered renew_all with {results!r:.80}")
+        denials = iter(denied)
+        for lease, grant in zip(chunk, granted):
+            if grant == -1:
+                failures[lease] = next(denials, None) or LeaseError("renewal failed without a reason")
+            else:
+                lease._set_granted(sent, check_granted(grant))
+    return failures
+
+
 # -- one call --------------------------------------------------------------------------------
 
 
@@ -277,8 +514,12 @@ async def renew(lease: Lease, duration: float = ANY, *, timeout: float | None = 
         LeaseDeniedError, UnknownLeaseError, Pyro5.errors.CommunicationError: as :meth:`Lease.renew`.
     """
     _check_lease(lease)
-    duration = check_duration(duration)
-    return await _pool(pool).run(lease.renew, duration, timeout=check_timeout(timeout))
+    duration, timeout, calls = check_duration(duration), check_timeout(timeout), _pool(pool)
+    uri = StreamCalls.usable(lease) if calls.streams is not None else None
+    if uri is None:
+        return await calls.run(lease.renew, duration, timeout=timeout)
+    assert calls.streams is not None and isinstance(lease, LandlordLease)
+    return await _renew_over(calls.streams, uri, lease, duration, timeout)
 
 
 async def cancel(lease: Lease, *, timeout: float | None = None, pool: CallPool | None = None) -> None:
@@ -290,7 +531,13 @@ async def cancel(lease: Lease, *, timeout: float | None = None, pool: CallPool |
         UnknownLeaseError, Pyro5.errors.CommunicationError: as :meth:`Lease.cancel`.
     """
     _check_lease(lease)
-    await _pool(pool).run(lease.cancel, timeout=check_timeout(timeout))
+    timeout, calls = check_timeout(timeout), _pool(pool)
+    uri = StreamCalls.usable(lease) if calls.streams is not None else None
+    if uri is None:
+        await calls.run(lease.cancel, timeout=timeout)
+        return
+    assert calls.streams is not None and isinstance(lease, LandlordLease)
+    await calls.streams.call(uri, "cancel", lease.cookie, timeout=timeout)
 
 
 def _lease_map(leases: LeaseMap | Sequence[LandlordLease], duration: float) -> LeaseMap:
@@ -329,7 +576,23 @@ async def renew_all(leases: LeaseMap | Sequence[LandlordLease], duration: float 
         Pyro5.errors.CommunicationError: the call failed as a whole: no lease's outcome is known.
     """
     batch = _lease_map(leases, duration)
-    await _pool(pool).run(batch.renew_all, timeout=check_timeout(timeout))
+    timeout, calls = check_timeout(timeout), _pool(pool)
+    uri = _streamed(leases, calls)
+    if uri is None:
+        await calls.run(batch.renew_all, timeout=timeout)
+        return
+    assert calls.streams is not None
+    assert not isinstance(leases, LeaseMap)
+    failures = await _renew_all_over(calls.streams, uri, leases, check_duration(duration), timeout)
+    if failures:
+        raise LeaseMapError(failures)
+
+
+def _streamed(leases: LeaseMap | Sequence[LandlordLease], calls: CallPool) -> str | None:
+    """The landlord's URI when a list of one landlord's leases (checked already) can go over a stream."""
+    if calls.streams is None or isinstance(leases, LeaseMap):
+        return None
+    return StreamCalls.usable(leases[0])
 
 
 async def cancel_all(leases: LeaseMap | Sequence[LandlordLease], *, timeout: float | None = None,
@@ -341,7 +604,20 @@ async def cancel_all(leases: LeaseMap | Sequence[LandlordLease], *, timeout: flo
         LeaseMapError: some cancellations failed.
     """
     batch = _lease_map(leases, ANY)
-    await _pool(pool).run(batch.cancel_all, timeout=check_timeout(timeout))
+    timeout, calls = check_timeout(timeout), _pool(pool)
+    uri = _streamed(leases, calls)
+    if uri is None:
+        await calls.run(batch.cancel_all, timeout=timeout)
+        return
+    assert calls.streams is not None and not isinstance(leases, LeaseMap)
+    by_cookie = {lease.cookie: lease for lease in leases}
+    failures: dict[Lease, BaseException] = {}
+    cookies = list(by_cookie)
+    for start in range(0, len(cookies), CALL_BATCH):
+        errors = await calls.streams.call(uri, "cancel_all", cookies[start:start + CALL_BATCH], timeout=timeout)
+        failures.update((by_cookie[cookie], exc) for cookie, exc in dict(errors).items() if cookie in by_cookie)
+    if failures:
+        raise LeaseMapError(failures)
 
 
 # -- listeners on the loop ---------------------------------------------------------------------

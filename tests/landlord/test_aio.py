@@ -5,14 +5,19 @@ landlord is slow on purpose."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import Pyro5.api
+import Pyro5.errors
 import pytest
 import pytest_asyncio
+from Pyro5 import config as pyro_config
 
 from landlord import (
     FOREVER,
@@ -27,7 +32,7 @@ from landlord import (
     aio,
     renewal_time,
 )
-from landlord.testing import FakeClock, Recorder, ServingDaemon
+from landlord.testing import FakeClock, Recorder, ServingDaemon, free_port
 
 
 class Rooms(Landlord):
@@ -40,6 +45,7 @@ class Rooms(Landlord):
         self.entered: Recorder[str] = Recorder()
         self.slow = False
         self.release = threading.Event()
+        self.clients: list[Any] = []
 
     @Pyro5.api.expose
     def rent(self, name: str, duration: float) -> LandlordLease:
@@ -50,6 +56,7 @@ class Rooms(Landlord):
         if self.slow:
             self.entered(cookie)
             assert self.release.wait(20), "the test never released the slow renewal"
+        self.clients.append(Pyro5.api.current_context.client)  # whose connection this came on
         granted = super().renew(cookie, duration)
         self.renewed(cookie)
         return granted
@@ -70,9 +77,10 @@ def served() -> Iterator[tuple[Rooms, str]]:
     rooms.close()
 
 
-@pytest_asyncio.fixture
-async def pool() -> AsyncIterator[aio.CallPool]:
-    async with aio.CallPool(max_workers=4) as calls:
+@pytest_asyncio.fixture(params=[True, False], ids=["streams", "threads"])
+async def pool(request: pytest.FixtureRequest) -> AsyncIterator[aio.CallPool]:
+    """A pool renewing over asyncio streams, and one renewing on its worker threads: each test runs on both."""
+    async with aio.CallPool(max_workers=4, streams=request.param) as calls:
         yield calls
 
 
@@ -146,6 +154,77 @@ async def test_a_remote_call_leaves_the_loop_running(served: tuple[Rooms, str], 
     assert ticks == 200 and not renewal.done()
     rooms.release.set()
     assert await renewal == 10
+
+
+@pytest.mark.asyncio
+async def test_a_call_that_takes_too_long_times_out_and_the_next_goes_through(served: tuple[Rooms, str],
+                                                                               pool: aio.CallPool) -> None:
+    rooms, uri = served
+    lease = await rent(uri, "105", 30, pool)
+    rooms.slow = True
+    with pytest.raises(Pyro5.errors.TimeoutError):
+        await aio.renew(lease, 10, timeout=0.3, pool=pool)  # the landlord holds it until released
+    assert lease.term == 30  # a failed renewal leaves the lease as it was
+    rooms.slow = False
+    rooms.release.set()
+    assert await aio.renew(lease, 10, pool=pool) == 10  # on a fresh connection
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_renewal_leaves_the_pool_working(served: tuple[Rooms, str], pool: aio.CallPool) -> None:
+    rooms, uri = served
+    lease = await rent(uri, "106", 30, pool)
+    rooms.slow = True
+    renewal = asyncio.ensure_future(aio.renew(lease, 10, pool=pool))
+    await asyncio.to_thread(rooms.entered.wait_for, 1)
+    renewal.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await renewal
+    rooms.slow = False
+    rooms.release.set()
+    assert await aio.renew(lease, 12, pool=pool) == 12
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("streams", [True, False], ids=["streams", "threads"])
+async def test_a_connection_lost_is_a_communication_error_and_the_next_call_reconnects(
+        served: tuple[Rooms, str], streams: bool) -> None:
+    rooms, uri = served
+    async with aio.CallPool(max_workers=1, streams=streams) as pool:  # one worker: one connection to cut
+        lease = await rent(uri, "107", 30, pool)
+        assert await aio.renew(lease, 10, pool=pool) == 10  # a connection made, then kept for the next call
+        for client in rooms.clients:  # the landlord's side of it cut, as a landlord that died would
+            with contextlib.suppress(OSError):
+                client.sock.shutdown(socket.SHUT_RDWR)
+        with pytest.raises(Pyro5.errors.CommunicationError):
+            await aio.renew(lease, 11, timeout=5, pool=pool)
+        assert await aio.renew(lease, 12, timeout=5, pool=pool) == 12
+
+
+@pytest.mark.asyncio
+async def test_a_landlord_not_there_is_a_communication_error(pool: aio.CallPool) -> None:
+    nowhere = LandlordLease("c" * 20, f"PYRO:landlord@127.0.0.1:{free_port()}", "nobody", time.time() + 30)
+    with pytest.raises(Pyro5.errors.CommunicationError):
+        await aio.renew(nowhere, 10, timeout=5, pool=pool)
+    with pytest.raises(Pyro5.errors.CommunicationError):
+        await aio.cancel(nowhere, timeout=5, pool=pool)
+
+
+@pytest.mark.asyncio
+async def test_streams_carry_only_what_they_can(served: tuple[Rooms, str], pool: aio.CallPool,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    rooms, uri = served
+    lease = await rent(uri, "108", 30, pool)
+    assert aio.StreamCalls.usable(lease) == uri
+    assert aio.StreamCalls.usable(rooms.new_lease("in process", 30)) is None  # called directly, on a worker
+    replicated = LandlordLease("c" * 20, uri, rooms.landlord_id, time.time() + 30,
+                               landlords=[uri, "PYRO:other@127.0.0.1:1"])
+    assert aio.StreamCalls.usable(replicated) is None  # its group and leader: the sync path knows them
+    monkeypatch.setattr(pyro_config, "SSL", True)
+    assert aio.StreamCalls.usable(lease) is None  # TLS: the sync proxies'
+    monkeypatch.setattr(pyro_config, "SSL", False)
+    monkeypatch.setattr(pyro_config, "SERIALIZER", "json")
+    assert aio.StreamCalls.usable(lease) is None
 
 
 @pytest.mark.asyncio
