@@ -42,7 +42,8 @@ class Announcer:
     """Announces a lookup service and answers discovery requests for it, on a thread of its own.
 
     Args:
-        announcement: what to announce (its sequence number counts up from there).
+        announcement: what to announce (its sequence number counts up from there); ``None``:
+            given to :meth:`start` (the sockets are bound, and the mode logged, before it is known).
         network: the port, addresses, interface choice and mode.
         serving: the host the lookup service is served at (its URI's): a
             loopback address keeps discovery on loopback (see :func:`~lookup.disconet.choose_interfaces`).
@@ -54,7 +55,7 @@ class Announcer:
         OSError: the discovery port cannot be bound, or no socket made to send on.
     """
 
-    def __init__(self, announcement: Announcement, *, network: DiscoveryNetwork | None = None,
+    def __init__(self, announcement: Announcement | None, *, network: DiscoveryNetwork | None = None,
                  serving: str | None = None, limiter: ReplyLimiter | None = None,
                  logger: logging.Logger = log) -> None:
         network = network if network is not None else DiscoveryNetwork()
@@ -76,10 +77,10 @@ class Announcer:
         self.replies = 0         # requests answered
         self.announcements = 0   # announcements sent
         self.dropped = 0         # packets refused as malformed
-        self._thread = threading.Thread(target=self._run, name=f"announcer {announcement.lookup_id}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="lookup announcer", daemon=True)
 
     @property
-    def announcement(self) -> Announcement:
+    def announcement(self) -> Announcement | None:
         """The announcement last sent (or to be sent first)."""
         with self._lock:
             return self._announcement
@@ -88,7 +89,18 @@ class Announcer:
         """``"multicast"`` or ``"broadcast"``, by interface address."""
         return self._sender.modes()
 
-    def start(self) -> Announcer:
+    def start(self, announcement: Announcement | None = None) -> Announcer:
+        """Start announcing ``announcement`` (default: the one given on making it).
+
+        Raises:
+            ValueError: no announcement given, here or on making it.
+        """
+        with self._lock:
+            if announcement is not None:
+                self._announcement = announcement
+            if self._announcement is None:
+                raise ValueError("nothing to announce: give the announcement")
+            self._thread.name = f"announcer {self._announcement.lookup_id}"
         self._thread.start()
         return self
 
@@ -116,7 +128,7 @@ class Announcer:
             now = time.monotonic()
             if now >= due:
                 self._announce()
-                due = now + self._announcement.interval
+                due = now + self._interval()
             try:
                 readable, _, _ = select.select([self._listener, self._wake_r], [], [], max(0.0, due - now))
             except (OSError, ValueError):  # closed under us
@@ -124,8 +136,14 @@ class Announcer:
             if self._listener in readable:
                 self._receive()
 
+    def _interval(self) -> float:
+        with self._lock:
+            assert self._announcement is not None  # start() saw to that
+            return self._announcement.interval
+
     def _announce(self) -> None:
         with self._lock:
+            assert self._announcement is not None  # start() saw to that
             self._announcement = self._announcement.next()
             data = self._announcement.encode()
         if self._sender.send(data, self._network.announce_group):
@@ -152,7 +170,7 @@ class Announcer:
 
     def _answer(self, request: Request, source: str) -> None:
         announcement = self.announcement
-        if not request.wants(announcement.groups) or announcement.lookup_id in request.heard:
+        if announcement is None or not request.wants(announcement.groups) or announcement.lookup_id in request.heard:
             return
         if not self._limiter.allow(source):
             self._logger.debug("not answering %s: replies to it are over their rate", source)
@@ -216,15 +234,31 @@ class Announcing:
             choose_interfaces(self.network.interface)  # raises if it is not ours
         self.announcer: Announcer | None = None
 
-    def start(self, lookup_id: str, uris: Sequence[str], serving: str | None) -> None:
-        """Start announcing (if enabled): ``uris`` at the lookup service's ``serving`` host.
+    def open(self, serving: str) -> None:
+        """Bind the sockets (if enabled) for a lookup service served at host ``serving``, before it
+        answers: what is logged of it comes before the line saying where the service is.
+
+        A port that cannot be bound, or no interface to send on, is logged (WARNING): no discovery then.
+        """
+        if not self.enabled or self.announcer is not None:
+            return
+        try:
+            self.announcer = Announcer(None, network=self.network, serving=serving)
+        except OSError as exc:
+            log.warning("not announcing the lookup service (found only by its address): %s", exc)
+            return
+        log.info("announcing to groups %s every %g s on port %d",
+                 ", ".join(repr(group) for group in self.groups) or "none", self.interval, self.network.port)
+
+    def start(self, lookup_id: str, uris: Sequence[str]) -> None:
+        r"""Start announcing ``uris`` under ``lookup_id`` (once :meth:`open`\ ed).
 
         Raises:
             ValueError: too many URIs or groups for one packet.
         """
-        if self.enabled and self.announcer is None:
-            self.announcer = start_announcer(lookup_id, uris, groups=self.groups, interval=self.interval,
-                                             network=self.network, serving=serving)
+        if self.announcer is not None and self.announcer.announcement is None:
+            # nothing logged here: the line saying where the service is comes last, once it answers
+            self.announcer.start(Announcement(lookup_id, tuple(uris), self.groups, 0, self.interval))
 
     def close(self) -> None:
         if self.announcer is not None:

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import Pyro5.core
 import Pyro5.server
 
 from landlord import (
@@ -273,11 +272,12 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
         if admin_token is not None or admin_names else None
 
     def answering(uri: str) -> None:
-        announcing.start(group_lookup_id(group), uris, Pyro5.core.URI(uri).host)
+        announcing.start(group_lookup_id(group), uris)
         if ready is not None:
             ready(uri)
 
     try:
+        announcing.open(advertised_host(host, advertise))
         serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=answering,
                       announce=announce, name="lookup service", metrics=metrics, metrics_port=metrics_port,
                       metrics_host=metrics_host, admin=admin)

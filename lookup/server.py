@@ -40,7 +40,6 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import Pyro5.core
 import Pyro5.server
 
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
@@ -55,6 +54,7 @@ from landlord.serving import (
     SERVER_TYPES,
     THREADPOOL_SIZE,
     WANTED_OPEN_FILES,
+    advertised_host,
     check_advertise,
     pyro_settings,
     raise_open_files_limit,
@@ -304,8 +304,10 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         admin = LandlordAdmin(service, token=admin_token, admin_names=admin_names) \
             if admin_token is not None or admin_names else None
 
+        announcing.open(advertised_host(host, advertise))
+
         def answering(uri: str) -> None:
-            announcing.start(service.landlord_id, [uri], Pyro5.core.URI(uri).host)
+            announcing.start(service.landlord_id, [uri])
             if ready is not None:
                 ready(uri)
 
