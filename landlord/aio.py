@@ -1,11 +1,19 @@
 """landlord from asyncio: awaitable renew and cancel, and :class:`AsyncLeaseRenewalManager`.
 
-Everything here is usable from one event loop without blocking it: every
-remote call goes out on a worker thread of a bounded :class:`CallPool`
-(each worker keeps its own Pyro5 proxies, one per landlord URI, as
-:mod:`landlord.proxies` does for any thread), and the loop awaits its
-outcome. Checks of what is given (types, negative or NaN durations) run on
-the loop, before anything is sent, and raise at once.
+Everything here is usable from one event loop without blocking it. Checks
+of what is given (types, negative or NaN durations) run on the loop, before
+anything is sent, and raise at once. Then a call takes one of two paths:
+
+* **asyncio streams** (:class:`StreamCalls`): the renewals and cancels of a
+  plain remote landlord's leases (a :class:`~landlord.LandlordLease` naming a
+  ``PYRO:`` URI with host and port, the serpent serializer, no TLS) go out
+  from the loop itself, as Pyro5 messages (``Pyro5.protocol``) on stream
+  connections: up to ``max_workers`` per landlord, one call at a time on each;
+* **worker threads**: everything else (a landlord in this process, a
+  replicated landlord's group and leader, TLS, another serializer, leases of
+  other kinds, :func:`call`, a :class:`~landlord.LeaseMap`) runs the sync code
+  on a worker of a bounded :class:`CallPool`; each worker keeps its own Pyro5
+  proxies, one per URI, as :mod:`landlord.proxies` does for any thread.
 
 ::
 
@@ -15,36 +23,41 @@ the loop, before anything is sent, and raise at once.
         ...
         await renewals.cancel(lease)
 
-**Why threads and not an asyncio transport.** Both were measured
-(``benchmarks/bench_aio.py``, figures in ``docs/asyncio.md``): the sync
-proxies run in a bounded thread pool, and a minimal Pyro5 client over
-asyncio streams (the handshake and the messages of ``Pyro5.protocol``,
-serpent, one connection per landlord with the calls pipelined on it). On
-one round trip at a time the transport saves the hop to a worker thread and
-back (about 80 µs of a ~300 µs call on loopback, measured on 2 cores); 100
-renewals at once from one loop go no faster over it, as the landlord's one
-serving thread is the bottleneck either way. What the transport would cost to
-make robust is large: TLS, timeouts on connect and on each call, a connection
-lost mid-pipeline (every call on it in doubt), a replicated landlord's group
-and leader (``landlordlease._call_group``), the leases' own bookkeeping
-(``_set_granted`` after a batch). The thread pool reuses all of that as it is,
-so leases behave exactly as they do from a thread. The prototype stays in the
-benchmark.
+**Why streams, where they can.** Both ways were measured from one loop
+against a landlord in another process (``benchmarks/bench_aio.py``, 5 rounds
+of 2 s, 2 cores; figures and command in ``docs/asyncio.md``). Streams did
+1.56x the renewals of the worker threads one at a time (6,300/s against
+3,460/s: no hop to a thread and back per call), and 2.39x with 100 renewals
+at once (18,600/s against 7,900/s: 8 threads contend for the GIL to do what
+one loop does between its reads). The sync ``lease.renew()`` from a thread,
+measured in the same rounds, did 6,700-8,200/s one at a time. The first
+prototype pipelined every call on one connection and did 2,200/s at 100 at
+once: Pyro5 daemons leave Nagle's algorithm on, so an answer sent while the
+one before is unacknowledged waits for the client's delayed ACK; hence one
+call per connection. A connection whose call failed, timed out or was
+cancelled is closed, never reused, and the error is a Pyro5
+``CommunicationError`` (``TimeoutError`` for the time running out) as from a
+proxy, so callers classify it the same way. What streams cannot do safely
+(TLS, a replica group's leader, an in-process landlord) keeps the thread
+path, which reuses the sync code as it is.
 
 **The pool.** :class:`CallPool` holds at most ``max_workers`` threads
-(default :data:`DEFAULT_MAX_WORKERS`, 8): at most that many calls are in
-flight at once, the rest wait their turn on the loop. Every function and
-class here takes ``pool=``: ``None`` means the running loop's shared pool
+(default :data:`DEFAULT_MAX_WORKERS`, 8) and as many stream connections per
+landlord: at most that many calls are in flight at once (per landlord on the
+streams), the rest wait their turn on the loop. Every function and class here
+takes ``pool=``: ``None`` means the running loop's shared pool
 (:func:`shared_pool`, made on first use, its threads ended when the loop is
 garbage-collected or by :func:`close_shared_pool`); give a pool of your own
 (``async with CallPool(max_workers=4) as pool:``) to bound one object's calls
-separately and close them with it.
+separately and close them with it; ``CallPool(streams=False)`` sends every
+call through the threads.
 
-**Cancelling.** A call already on its worker cannot be interrupted: the
-awaiting task is cancelled at once, and the call runs on to its end, within
-its ``timeout=`` (or the process's call timeout, :func:`landlord.set_call_timeout`).
-Whether a renewal cancelled that way happened is unknown, as after a
-``CommunicationError``.
+**Cancelling.** A call over a stream that is cancelled (or times out) is
+abandoned at once and its connection closed. A call already on its worker
+cannot be interrupted: the awaiting task is cancelled at once, and the call
+runs on to its end, within its ``timeout=`` (or the process's call timeout,
+:func:`landlord.set_call_timeout`). Either way, whether a renewal cancelled
+that way happened is unknown, as after a ``CommunicationError``.
 """
 
 from __future__ import annotations
