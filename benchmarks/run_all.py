@@ -46,6 +46,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("bench_replicated.py", []),
     ("bench_metrics.py", []),
     ("bench_adaptive.py", []),
+    ("bench_aio.py", []),
 ]
 
 
