@@ -3,8 +3,9 @@
 A lookup service started by ``python -m lookup serve`` is registered with its
 Pyro5 daemon under the fixed object id :data:`LOOKUP_OBJECT_ID`, so knowing
 its host and port is enough to reach it: its URI is
-``PYRO:lookup.LookupService@host:port``. There is no discovery protocol
-(Jini's multicast announcements); the well-known port plays that part.
+``PYRO:lookup.LookupService@host:port``. Without an address, find lookup
+services by group with :mod:`lookup.discovery` (Jini's multicast
+announcements and requests, UDP port 4160).
 """
 
 from __future__ import annotations
