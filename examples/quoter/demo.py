@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from landlord.testing import ChildProcess, Line, free_port
 
@@ -46,33 +47,48 @@ def say(message: str) -> None:
 _CHILD_PREFIX = re.compile(r"^(\[\s*[\d.]+s\]\s+\w+\s+|\d{4}-\d\d-\d\d [\d:,]+ \w+\s+)")
 
 
-def start(name: str, *args: str) -> ChildProcess:
-    """Start ``python ARGS`` in this directory, relaying its output under ``name`` as it comes."""
+def start(name: str, *args: str, cwd: Path = HERE) -> ChildProcess:
+    """Start ``python ARGS`` in ``cwd``, relaying its output under ``name`` as it comes."""
     def relay(line: Line) -> None:
         # the demo reads these; "lookup service at" is also logged, with a time stamp
         if line.text and not re.match(r"(registered|found|vanished|lookup service at) ", line.text):
             text = _CHILD_PREFIX.sub("", line.text)
             show(name, text if len(text) <= 150 else text[:149] + "…")
 
-    return ChildProcess(*args, name=name, env={"PYTHONUNBUFFERED": "1"}, cwd=HERE, on_line=relay)
+    return ChildProcess(*args, name=name, env={"PYTHONUNBUFFERED": "1"}, cwd=cwd, on_line=relay)
 
 
-def main() -> int:
+class Story(NamedTuple):
+    """What differs between tellings of the story (examples/quoter_aio tells it in asyncio)."""
+
+    service: str  # who registers, and what keeps the registration alive
+    client: str  # who looks for the quoter, and how
+    renewer: str  # what renews the registration
+    done: str  # the last line
+
+
+SYNC = Story(service="a quoter service (lease {lease:g} s, kept alive by a JoinManager)",
+             client="a client that looks for a quoter by type (quoter_api.Quoter) and attributes",
+             renewer="JoinManager", done="done: registered, found, used, killed, and gone by itself")
+
+
+def tell(story: Story, here: Path = HERE) -> int:
+    """Run the story with the quoter_service.py and client.py of ``here``; 0 when it all happened."""
     processes: list[ChildProcess] = []
     try:
         port = free_port()
         say(f"starting a lookup service on 127.0.0.1:{port}")
-        lookup = start("lookup", "-m", "lookup", "serve", "--port", str(port), "--verbose")
+        lookup = start("lookup", "-m", "lookup", "serve", "--port", str(port), "--verbose", cwd=here)
         processes.append(lookup)
         lookup_uri = lookup.read_uri(20)  # its line 'lookup service at <uri> (...)'
 
-        say(f"starting a quoter service (lease {LEASE:g} s, kept alive by a JoinManager)")
-        quoter = start("quoter", "quoter_service.py", lookup_uri, "--lease", str(LEASE))
+        say("starting " + story.service.format(lease=LEASE))
+        quoter = start("quoter", "quoter_service.py", lookup_uri, "--lease", str(LEASE), cwd=here)
         processes.append(quoter)
         service_id = quoter.wait_for(r"registered (\S+)", 20).group(1)
 
-        say("starting a client that looks for a quoter by type (quoter_api.Quoter) and attributes")
-        client = start("client", "client.py", lookup_uri)
+        say("starting " + story.client)
+        client = start("client", "client.py", lookup_uri, cwd=here)
         processes.append(client)
         found = client.wait_for(r"found (\S+)", 20).group(1)
         if found != service_id:
@@ -81,11 +97,11 @@ def main() -> int:
 
         say("what the lookup service holds now (python -m lookup list):")
         table = subprocess.run([sys.executable, "-m", "lookup", "list", "--port", str(port)],
-                               capture_output=True, text=True, timeout=30, cwd=HERE)
+                               capture_output=True, text=True, timeout=30, cwd=here)
         for line in table.stdout.splitlines():
             show("list", line)
 
-        say(f"the quoter's JoinManager renews its registration a third into each {LEASE:g} s term; "
+        say(f"the quoter's {story.renewer} renews its registration a third into each {LEASE:g} s term; "
             "waiting for three renewals")
         for count in range(1, RENEWALS + 1):
             renewed = lookup.wait_for(rf"renewed .*registration {re.escape(service_id)} for ([\d.]+) s", 4 * LEASE)
@@ -103,7 +119,7 @@ def main() -> int:
             f"(lease {LEASE:g} s): nobody had to notice the crash")
         if client.process.wait(10) != 0:
             raise RuntimeError("the client failed")
-        say("done: registered, found, used, killed, and gone by itself")
+        say(story.done)
         return 0
     except Exception as exc:
         say(f"FAILED: {exc}")
@@ -112,6 +128,10 @@ def main() -> int:
         for process in reversed(processes):  # SIGTERM, a kill after 10 s; reaped either way
             process.stop()
             process.close()
+
+
+def main() -> int:
+    return tell(SYNC)
 
 
 if __name__ == "__main__":
