@@ -79,7 +79,7 @@ from .schedule import (
 )
 
 __all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time", "attempt_timeout",
-           "RENEW_AFTER"]
+           "renew_duration_for", "RENEW_AFTER"]
 
 log = logging.getLogger(__name__)
 
@@ -514,6 +514,16 @@ def _check_settings(lease: Lease, listener: object, on_desired: object, renew_du
     for name, callback in (("listener", listener), ("on_desired_expiration", on_desired)):
         if callback is not None and not callable(callback):
             raise TypeError(f"{name} must be callable or None, got {type(callback).__name__}")
+    return renew_duration_for(lease, renew_duration)
+
+
+def renew_duration_for(lease: Lease, renew_duration: object) -> float:
+    """What each renewal of ``lease`` asks for at most: ``renew_duration``, or by default
+    (``None``) the lease's own term as it is now.
+
+    Raises:
+        ValueError: ``renew_duration`` is not positive, ``FOREVER``, ``ANY`` or ``None``.
+    """
     if renew_duration is None:
         term = lease.term
         return term if term > 0 else ANY  # a lease with no term to speak of: the landlord's choice

@@ -46,14 +46,14 @@ from typing import Any
 import Pyro5.server
 
 from .clock import SYSTEM_CLOCK, Clock
-from .duration import ANY, FOREVER, check_duration
+from .duration import FOREVER, check_duration
 from .errors import UnknownLeaseError
 from .grantor import Landlord, _check_listener
 from .landlordlease import LandlordLease
 from .lease import Lease
 from .notices import Notices
 from .policy import LeaseDurationPolicy, LeasePolicy
-from .renewal import LeaseRenewalEvent, LeaseRenewalManager
+from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
 from .renewalsets import Member, RenewalSet, SetStore
 from .schedule import RENEW_AFTER
 from .store import LeaseStore
@@ -167,7 +167,7 @@ class LeaseRenewalService(Landlord):
             raise TypeError(f"expected a Lease, got {type(lease).__name__}")
         duration = check_duration(duration, allow_any=False)
         lease = _on_clock(lease, self.clock)
-        asked = _renew_duration(lease, renew_duration)
+        asked = renew_duration_for(lease, renew_duration)
         renewal_set = self._set_of(cookie)
         with self._lock:
             owner = self._owner.get(lease)
@@ -413,17 +413,6 @@ class LeaseRenewalService(Landlord):
 
 
 _KEYS = itertools.count(1)  # member keys of services without a store
-
-
-def _renew_duration(lease: Lease, renew_duration: object) -> float:
-    """What each renewal of ``lease`` asks for at most: ``renew_duration``, else its own term."""
-    if renew_duration is None:
-        term = lease.term
-        return term if term > 0 else ANY
-    value = check_duration(renew_duration, name="renew_duration")
-    if value != ANY and not value > 0:
-        raise ValueError(f"renew_duration must be positive, FOREVER, ANY or None, got {value!r}")
-    return value
 
 
 def _on_clock(lease: Lease, clock: Clock) -> Lease:
