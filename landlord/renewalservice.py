@@ -351,7 +351,7 @@ class LeaseRenewalService(Landlord):
     def _arm_cookie(self, cookie: Any) -> None:
         try:
             self._arm(self._set_of(cookie))
-        except Exception:  # renewed but gone since, or not a cookie: nothing to warn about
+        except UnknownLeaseError:  # renewed, but ended since: nothing to warn about
             pass
 
     def _arm(self, renewal_set: RenewalSet) -> None:
@@ -371,15 +371,15 @@ class LeaseRenewalService(Landlord):
             if renewal_set is None or renewal_set.warning_listener is None:
                 return
             try:
-                end = self.manager.get(renewal_set.cookie).expiration
+                leased = self.manager.get(renewal_set.cookie)
             except UnknownLeaseError:
                 return
-            now = self.clock.monotonic()
+            end, now = leased.expiration, self.clock.monotonic()
             if end - renewal_set.warn_before > now or renewal_set.warned_for == end:
                 return  # renewed since (the renewal set a later alarm), or warned already
             renewal_set.warned_for = end
             listener, left = renewal_set.warning_listener, end - now
-            lease = self._make_lease(self.manager.get(renewal_set.cookie), left)
+            lease = self._make_lease(leased, left)
         log.info("renewal set %s ends in %.1f s: warning %s", set_id, left, listener)
         self._events.post(listener, "expiration_warning", (set_id, lease, lease.expiration),
                           f"renewal set {set_id} ends soon")
