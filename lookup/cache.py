@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -170,7 +169,7 @@ class LookupCache:
         orphan_timeout = check_duration(orphan_timeout, name="orphan_timeout", allow_any=False)
         self._condition = threading.Condition()
         self._closed = False
-        self._view = _FollowedView(uris, orphan_timeout=orphan_timeout, clock=clock)
+        self._view = MergedView(uris, orphan_timeout=orphan_timeout, clock=clock)
         self._teller = Teller(self._condition, self._view.take_changes, listener, logger=log)
         self._errors = PeerErrors()  # of lookup services not reached since they failed
         self._receiver = EventReceiver(self._on_event, daemon=daemon, callback_host=callback_host)
@@ -370,21 +369,6 @@ class LookupCache:
                 return  # held back for a snapshot on its way, or an earlier subscription's
             self._condition.notify_all()
         self._teller.tell()
-
-
-class _FollowedView(MergedView):
-    """A merged view whose lookup services come and go (discovered, discarded)."""
-
-    def add_lookup(self, lookup: str) -> None:
-        """Take listings from ``lookup`` too (one known already is left as it is)."""
-        self._listings.setdefault(lookup, {})
-        self._orphan_deadlines.setdefault(lookup, math.inf)
-
-    def remove_lookup(self, lookup: str) -> None:
-        """Forget ``lookup`` and what it listed: what only it listed is removed (if known)."""
-        if lookup in self._listings:
-            self.forget_orphans(lookup)
-            del self._listings[lookup], self._orphan_deadlines[lookup]
 
 
 def _lookup_uris(lookups: Any, *, allow_none: bool = False) -> list[str]:

@@ -108,6 +108,19 @@ class MergedView:
         """When :meth:`forget_orphans` is due for ``lookup``; ``math.inf`` while it is not lost."""
         return self._orphan_deadlines[lookup]
 
+    def add_lookup(self, lookup: str) -> None:
+        """Take listings from ``lookup`` too (one known already is left as it is): a lookup
+        service discovered."""
+        self._listings.setdefault(lookup, {})
+        self._orphan_deadlines.setdefault(lookup, math.inf)
+
+    def remove_lookup(self, lookup: str) -> None:
+        """Forget ``lookup`` and what it listed: what only it listed is removed (if known);
+        a lookup service discarded."""
+        if lookup in self._listings:
+            self.forget_orphans(lookup)
+            del self._listings[lookup], self._orphan_deadlines[lookup]
+
     def forget_orphans(self, lookup: str) -> bool:
         """Forget what ``lookup`` (lost for ``orphan_timeout``) listed; return whether it listed anything.
 

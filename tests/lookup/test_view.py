@@ -158,3 +158,20 @@ def test_a_failing_listener_is_logged_and_the_rest_still_told(view: MergedView,
     view.report(A, "s3", item("s3"))
     Teller(lock, view.take_changes, None).tell()
     assert view.take_changes() == []
+
+
+def test_a_lookup_service_discovered_then_discarded_takes_only_what_it_alone_listed(clock: FakeClock) -> None:
+    view = MergedView([A], orphan_timeout=30, clock=clock)
+    view.add_lookup(B)
+    view.report(A, "both", item("both"))
+    view.report(B, "both", item("both"))
+    view.report(B, "b only", item("b only"))
+    assert sorted(str(i.service_id) for i in view.items()) == ["b only", "both"]
+    view.take_changes()
+    view.add_lookup(B)  # known already: its listing stays
+    assert len(view) == 2 and view.take_changes() == []
+    view.remove_lookup(B)
+    assert told(view.take_changes()) == [("removed", "b only", 1)]
+    assert [str(i.service_id) for i in view.items()] == ["both"]
+    view.remove_lookup(B)  # gone already: nothing to say
+    assert view.take_changes() == []
