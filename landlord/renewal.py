@@ -25,6 +25,13 @@ What happens on failure (:func:`landlord.classify.classify` tells which):
   connection is dropped, and the next attempt goes out on a fresh one, at
   shrinking intervals as the end nears, so a lease is reported lost when its
   term ends, not when the link comes back;
+* a landlord that is slow but answering is measured, not given up on: each
+  landlord's calls are timed (:mod:`landlord.pace`), an attempt waits at least
+  three times what a call of its size took, rounds start early enough to
+  finish while a third of the term is left, a bulk of leases is split into
+  calls started a measured call-time apart, and a WARNING on
+  ``landlord.pace`` says when the landlord cannot be kept up with, before a
+  lease is lost;
 * any other exception is treated as definite (nothing suggests retrying helps).
 
 Failed renewals are logged at WARNING on ``landlord.renewal``.
@@ -374,9 +381,11 @@ class LeaseRenewalManager:
 
     def _renew(self, call: Call) -> None:
         """On the call's lane: make it, record the outcome, then run the callbacks."""
+        started = self._clock.monotonic()
         failures, error = _send(call, self._clock)
         with self._cond:
-            told = self._schedule.finished(call, self._clock.monotonic(), failures=failures, error=error)
+            told = self._schedule.finished(call, self._clock.monotonic(), failures=failures, error=error,
+                                           started=started)
             self._state.sooner(self._schedule.next_due())
         self._told(told)
         self._state.returned()  # only once the callbacks have run: _wait_idle counts on it
@@ -431,16 +440,18 @@ class _ThreadState:
 
 
 def _send(call: Call, clock: Clock) -> tuple[Mapping[Lease, BaseException], BaseException | None]:
-    """Make ``call``, waiting at most :func:`attempt_timeout` of what its first lease has left.
+    """Make ``call``, waiting at most :func:`attempt_timeout` of what its first lease has left
+    (or longer, up to all of it, for a landlord measured to be slow: :meth:`Call.timeout`).
 
     Returns:
         The leases that failed with why, and what the whole call raised (``None`` if nothing).
     """
     leases, durations = call.requests()
-    left = call.deadline() - clock.monotonic()
+    now = clock.monotonic()
+    left = call.deadline() - now
     failures: Mapping[Lease, BaseException] = {}
     try:
-        with proxies.timeout_within(attempt_timeout(left)):  # a stuck call must not outlive the lease
+        with proxies.timeout_within(call.timeout(now)):  # a stuck call must not outlive the lease
             if call.key is None:
                 leases[0].renew(durations[0])
             else:

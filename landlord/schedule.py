@@ -21,11 +21,17 @@ queue entry, not 10,000. Leases without a batch key are batches of one.
 The timing rules, on the holder's monotonic clock:
 
 * :func:`renewal_time`: renew once ``renew_after`` (a third) of the term has passed;
-* :func:`attempt_timeout`: an attempt waits at most half of what its lease has left;
+* :func:`attempt_timeout`: an attempt waits at most half of what its lease has left,
+  but at least a few times what a call of its size has been measured to take;
 * :func:`retry_time`: after a failure worth retrying (:func:`landlord.classify.classify`),
   try again after the backoff's next delay counted from when the failed attempt
   was sent, or sooner near the end, but never past the lease's deadline: a lease
   whose renewals kept failing is reported lost when its term ends.
+
+A round takes time: each landlord's calls are timed (:class:`~landlord.pace.Pace`),
+and a batch is started early enough to finish while a third of its term is still
+left (:func:`~landlord.pace.planned_start`); a batch handed over in bulk is split
+into calls started one measured call-time apart, back from that bound.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from .backoff import Backoff
 from .classify import Verdict, classify
 from .duration import ANY, check_duration
 from .lease import Lease
+from .pace import Pace, finish_by, planned_start
 
 __all__ = ["Schedule", "Call", "LeaseRenewalEvent", "LeaseWarningEvent", "Callback", "WarningCallback", "Told",
            "Warned", "renewal_time", "warning_time", "attempt_timeout", "retry_time", "RENEW_AFTER", "check_finite"]
@@ -61,8 +68,11 @@ RENEW_AFTER = 1 / 3
 # for further attempts on fresh connections.
 _ATTEMPT_SHARE = 0.5
 # ...but never less than this many seconds (unless less is left): a connection,
-# Pyro5's handshake and one call need a few round trips.
+# Pyro5's handshake and one call need a few round trips...
 _MIN_ATTEMPT = 0.1
+# ...nor less than this many times what a call of its size has been measured to
+# take: a slow landlord still working on a call must not be sent it again.
+_SLOW_FACTOR = 3.0
 
 # What a batch's due time is for. Renewals and retries of one landlord join
 # one call when due close together; a drop happens at its own time.
@@ -96,14 +106,18 @@ def renewal_time(now: float, deadline: float, term: float, *, renew_after: float
     return min(max(deadline - lead, now), deadline)
 
 
-def attempt_timeout(left: float) -> float:
+def attempt_timeout(left: float, expected: float = 0.0) -> float:
     """The longest one renewal attempt may wait when its lease has ``left`` seconds to run.
 
-    Half of what is left, but at least 0.1 s (or all of it, when less is left):
+    Half of what is left, but at least 0.1 s and three times ``expected``, what
+    a call of its size has been measured to take (never more than is left):
     an attempt stuck on a dead connection gives up while there is still time
-    for another on a fresh one, and each further attempt gets half as long.
+    for another on a fresh one, and each further attempt gets half as long;
+    a landlord that is slow but working is waited for, not sent the same
+    renewals again while it still works on them.
     """
-    return min(max(left, 0.0), max(left * _ATTEMPT_SHARE, _MIN_ATTEMPT)) or _MIN_ATTEMPT
+    floor = max(_MIN_ATTEMPT, _SLOW_FACTOR * expected)
+    return min(max(left, 0.0), max(left * _ATTEMPT_SHARE, floor)) or _MIN_ATTEMPT
 
 
 def warning_time(now: float, deadline: float, term: float, warn_before: float, *,
@@ -210,13 +224,16 @@ class _Kept:
 class _Batch:
     """Leases of one landlord sharing one due time and one retry state."""
 
-    __slots__ = ("key", "kind", "due", "members", "live", "token", "taken", "backoff", "error")
+    __slots__ = ("key", "kind", "due", "at", "part", "members", "live", "token", "taken", "backoff", "error")
 
     def __init__(self, key: Hashable | None, kind: int, due: float, members: list[_Kept],
-                 backoff: Backoff | None = None, error: BaseException | None = None) -> None:
+                 backoff: Backoff | None = None, error: BaseException | None = None, *,
+                 at: float | None = None, part: int = 0) -> None:
         self.key = key
         self.kind = kind
         self.due = due
+        self.at = due if at is None else at  # its renewal time as the terms say; ``due`` may be planned sooner
+        self.part = part  # of a batch handed over in bulk and split (0: the first, or not split)
         self.members = members  # those whose .batch is no longer this one have left
         self.live = len(members)
         self.token: int | None = None  # matches its heap item while queued
@@ -234,13 +251,21 @@ class Call:
     Attributes:
         key: the leases' batch key; ``None`` for a lease renewed on its own.
         sent: when the call was taken to be sent (the retry backoff counts from it).
+        finish: when it should be done by (:func:`~landlord.pace.finish_by`, for its first lease to end).
     """
 
-    __slots__ = ("key", "sent", "_members", "_backoff")
+    __slots__ = ("key", "sent", "finish", "_members", "_backoff", "_pace")
 
-    def __init__(self, key: Hashable | None, members: list[_Kept], sent: float, backoff: Backoff | None) -> None:
+    def __init__(self, key: Hashable | None, members: list[_Kept], sent: float, backoff: Backoff | None, *,
+                 pace: Pace | None = None, renew_after: float = RENEW_AFTER) -> None:
         self.key = key
         self.sent = sent
+        self._pace = pace  # its landlord's, measured by every call to it (those before this one in its round too)
+        first = min(members, key=_deadline).lease
+        # as the terms say: done while (1 - renew_after) / 2 of the term (a third) is left; for a lease
+        # handed over with less than that left, within the first half of what it had
+        finish = finish_by(first.deadline - (1 - renew_after) * first.term, first.deadline)
+        self.finish = finish if sent <= finish else finish_by(sent, first.deadline)
         self._members = members
         self._backoff = backoff
 
@@ -261,6 +286,15 @@ class Call:
     def deadline(self) -> float:
         """When the first of its leases ends (the call must not wait past it: :func:`attempt_timeout`)."""
         return min(kept.lease.deadline for kept in self._members)
+
+    @property
+    def expected(self) -> float:
+        """The seconds a call of its size to its landlord has been measured to take (0: not yet)."""
+        return self._pace.expected(len(self._members)) if self._pace is not None else 0.0
+
+    def timeout(self, now: float) -> float:
+        """The longest it may wait if sent at ``now`` (:func:`attempt_timeout`)."""
+        return attempt_timeout(self.deadline() - now, self.expected)
 
     def __len__(self) -> int:
         return len(self._members)
@@ -370,6 +404,7 @@ class Schedule:
         self._kept: dict[Lease, _Kept] = {}
         self._queue = _Queue()
         self._open: dict[Hashable, _Batch] = {}  # per key, the batch a lease added next may join
+        self._paces: dict[Hashable, Pace] = {}  # per key, how long its calls take
         # warnings to give: (when, order, lease's entry, reason, the end it is about); one whose lease
         # was let go, or whose end has moved since (renewed, a new desired expiration), is skipped
         self._alarms: list[tuple[float, int, _Kept, str, float]] = []
@@ -508,25 +543,28 @@ class Schedule:
             for batch in self._queue.pop_due(now + self._window, lambda b: b.kind != _DROP and b.key in by_key):
                 by_key[batch.key].append(batch)
         calls: list[Call] = []
+        after = self._renew_after
         for key, batches in by_key.items():
             members = _collect(batches, now, told, self._kept)
             backoff = max((b.backoff for b in batches if b.backoff is not None), key=_failures, default=None)
-            if len(members) <= self._max_batch:
-                calls.extend([Call(key, members, now, backoff)] if members else [])
-                continue
+            pace = self._pace(key)
             for start in range(0, len(members), self._max_batch):  # each call backs off on its own
-                calls.append(Call(key, members[start:start + self._max_batch], now, copy.copy(backoff)))
+                calls.append(Call(key, members[start:start + self._max_batch], now,
+                                  backoff if start == 0 else copy.copy(backoff), pace=pace, renew_after=after))
         for batch in singles:
             members = _collect([batch], now, told, self._kept)
-            calls.extend([Call(None, members, now, batch.backoff)] if members else [])
+            calls.extend([Call(None, members, now, batch.backoff, renew_after=after)] if members else [])
         return calls, told
 
     def finished(self, call: Call, now: float, *, failures: Mapping[Lease, BaseException] | None = None,
-                 error: BaseException | None = None) -> list[Told]:
+                 error: BaseException | None = None, started: float | None = None) -> list[Told]:
         """Record how ``call`` went, as seen at ``now``, and queue its leases' next steps.
 
-        A lease renewed is queued for its next renewal (at least 50 ms on); one
-        refused (a definite answer, :func:`~landlord.classify.classify`) is let go;
+        How long it took is measured for its landlord (:class:`~landlord.pace.Pace`,
+        which warns if the landlord cannot be kept up with). A lease renewed is
+        queued for its next renewal (at least 50 ms on), started early enough
+        that a call like this one finishes in time (:func:`~landlord.pace.planned_start`);
+        one refused (a definite answer, :func:`~landlord.classify.classify`) is let go;
         one whose call may be retried is queued for :func:`retry_time` with the
         call's backoff, or let go if its deadline has come. Leases removed or
         replaced while the call was out are left alone.
@@ -536,6 +574,8 @@ class Schedule:
             now: when it returned.
             failures: the leases that failed, with why (a batch call's answer).
             error: what the whole call raised, if it did: every lease in it failed so.
+            started: when it was actually sent (default :attr:`Call.sent`; later when it
+                waited for its landlord's lane).
 
         Returns:
             Whom to tell what, of the leases let go.
@@ -546,15 +586,18 @@ class Schedule:
         drop: dict[float, list[_Kept]] = {}
         whole = None if error is None else classify(error)  # the same for every lease in the call
         backoff, delay, last_error = call._backoff, math.nan, None
+        expected, busy = self._measure(call, now, call.sent if started is None else started, error is None)
         for kept in call._members:
             if kept.batch is None:
                 continue  # removed, replaced or cleared while the call was out
             exc = error if error is not None else failures.get(kept.lease) if failures else None
             if exc is None:
-                if kept.lease.deadline >= kept.desired - _COVER_SLACK:
+                lease = kept.lease
+                if lease.deadline >= kept.desired - _COVER_SLACK:
                     drop.setdefault(kept.desired, []).append(kept)
                 else:
-                    due = renewal_time(now, kept.lease.deadline, kept.lease.term, renew_after=self._renew_after)
+                    due = renewal_time(now, lease.deadline, lease.term, renew_after=self._renew_after)
+                    due = planned_start(due, lease.deadline, expected, now, busy=busy)
                     fresh.setdefault(max(due, now + _MIN_GAP), []).append(kept)
                     if kept.warning is not None:
                         self._alarm_unrenewed(kept, now)
@@ -577,25 +620,59 @@ class Schedule:
 
     # -- bookkeeping ---------------------------------------------------------------------
 
+    def _pace(self, key: Hashable) -> Pace:
+        pace = self._paces.get(key)
+        if pace is None:
+            pace = self._paces[key] = Pace()
+        return pace
+
+    def _measure(self, call: Call, now: float, started: float, answered: bool) -> tuple[float, bool]:
+        """Record how long ``call`` took for its landlord, if it ``answered`` (a call that timed out
+        or found no one says nothing of its pace): what a call of its size is now expected to take,
+        and whether its lane is busy (:meth:`~landlord.pace.Pace.busy`)."""
+        if call.key is None:
+            return 0.0, False  # one lease per call: its time is a round trip, nothing to plan by
+        pace = self._pace(call.key)
+        if answered:
+            first = call._members[0].lease
+            pace.record(call.key, started=started, ended=now, leases=len(call), term=first.term,
+                        late=now - call.finish)
+        return pace.expected(len(call)), pace.busy()
+
     def _place(self, kept: _Kept, now: float) -> None:
         """Queue a lease's next step on its own, or in its landlord's open batch when that is due
-        at most ``batch_window`` sooner (it would join that batch's call anyway)."""
+        at most ``batch_window`` sooner (it would join that batch's call anyway).
+
+        A full open batch (``max_batch`` leases: a call's worth) is followed by
+        another, and once calls have been measured each such part is planned to
+        start one call-time before the one opened before it, so that sent one
+        after the other they all finish in time (:func:`~landlord.pace.planned_start`).
+        """
         lease = kept.lease
         if lease.deadline >= kept.desired - _COVER_SLACK:
             self._new_batch(kept.key, _DROP, kept.desired, [kept])
             return
-        due = renewal_time(now, lease.deadline, lease.term, renew_after=self._renew_after)
+        at = renewal_time(now, lease.deadline, lease.term, renew_after=self._renew_after)
         batch = self._open.get(kept.key) if kept.key is not None else None
-        if batch is not None and batch.token is not None and batch.due <= due <= batch.due + self._window:
-            batch.members.append(kept)
-            batch.live += 1
-            kept.batch = batch
+        if batch is not None and batch.token is not None and batch.at <= at <= batch.at + self._window:
+            if batch.live < self._max_batch:
+                batch.members.append(kept)
+                batch.live += 1
+                kept.batch = batch
+                return
+            part = batch.part + 1
         else:
-            self._new_batch(kept.key, _RENEW, due, [kept])
+            part = 0
+        pace = self._paces.get(kept.key) if kept.key is not None else None
+        expected = (part + 1) * pace.expected(self._max_batch) if pace is not None else 0.0
+        due = planned_start(at, lease.deadline, expected, now, busy=pace is not None and pace.busy())
+        self._new_batch(kept.key, _RENEW, due, [kept], at=at, part=part)
 
     def _new_batch(self, key: Hashable | None, kind: int, due: float, members: list[_Kept],
-                   backoff: Backoff | None = None, error: BaseException | None = None) -> None:
-        batch = _Batch(key, kind, due, members, backoff if kind == _RETRY else None, error if kind == _RETRY else None)
+                   backoff: Backoff | None = None, error: BaseException | None = None, *,
+                   at: float | None = None, part: int = 0) -> None:
+        batch = _Batch(key, kind, due, members, backoff if kind == _RETRY else None, error if kind == _RETRY else None,
+                       at=at, part=part)
         for kept in members:
             kept.batch = batch
         if kind == _RENEW and key is not None:
@@ -674,6 +751,10 @@ def _sweep(by_due: dict[float, list[_Kept]], window: float) -> list[tuple[float,
 
 def _failures(backoff: Backoff) -> int:
     return backoff.failures
+
+
+def _deadline(kept: _Kept) -> float:
+    return kept.lease.deadline
 
 
 def check_finite(value: object, name: str) -> float:

@@ -921,3 +921,116 @@ def test_warning_settings_are_checked_and_a_bad_one_changes_nothing(
         with pytest.raises(error, match=words):
             manager.renew_until(lease, clock.time() + 100, **kwargs)  # type: ignore[arg-type]
     assert len(manager) == 0
+
+
+# -- a landlord too slow for rounds to be instant -------------------------------------------------
+
+
+class SlowLandlord(FakeLandlord):
+    """A landlord made slow on purpose: one worker, ``per_lease`` seconds of work per lease renewed.
+
+    A call waits for the work before it (calls its holder gave up on too: the
+    landlord still works through them), then takes its own, and grants as of
+    its end. A holder whose call timeout is shorter sees a ``TimeoutError``
+    then, as a real one would; those leases are renewed all the same when the
+    landlord gets to them, unbeknownst to the holder. ``margins`` holds, per
+    call answered, the least time any of its leases had left when renewed.
+    """
+
+    def __init__(self, clock: FakeClock, *, per_lease: float) -> None:
+        super().__init__(clock)
+        self.per_lease = per_lease
+        self.free_at = -math.inf  # monotonic: when its worker is done with what it was sent
+        self.abandoned: list[tuple[float, list[Lease], list[float]]] = []
+        self.margins: list[float] = []
+
+    def renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        now = self.clock.monotonic()
+        done = max(now, self.free_at) + self.per_lease * len(leases)
+        self.free_at = done
+        bound = proxies._timeout()
+        if bound is not None and done - now > bound:
+            self.abandoned.append((done, list(leases), list(durations)))
+            self.clock.advance(bound)
+            raise Pyro5.errors.TimeoutError("receiving: timeout")
+        self.clock.advance(done - now)
+        self._catch_up()
+        wall = self.clock.time()
+        self.margins.append(min(self.expires[lease] for lease in leases) - wall)
+        return super().renew_batch(leases, durations)
+
+    def _catch_up(self) -> None:
+        """The work of calls given up on, done by now: those leases are renewed (the holder never knew)."""
+        while self.abandoned and self.abandoned[0][0] <= self.clock.monotonic():
+            _, leases, durations = self.abandoned.pop(0)
+            for lease, duration in zip(leases, durations):
+                try:
+                    self._grant(lease, duration)
+                except (UnknownLeaseError, LeaseDeniedError):
+                    pass
+
+
+class TimedLog(logging.Handler):
+    """Records WARNINGs of ``landlord.pace`` with the fake monotonic time each was logged at."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(logging.WARNING)
+        self.clock = clock
+        self.records: list[tuple[float, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((self.clock.monotonic(), record.getMessage()))
+
+
+@pytest.fixture
+def pace_log(clock: FakeClock) -> Iterator[TimedLog]:
+    handler, logger = TimedLog(clock), logging.getLogger("landlord.pace")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_a_slow_landlord_is_measured_and_its_leases_renewed_late_in_their_term_rather_than_lost(
+        clock: FakeClock, pace_log: TimedLog) -> None:
+    """6,000 leases of 10 s, in six calls of a second each at 0.8 ms a lease: a round takes 4.8 s,
+    more than the 3.3 s between a renewal a third into the term and a third left. Sent a third in
+    (as before the manager measured its landlord) the six calls queue behind one another, every
+    round later than the last, until attempts time out on leases with little left and the landlord
+    spends its time on calls given up on. Measured, the manager waits for calls as long as they take,
+    and with its landlord's lane busy it renews as late as still finishes with a third of the term left:
+    once every two thirds of a term, a load the landlord can carry."""
+    landlord = SlowLandlord(clock, per_lease=0.8e-3)
+    lost = Recorder(clock)
+    with LeaseRenewalManager(clock=clock, max_batch=1000) as manager:
+        for _ in range(6000):
+            manager.renew_for(landlord.lease(10), FOREVER, lost)
+        run(clock, manager, 120)
+    assert lost.events == []
+    assert sum(len(call) for call in landlord.batch_calls) >= 6000 * 15  # every lease renewed all along
+    first_round = 6
+    assert min(landlord.margins[first_round:]) >= 10 / 3 - 0.01  # each call done with a third of the term left
+    assert not landlord.abandoned and not landlord.raised
+    # the first round, sent before anything was measured, came late and was warned of; none since
+    assert [at for at, _ in pace_log.records if at > 10] == []
+
+
+def test_a_landlord_that_cannot_be_kept_up_with_is_warned_about_before_a_lease_is_lost(
+        clock: FakeClock, pace_log: TimedLog) -> None:
+    """Kept up with at 0.5 ms a lease, the landlord slows to 1.3 ms: a round of 6,000 then takes 7.8 s,
+    more than the two thirds of a 10 s term between the latest safe renewals. Leases will be lost;
+    the warning comes first."""
+    landlord = SlowLandlord(clock, per_lease=0.5e-3)
+    lost = Recorder(clock)
+    with LeaseRenewalManager(clock=clock, max_batch=1000) as manager:
+        for _ in range(6000):
+            manager.renew_for(landlord.lease(10), FOREVER, lost)
+        run(clock, manager, 40)
+        assert lost.events == [] and not pace_log.records
+        landlord.per_lease = 1.3e-3
+        run(clock, manager, 80)
+    assert lost.events, "6,000 leases at 1.3 ms each cannot be renewed every 6.7 s"
+    first_lost = min(lost.times) - (clock.time() - clock.monotonic())
+    warned = [at for at, message in pace_log.records if "cannot be kept up with" in message]
+    assert warned and warned[0] < first_lost
