@@ -587,6 +587,7 @@ class Schedule:
         whole = None if error is None else classify(error)  # the same for every lease in the call
         backoff, delay, last_error = call._backoff, math.nan, None
         expected, busy = self._measure(call, now, call.sent if started is None else started, error is None)
+        plan = busy or expected > 0
         for kept in call._members:
             if kept.batch is None:
                 continue  # removed, replaced or cleared while the call was out
@@ -597,7 +598,9 @@ class Schedule:
                     drop.setdefault(kept.desired, []).append(kept)
                 else:
                     due = renewal_time(now, lease.deadline, lease.term, renew_after=self._renew_after)
-                    due = planned_start(due, lease.deadline, expected, now, busy=busy)
+                    if plan and due != math.inf:  # planned_start, inline: this runs once per lease renewed
+                        latest = due + (lease.deadline - due) / 2 - expected
+                        due = max(latest if busy else min(due, latest), now)
                     fresh.setdefault(max(due, now + _MIN_GAP), []).append(kept)
                     if kept.warning is not None:
                         self._alarm_unrenewed(kept, now)
