@@ -414,7 +414,8 @@ class Measured:
         self.renewals = sum(result["renewals"] for result in results)
         seconds = max(result["seconds"] for result in results)
         self.errors = sum(result["errors"] for result in results)
-        self.messages = [message for result in results for message in result["error_messages"]]
+        # each different message once, in the order seen
+        self.messages = list(dict.fromkeys(message for result in results for message in result["error_messages"]))
         latencies = sorted(x / 1000 for result in results for x in result["latencies_us"])  # ms
         self.rate = self.renewals / seconds if not self.errors else math.nan
         self.p50 = percentile(latencies, 0.50) if not self.errors else math.nan
