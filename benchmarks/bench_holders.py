@@ -1,9 +1,7 @@
 """1,000 concurrent holders renewing against one landlord, one lookup service, and etcd (issue 15, "load that matters").
 
 ``--holders`` (1,000) holder threads spread over ``--processes`` (4) client
-processes (``--child client``); each holder holds three leases of its own and
-renews one of them in a **closed loop** (the next renewal as soon as the last
-is answered) while a round of that side lasts:
+processes (``--child client``); each holder holds a lease of every side:
 
 * **landlord**: a ``LandlordLease`` granted by one landlord served by
   ``landlord.serve_landlord`` (``--child landlord``; its default server, the
@@ -15,18 +13,23 @@ is answered) while a round of that side lasts:
 * **etcd**: an etcd lease (``client.lease(TTL)``) kept alive by one
   ``LeaseKeepAlive`` stream of its own (one request in flight), on its
   process's one gRPC channel to a single-member etcd on loopback, data on tmpfs
-  (``bench_etcd.py``'s set-up and client).
+  (``bench_etcd.py``'s set-up and client; ``Lease.refresh()``, a stream per
+  renewal, made a quarter of the rate here).
 
 Every holder thread has its own Pyro5 connections (a proxy belongs to the
-thread that made it). The sides take turns, round after round (``--rounds``,
-the order rotated), all holders of all processes starting together; each
-round is ``--warm-up`` s not counted, then ``--seconds`` s counted.
-Throughput is the renewals answered in the counted window per second;
-latency is each renewal's own time, from the call to its answer, measured in
-the holder's thread (so it includes waiting for the client process's GIL:
-on 2 cores with 1,000 threads, scheduling). Rows: throughput, p50 and p99,
-landlord against etcd and lookup against etcd. Every answer is checked; a
-landlord or lookup renewal that fails is a problem (exit status 1).
+thread that made it), made before the rounds. Two ways of renewing: **flat
+out** (a closed loop, the next renewal as soon as the last is answered: the
+capacity, with the latency that 1,000 renewals in flight queue for) and **at
+a fixed rate** (``--rate`` per holder, each on its own schedule: the latency
+at a load every side carries, timed from when each renewal was due). The
+sides take turns, round after round (``--rounds``, the order rotated), all
+holders of all processes starting together; each round is ``--warm-up`` s
+not counted, then ``--seconds`` s counted. Latency is measured in the
+holder's thread, so it includes waiting for the client process's GIL: on 2
+cores with 1,000 threads, scheduling. Rows: throughput (flat out), p50 and
+p99 (both ways), landlord against etcd and the lookup service against etcd.
+Every answer is checked; a landlord or lookup renewal that fails is a problem
+(exit status 1).
 
 Without etcd or its client it says why, measures the landlord and the lookup
 service alone, and exits 0. The method in full: ``benchmarks/README.md``.
