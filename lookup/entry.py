@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches",
-    "qualified_name", "check_class_name", "check_wire_value", "wire_equal",
+    "qualified_name", "check_class_name", "check_field_name", "check_wire_value", "wire_equal",
     "MAX_FIELDS", "MAX_LINEAGE", "MAX_NAME_LENGTH", "MAX_VALUE_DEPTH", "MAX_CONTAINER_LENGTH",
 ]
 
@@ -80,7 +80,14 @@ def check_class_name(name: object, what: str = "class name") -> str:
     return name
 
 
-def _check_field_name(name: object, where: str) -> str:
+def check_field_name(name: object, where: str = "entry") -> str:
+    """Return ``name`` if it is an entry field name, else raise.
+
+    Raises:
+        TypeError: ``name`` is not a ``str``.
+        ValueError: it is not an identifier, is a keyword, starts with ``_`` or is
+            longer than ``MAX_NAME_LENGTH``.
+    """
     if not isinstance(name, str):
         raise TypeError(f"{where}: a field name must be a str, got {type(name).__name__}")
     if (len(name) > MAX_NAME_LENGTH or not name.isidentifier() or keyword.iskeyword(name)
@@ -185,6 +192,8 @@ class Entry:
     _entry_class_name: ClassVar[str]
     _entry_lineage: ClassVar[tuple[str, ...]]
     _entry_field_names: ClassVar[tuple[str, ...]] = ()
+    _entry_field_set: ClassVar[frozenset[str]] = frozenset()
+    _entry_init_names: ClassVar[frozenset[str]] = frozenset()  # the fields its __init__ takes
 
     def __init_subclass__(cls, *, _wire_only: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -203,13 +212,16 @@ class Entry:
         field_names = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
         try:
             for name in field_names:
-                _check_field_name(name, qualified_name(cls))
+                check_field_name(name, qualified_name(cls))
             class_name = check_class_name(qualified_name(cls), "entry class name")
         except ValueError as exc:
             raise TypeError(str(exc)) from None
         if len(field_names) > MAX_FIELDS:
             raise TypeError(f"{class_name} has {len(field_names)} fields; at most {MAX_FIELDS} are allowed")
         cls._entry_field_names = field_names
+        cls._entry_field_set = frozenset(field_names)
+        cls._entry_init_names = frozenset(field.name for field in dataclasses.fields(cls)  # type: ignore[arg-type]
+                                          if field.init)
         cls._entry_class_name = class_name
         cls._entry_lineage = tuple(qualified_name(base) for base in cls.__mro__
                                    if issubclass(base, Entry) and base is not Entry)
@@ -276,11 +288,21 @@ class UnknownEntry(Entry, _wire_only=True):
         if len(fields) > MAX_FIELDS:
             raise ValueError(f"{class_name} has {len(fields)} fields; at most {MAX_FIELDS} are allowed")
         for name, value in fields.items():
-            _check_field_name(name, class_name)
+            check_field_name(name, class_name)
             check_wire_value(value, f"{class_name}.{name}")
         self._entry_class_name = class_name  # type: ignore[misc]
         self._entry_lineage = names  # type: ignore[misc]
         self._fields = dict(fields)
+
+    @classmethod
+    def _checked(cls, class_name: str, lineage: tuple[str, ...], fields: dict[str, Any]) -> UnknownEntry:
+        """An UnknownEntry of parts its caller has checked as the constructor would (the wire
+        converters, which check a class's name, lineage and field names once per answer); ``fields`` is kept."""
+        entry = object.__new__(cls)
+        entry._entry_class_name = class_name  # type: ignore[misc]
+        entry._entry_lineage = lineage  # type: ignore[misc]
+        entry._fields = fields
+        return entry
 
     @property
     def class_name(self) -> str:

@@ -118,7 +118,8 @@ class ServiceItem:  # not a frozen dataclass: its object.__setattr__ per field m
         service_id: ``None`` on first registration (the lookup service assigns
             one), otherwise the id it assigned.
         service: a Pyro5 proxy, a ``Pyro5.core.URI`` or a URI string; kept as
-            given (an item that arrived over the wire holds a proxy).
+            given. An item that arrived over the wire holds a proxy, made when
+            :attr:`service` is first read (so the thread that first reads it owns it).
         types: the fully qualified names of the types the service implements;
             classes are accepted and turned into their names (see :func:`type_names`).
         attributes: the service's entries.
@@ -130,16 +131,35 @@ class ServiceItem:  # not a frozen dataclass: its object.__setattr__ per field m
             ``MAX_TYPES`` types or ``MAX_ATTRIBUTES`` attributes.
     """
 
-    __slots__ = ("_service_id", "_service", "_service_uri", "_types", "_type_set", "_attributes")
+    # _service is None for an item that arrived over the wire until its proxy is first asked for;
+    # _packing is the wire module's cache of its packed form (see lookup.packed), kept once registered
+    __slots__ = ("_service_id", "_service", "_service_uri", "_types", "_type_set", "_attributes", "_packing")
 
     def __init__(self, service_id: str | None, service: Service, types: Iterable[str | type] = (),
                  attributes: Iterable[Entry] = ()) -> None:
         self._service_id = _check_service_id(service_id)
         self._service_uri = uri_of(service)
-        self._service = service
+        self._service: Service | None = service
         self._types = _check_types(types)
         self._type_set = frozenset(self._types)
         self._attributes = _check_attributes(attributes)
+        self._packing: Any = None
+
+    @classmethod
+    def _arrived(cls, service_id: str | None, uri: str, types: tuple[str, ...], type_set: frozenset[str],
+                 attributes: tuple[Entry, ...]) -> ServiceItem:
+        """An item as the wire converters rebuild it, its parts checked by them already
+        (``types`` and ``type_set`` may be shared by many items): its service a proxy of
+        ``uri``, made when first asked for. Making 200 proxies was a tenth of reading an answer."""
+        item = cls.__new__(cls)
+        item._service_id = service_id
+        item._service_uri = uri
+        item._service = None
+        item._types = types
+        item._type_set = type_set
+        item._attributes = attributes
+        item._packing = None
+        return item
 
     @property
     def service_id(self) -> str | None:
@@ -147,8 +167,11 @@ class ServiceItem:  # not a frozen dataclass: its object.__setattr__ per field m
 
     @property
     def service(self) -> Service:
-        """The service as given: a proxy, a URI or a URI string."""
-        return self._service
+        """The service as given: a proxy, a URI or a URI string (a proxy, for an item that arrived over the wire)."""
+        service = self._service
+        if service is None:  # two threads at once may each make one; one is kept, both work
+            service = self._service = Pyro5.client.Proxy(self._service_uri)
+        return service
 
     @property
     def service_uri(self) -> str:
@@ -175,10 +198,15 @@ class ServiceItem:  # not a frozen dataclass: its object.__setattr__ per field m
         Raises:
             TypeError, ValueError: as the constructor.
         """
-        return ServiceItem(self._service_id if service_id is _UNCHANGED else service_id,
-                           self._service if service is _UNCHANGED else service,
+        lazy = service is _UNCHANGED and self._service is None
+        if service is _UNCHANGED:
+            service = self._service_uri if self._service is None else self._service
+        item = ServiceItem(self._service_id if service_id is _UNCHANGED else service_id, service,
                            self._types if types is _UNCHANGED else types,
                            self._attributes if attributes is _UNCHANGED else attributes)
+        if lazy:  # its proxy still made when first asked for
+            item._service = None
+        return item
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ServiceItem):

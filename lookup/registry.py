@@ -19,6 +19,7 @@ from landlord import Clock, LeasedResource, UnknownLeaseError
 
 from .index import ServiceIndex
 from .item import ServiceItem, ServiceTemplate
+from .packed import keep_packing
 
 __all__ = ["ServiceRecord", "Registry"]
 
@@ -109,6 +110,7 @@ class Registry:
             old.replaced = True
         self._records[service_id] = record
         self.index.put(service_id, record.item)
+        keep_packing(record.item)  # packed for the wire once, not on every answer
         return old
 
     def change(self, record: ServiceRecord, change: Callable[[ServiceItem], ServiceItem]) -> ServiceItem:
@@ -123,6 +125,7 @@ class Registry:
         record.item = change(before)
         if self._records.get(record.service_id) is record:
             self.index.put(record.service_id, record.item)
+        keep_packing(record.item)
         return before
 
     def end(self, record: ServiceRecord) -> bool:

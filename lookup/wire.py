@@ -8,7 +8,8 @@ Imported by ``lookup/__init__.py``, so importing lookup is enough. The wire form
      "types": [str], "attributes": [entry dicts]}
     {"__class__": "lookup.ServiceTemplate", "service_id": str | None, "types": [str],
      "attributes": [entry dicts]}
-    {"__class__": "lookup.ServiceMatches", "items": [item dicts], "total": int}
+    {"__class__": "lookup.PackedMatches", "total": int, "table": str (JSON), "values": [value]}
+    {"__class__": "lookup.ServiceMatches", "items": [item dicts], "total": int}   (read; sent if asked)
     {"__class__": "lookup.ServiceEvent", "event_id": int, "sequence_number": int, "handback": any,
      "service_id": str, "transition": int, "item": item dict | None}
     {"__class__": "lookup.EventRegistration", "event_id": int, "lease": lease dict, "sequence_number": int}
@@ -17,7 +18,37 @@ Imported by ``lookup/__init__.py``, so importing lookup is enough. The wire form
 Every entry travels under the one tag ``lookup.Entry`` with its real class's
 name, so the receiver need not have imported that class: a registered class
 is rebuilt as itself, any other as an :class:`~lookup.entry.UnknownEntry`.
-An arriving item's ``service`` becomes a ``Pyro5.api.Proxy``.
+An arriving item's ``service`` becomes a ``Pyro5.api.Proxy`` (made when
+first read: by the thread that first reads it, which so owns it).
+
+Matches: the packed form
+------------------------
+A ``lookup_all`` answer goes packed (:mod:`lookup.packed`): each entry
+class's lineage, each entry shape and each item layout once per answer, then
+one row per item, all in one JSON text, ``table``::
+
+    {"lineages": [["mymod.ColorPrinter", "mymod.Printer"], ...],
+     "shapes":   [[lineage, ["color", "ppm", "duplex"], [0, 2]], ...],
+     "layouts":  [[["mymod.PrinterService", ...], [shape, shape, ...]], ...],
+     "items":    [[service_id | null, "PYRO:...", layout, value, value, ...], ...]}
+
+``lineage``, ``shape`` and ``layout`` are places (from 0) in those lists. A
+shape is an entry class (its lineage), every one of its field names in order,
+and the places among them of the fields that have a value; the others are
+``None`` and not sent. An item's row holds the values of its entries' given
+fields, entry after entry, in its layout's order. A value is a JSON string,
+number or bool; a list, tuple or dict (or an infinite float) goes in
+``values``, in the serializer's own form (a tuple stays a tuple), and the row
+holds ``[k]``, its place there. It is 5x smaller than the dict form and reads
+about 20x faster (``json`` parses in C; serpent's ``literal_eval`` in Python).
+
+Every form ever sent is read: the dict form of matches as well (from a
+lookup service before the packed form). A reader before the packed form
+cannot read it: it fails with Pyro5's "unsupported serialized class
+lookup.PackedMatches", never misreads it. For such clients, a lookup service
+can send the dict form: :func:`register_all` with ``packed_matches=False``.
+A malformed dict or table, either form, is a ``TypeError`` or ``ValueError``
+saying what is wrong, raised before anything is made of it.
 
 Pyro5 recreates classes top-down: when a converter here runs, the dicts
 nested in its own are still raw, and it converts them itself, accepting only
@@ -26,31 +57,31 @@ the tag it expects there (an item's attributes must be entries, not leases).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
-
-import Pyro5.api
 
 from landlord import LandlordLease
 from landlord.wire import LEASE_CLASS, checked_fields, lease_from_dict, register_converters
 
 from .entry import Entry, UnknownEntry, check_wire_value, entry_class
 from .events import EventRegistration, ServiceEvent
-from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from .item import ServiceItem, ServiceMatches, ServiceTemplate
+from .packed import pack_matches, unpack_matches
 from .registration import ServiceRegistration
 
 __all__ = [
-    "ENTRY_CLASS", "ITEM_CLASS", "TEMPLATE_CLASS", "MATCHES_CLASS",
+    "ENTRY_CLASS", "ITEM_CLASS", "TEMPLATE_CLASS", "MATCHES_CLASS", "PACKED_MATCHES_CLASS",
     "EVENT_CLASS", "EVENT_REGISTRATION_CLASS", "REGISTRATION_CLASS",
     "entry_to_dict", "entry_from_dict", "item_to_dict", "item_from_dict",
-    "template_to_dict", "template_from_dict", "matches_to_dict", "matches_from_dict", "register_all",
+    "template_to_dict", "template_from_dict", "matches_to_dict", "matches_from_dict",
+    "packed_matches_to_dict", "packed_matches_from_dict", "register_all",
 ]
 
 ENTRY_CLASS = "lookup.Entry"
 ITEM_CLASS = "lookup.ServiceItem"
 TEMPLATE_CLASS = "lookup.ServiceTemplate"
 MATCHES_CLASS = "lookup.ServiceMatches"
+PACKED_MATCHES_CLASS = "lookup.PackedMatches"
 EVENT_CLASS = "lookup.ServiceEvent"
 EVENT_REGISTRATION_CLASS = "lookup.EventRegistration"
 REGISTRATION_CLASS = "lookup.ServiceRegistration"
@@ -102,14 +133,21 @@ def entry_from_dict(classname: str, data: dict[str, Any]) -> Entry:
         TypeError, ValueError: a malformed dict, or a field the registered class does not have.
     """
     name, lineage, fields = checked_fields(data, classname, {"class": str, "lineage": _SEQUENCE, "fields": dict})
-    unknown = UnknownEntry(name, lineage, fields)  # validates names, lineage, sizes and values
     cls = entry_class(name)
-    if cls is None:
-        return unknown
+    if cls is not None and tuple(lineage) == cls._entry_lineage and cls._entry_field_set.issuperset(fields):
+        # the class's own names, lineage and fields, so sound: only the values are left to check
+        for key, value in fields.items():
+            check_wire_value(value, f"{name}.{key}")
+    else:
+        unknown = UnknownEntry(name, lineage, fields)  # validates names, lineage, sizes and values
+        if cls is None:
+            return unknown
     extra = sorted(set(fields) - set(cls._entry_field_names))
     if extra:
         raise ValueError(f"malformed {classname}: {name} has no field(s) {', '.join(extra):.200}")
-    init = {field.name for field in dataclasses.fields(cls) if field.init}  # type: ignore[arg-type]
+    init = cls._entry_init_names
+    if init.issuperset(fields):
+        return cls(**fields)
     entry = cls(**{key: value for key, value in fields.items() if key in init})
     for key, value in fields.items():
         if key not in init:
@@ -138,8 +176,9 @@ def item_from_dict(classname: str, data: dict[str, Any]) -> ServiceItem:
     """
     service_id = _service_id(data, classname)
     service, types, _ = checked_fields(data, classname, {"service": str, "types": _SEQUENCE, "attributes": _SEQUENCE})
-    proxy = Pyro5.api.Proxy(uri_of(service))  # the URI is checked before a proxy is made of it
-    return ServiceItem(service_id, proxy, types, _entries(data, classname))
+    item = ServiceItem(service_id, service, types, _entries(data, classname))  # checks the URI
+    item._service = None  # a proxy of it, made when first asked for
+    return item
 
 
 def template_to_dict(template: ServiceTemplate) -> dict[str, Any]:
@@ -166,7 +205,7 @@ def matches_to_dict(matches: ServiceMatches) -> dict[str, Any]:
 
 
 def matches_from_dict(classname: str, data: dict[str, Any]) -> ServiceMatches:
-    """Rebuild a lookup's matches.
+    """Rebuild a lookup's matches from the dict form (as versions before the packed form sent them).
 
     Raises:
         TypeError, ValueError: a malformed dict.
@@ -174,6 +213,26 @@ def matches_from_dict(classname: str, data: dict[str, Any]) -> ServiceMatches:
     items, total = checked_fields(data, classname, {"items": _SEQUENCE, "total": int})
     return ServiceMatches([_nested(value, ITEM_CLASS, item_from_dict, ServiceItem, f"{classname} item")
                            for value in items], total)
+
+
+def packed_matches_to_dict(matches: ServiceMatches) -> dict[str, Any]:
+    """The packed wire form of a lookup's matches (see :mod:`lookup.packed`).
+
+    Raises:
+        TypeError, ValueError: a field value that is not a plain wire value.
+    """
+    table, values = pack_matches(matches)
+    return {"__class__": PACKED_MATCHES_CLASS, "total": matches.total, "table": table, "values": values}
+
+
+def packed_matches_from_dict(classname: str, data: dict[str, Any]) -> ServiceMatches:
+    """Rebuild a lookup's matches from the packed form.
+
+    Raises:
+        TypeError, ValueError: a malformed dict or table.
+    """
+    total, table, values = checked_fields(data, classname, {"total": int, "table": str, "values": _SEQUENCE})
+    return unpack_matches(classname, total, table, values)
 
 
 # -- events and registrations ----------------------------------------------------------
@@ -237,12 +296,21 @@ def registration_from_dict(classname: str, data: dict[str, Any]) -> ServiceRegis
     return ServiceRegistration(service_id, _lease(data, classname))
 
 
-def register_all() -> None:
-    """Register every lookup converter (idempotent)."""
+def register_all(*, packed_matches: bool = True) -> None:
+    """Register every lookup converter (idempotent): both forms of matches are read.
+
+    Args:
+        packed_matches: send matches in the packed form (``lookup.PackedMatches``);
+            false: in the dict form (``lookup.ServiceMatches``), which versions
+            before the packed form read, for a lookup service whose clients are older.
+    """
     register_converters(Entry, ENTRY_CLASS, entry_to_dict, entry_from_dict)  # subclasses too: the lookup is isinstance
     register_converters(ServiceItem, ITEM_CLASS, item_to_dict, item_from_dict)
     register_converters(ServiceTemplate, TEMPLATE_CLASS, template_to_dict, template_from_dict)
     register_converters(ServiceMatches, MATCHES_CLASS, matches_to_dict, matches_from_dict)
+    register_converters(ServiceMatches, PACKED_MATCHES_CLASS, packed_matches_to_dict, packed_matches_from_dict)
+    if not packed_matches:
+        register_converters(ServiceMatches, MATCHES_CLASS, matches_to_dict, matches_from_dict)
     register_converters(ServiceEvent, EVENT_CLASS, event_to_dict, event_from_dict)
     register_converters(EventRegistration, EVENT_REGISTRATION_CLASS, event_registration_to_dict,
                         event_registration_from_dict)

@@ -7,15 +7,17 @@ serializer path.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import Pyro5.api
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from Pyro5.serializers import SerpentSerializer
 
 from landlord import FakeClock, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError
-from lookup import ALL_TRANSITIONS, Location, LookupService, Name, ServiceItem, ServiceTemplate
+from lookup import ALL_TRANSITIONS, Location, LookupService, Name, ServiceItem, ServiceMatches, ServiceTemplate
 
 CLEAR_ERRORS = (TypeError, ValueError, UnknownLeaseError, LeaseDeniedError)
 
@@ -145,6 +147,191 @@ def test_forged_wire_dicts_are_refused_and_the_server_lives(daemon: Any, forged:
                 remote.register(forged, 10)
             with pytest.raises((TypeError, ValueError)):
                 remote.lookup(forged)
+            assert remote.lookup_all(ServiceTemplate(), 10).total == 0  # nothing got in, and it answers
+    finally:
+        service.close()
+
+
+# -- the packed form of matches, forged ----------------------------------------------------
+
+URI = "PYRO:s@127.0.0.1:9"
+serializer = SerpentSerializer()
+NAME_SHAPE = [0, ["name"], [0]]
+
+
+def table(**changes: Any) -> str:
+    parts: dict[str, Any] = {"lineages": [["lookup.entry.Name"]], "shapes": [NAME_SHAPE],
+                             "layouts": [[["t.A"], [0]]], "items": [["id-1", URI, 0, "s1"]]}
+    parts.update(changes)
+    return json.dumps({key: value for key, value in parts.items() if value is not ...})
+
+
+def forged_packed(text: Any = None, **changes: Any) -> dict[str, Any]:
+    data = {"__class__": "lookup.PackedMatches", "total": 1, "table": table() if text is None else text,
+            "values": []}
+    data.update(changes)
+    return {key: value for key, value in data.items() if value is not ...}
+
+
+def row(*values: Any, layout: Any = 0, service_id: Any = "id-1", uri: Any = URI) -> list[Any]:
+    return [service_id, uri, layout, *values]
+
+
+HUGE = 10**30
+FORGED_PACKED = {
+    # the dict
+    "no total": forged_packed(total=...),
+    "no table": forged_packed(table=...),
+    "no values": forged_packed(values=...),
+    "total a bool": forged_packed(total=True),
+    "total a float": forged_packed(total=1.0),
+    "total below the items": forged_packed(total=0),
+    "total negative": forged_packed(total=-HUGE),
+    "table a list": forged_packed(table=[]),
+    "table bytes": forged_packed(table=b"{}"),
+    "values a dict": forged_packed(values={}),
+    "values a str": forged_packed(values="abc"),
+    "a value not a wire value": forged_packed(values=[{1, 2}]),
+    "a value with a class tag": forged_packed(values=[{"__class__": "lookup.Entry"}]),
+    "a value nested too deep": forged_packed(values=[[[[[[[[[[1]]]]]]]]]]),
+    # the table
+    "not JSON": forged_packed("{"),
+    "JSON NaN": forged_packed(table(items=[row("MARK")]).replace('"MARK"', "NaN")),
+    "JSON Infinity": forged_packed(table(items=[row("MARK")]).replace('"MARK"', "-Infinity")),
+    "JSON nested too deep": forged_packed("[" * 100_000 + "]" * 100_000),
+    "an integer too long to read": forged_packed(table(items=[row("s1", layout="MARK")]).replace(
+        '"MARK"', "9" * 5000)),
+    "table an array": forged_packed("[]"),
+    "table a string": forged_packed('"x"'),
+    "a part missing": forged_packed(table(shapes=...)),
+    "a part not an array": forged_packed(table(items={})),
+    # lineages
+    "a lineage not an array": forged_packed(table(lineages=["lookup.entry.Name"])),
+    "an empty lineage": forged_packed(table(lineages=[[]])),
+    "a lineage too long": forged_packed(table(lineages=[[f"a.B{i}" for i in range(40)]])),
+    "a lineage name not a str": forged_packed(table(lineages=[[5]])),
+    "a lineage name not a class name": forged_packed(table(lineages=[["no dots"]])),
+    # shapes
+    "a shape not an array": forged_packed(table(shapes=[{}])),
+    "a shape of 2 parts": forged_packed(table(shapes=[[0, ["name"]]])),
+    "a shape's lineage out of range": forged_packed(table(shapes=[[1, ["name"], [0]]])),
+    "a shape's lineage negative": forged_packed(table(shapes=[[-1, ["name"], [0]]])),
+    "a shape's lineage huge": forged_packed(table(shapes=[[HUGE, ["name"], [0]]])),
+    "a shape's lineage a bool": forged_packed(table(shapes=[[False, ["name"], [0]]])),
+    "a shape's lineage a float": forged_packed(table(shapes=[[0.0, ["name"], [0]]])),
+    "a shape's lineage a string": forged_packed(table(shapes=[["0", ["name"], [0]]])),
+    "a shape's names not an array": forged_packed(table(shapes=[[0, "name", [0]]])),
+    "a field name not a str": forged_packed(table(shapes=[[0, [1], [0]]])),
+    "a field name not a name": forged_packed(table(shapes=[[0, ["__class__"], [0]]])),
+    "a field named twice": forged_packed(table(shapes=[[0, ["name", "name"], [0]]])),
+    "too many fields": forged_packed(table(lineages=[["a.B"]], shapes=[[0, [f"f{i}" for i in range(65)], [0]]])),
+    "a field the class lacks": forged_packed(table(shapes=[[0, ["name", "toner"], [0]]])),
+    "a given field out of range": forged_packed(table(shapes=[[0, ["name"], [1]]])),
+    "a given field negative": forged_packed(table(shapes=[[0, ["name"], [-1]]])),
+    "given fields out of order": forged_packed(table(lineages=[["a.B"]], shapes=[[0, ["x", "y"], [1, 0]]],
+                                                     items=[row("a", "b")])),
+    "a given field twice": forged_packed(table(lineages=[["a.B"]], shapes=[[0, ["x", "y"], [0, 0]]],
+                                               items=[row("a", "b")])),
+    "given fields not an array": forged_packed(table(shapes=[[0, ["name"], 0]])),
+    # layouts
+    "a layout not an array": forged_packed(table(layouts=[0])),
+    "a layout of 3 parts": forged_packed(table(layouts=[[["t.A"], [0], []]])),
+    "a layout's types a str": forged_packed(table(layouts=[["t.A", [0]]])),
+    "a layout's type not a name": forged_packed(table(layouts=[[["t A"], [0]]])),
+    "a layout's type not a str": forged_packed(table(layouts=[[[None], [0]]])),
+    "too many types": forged_packed(table(layouts=[[[f"t.T{i}" for i in range(300)], [0]]])),
+    "too many entries": forged_packed(table(layouts=[[["t.A"], [0] * 300]])),
+    "a layout's shape out of range": forged_packed(table(layouts=[[["t.A"], [1]]])),
+    "a layout's shape huge": forged_packed(table(layouts=[[["t.A"], [HUGE]]])),
+    "a layout's shapes an object": forged_packed(table(layouts=[[["t.A"], {"0": 0}]])),
+    # items
+    "an item not an array": forged_packed(table(items=[{"id": "id-1"}])),
+    "an item too short": forged_packed(table(items=[["id-1", URI]])),
+    "a service id a number": forged_packed(table(items=[row("s1", service_id=5)])),
+    "a service id empty": forged_packed(table(items=[row("s1", service_id="")])),
+    "a service id too long": forged_packed(table(items=[row("s1", service_id="x" * 300)])),
+    "a URI not a str": forged_packed(table(items=[row("s1", uri=None)])),
+    "a URI not a Pyro5 URI": forged_packed(table(items=[row("s1", uri="http://evil")])),
+    "a URI too long": forged_packed(table(items=[row("s1", uri="PYRO:" + "x" * 2000 + "@127.0.0.1:9")])),
+    "a layout out of range": forged_packed(table(items=[row("s1", layout=1)])),
+    "a layout negative": forged_packed(table(items=[row("s1", layout=-1)])),
+    "a layout huge": forged_packed(table(items=[row("s1", layout=HUGE)])),
+    "a layout null": forged_packed(table(items=[row("s1", layout=None)])),
+    "too few values": forged_packed(table(items=[row()])),
+    "too many values": forged_packed(table(items=[row("s1", "s2")])),
+    "a value null": forged_packed(table(items=[row(None)])),
+    "a value an object": forged_packed(table(items=[row({"v": 1})])),
+    "a value of two places": forged_packed(table(items=[row([0, 0])]), values=["x"]),
+    "a value's place out of range": forged_packed(table(items=[row([1])]), values=["x"]),
+    "a value's place with no values": forged_packed(table(items=[row([0])])),
+    "a value's place a bool": forged_packed(table(items=[row([True])]), values=["x", "y"]),
+    "a value's place huge": forged_packed(table(items=[row([HUGE])]), values=["x"]),
+    "a value's place a string": forged_packed(table(items=[row(["0"])]), values=["x"]),
+}
+
+
+@pytest.mark.parametrize("forged", FORGED_PACKED.values(), ids=FORGED_PACKED.keys())
+def test_forged_packed_matches_are_refused_clearly(forged: dict[str, Any]) -> None:
+    with pytest.raises((TypeError, ValueError)) as refused:
+        serializer.recreate_classes(forged)
+    assert str(refused.value).startswith("malformed lookup.PackedMatches: ")
+
+
+def test_the_forgeries_start_from_a_sound_answer() -> None:
+    found = serializer.recreate_classes(forged_packed())
+    assert found == ServiceMatches([ServiceItem("id-1", URI, ["t.A"], [Name("s1")])], 1)
+    odd = serializer.recreate_classes(forged_packed(table(items=[row([0])]), values=[("odd", 1)]))
+    assert odd.items[0].attributes[0].name == ("odd", 1)
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                                       max_size=2), max_leaves=6)
+
+
+def _replace(node: Any, path: list[int], new: Any) -> Any:
+    """``node`` with the part at ``path`` (indexes into lists and dicts' values, wrapping around) replaced."""
+    if not path or not isinstance(node, (list, dict)) or not node:
+        return new
+    keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+    key = keys[path[0] % len(keys)]
+    copy = dict(node) if isinstance(node, dict) else list(node)
+    copy[key] = _replace(node[key], path[1:], new)
+    return copy
+
+
+SOUND = {"lineages": [["lookup.entry.Name"], ["elsewhere.Laser", "elsewhere.Printer"]],
+         "shapes": [NAME_SHAPE, [1, ["color", "ppm", "trays"], [0, 2]]],
+         "layouts": [[["t.A"], [0, 1]], [[], []]],
+         "items": [row("s1", "red", [0]), row(layout=1, service_id=None)]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.lists(st.integers(min_value=0, max_value=20), max_size=5), new=json_values,
+       total=st.integers(min_value=-3, max_value=5) | st.just(HUGE))
+def test_any_change_to_a_packed_table_reads_or_is_refused_clearly(path: list[int], new: Any, total: int) -> None:
+    text = json.dumps(_replace(SOUND, path, new))
+    try:
+        found = serializer.recreate_classes(forged_packed(text, total=total, values=[("A4",)]))
+    except (TypeError, ValueError) as exc:
+        assert str(exc)
+    else:
+        assert isinstance(found, ServiceMatches) and found.total >= len(found.items)
+        assert all(isinstance(item, ServiceItem) for item in found.items)
+        round_trip = serializer.recreate_classes(serializer.loads(serializer.dumps(found)))
+        assert round_trip == found  # what was read is sound: it travels on
+
+
+@pytest.mark.parametrize("forged", [FORGED_PACKED[name] for name in (
+    "not JSON", "a shape's lineage huge", "a value's place out of range", "a URI not a Pyro5 URI", "total a bool")])
+def test_forged_packed_matches_sent_to_the_service_change_nothing(daemon: Any, forged: dict[str, Any]) -> None:
+    service = LookupService()
+    try:
+        with Pyro5.api.Proxy(daemon.register(service)) as remote:
+            for call in (lambda: remote.register(forged, 10), lambda: remote.lookup(forged),
+                         lambda: remote.lookup_all(forged, 10), lambda: remote.notify(forged, 1, "PYRO:x@h:1")):
+                with pytest.raises((TypeError, ValueError)):
+                    call()
             assert remote.lookup_all(ServiceTemplate(), 10).total == 0  # nothing got in, and it answers
     finally:
         service.close()

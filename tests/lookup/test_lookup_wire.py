@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
 import Pyro5.api
+import Pyro5.core
 import pytest
 from Pyro5.serializers import SerializerBase, SerpentSerializer
 
@@ -21,6 +24,7 @@ from lookup import (
     Entry,
     EventRegistration,
     Location,
+    LookupService,
     Name,
     ServiceEvent,
     ServiceInfo,
@@ -386,3 +390,182 @@ def test_items_templates_and_matches_cross_a_real_daemon(daemon: Any) -> None:
         assert found.items[0] == quoter("id-0") and isinstance(found.items[0].service, Pyro5.api.Proxy)
         other = proxy.lookup_all(ServiceTemplate(types=["a.Other"]), 10).items
         assert [type(e) for e in other[0].attributes] == [UnknownEntry]
+
+
+# -- the packed form of matches ------------------------------------------------------------
+
+class Tray(Entry):
+    """A class with a default that is not None, and a field its __init__ does not take."""
+
+    size: str | None = "A4"
+    sheets: int | None = dataclasses.field(default=None, init=False)
+
+
+def packed(*items: ServiceItem, total: int | None = None) -> dict[str, Any]:
+    return SerializerBase.class_to_dict(ServiceMatches(items, len(items) if total is None else total))
+
+
+def test_matches_travel_packed_as_documented() -> None:
+    data = packed(ServiceItem("id-1", URI, ["a.Quoter"], [Name("x"), Location(floor="3", room="301")]),
+                  ServiceItem("id-2", URI, ["a.Quoter"], [Name("y"), Location(floor="4", room="401")]),
+                  ServiceItem(None, URI, [], [ColorPrinter(ppm=5, trays=("A4", "A3"), duplex=True)]), total=9)
+    assert data == {"__class__": "lookup.PackedMatches", "total": 9, "values": [("A4", "A3")], "table": (
+        '{"lineages":[["lookup.entry.Name"],["lookup.entry.Location"],'
+        f'["{qualified_name(ColorPrinter)}","{qualified_name(Printer)}"]],'
+        '"shapes":[[0,["name"],[0]],[1,["floor","room","building"],[0,1]],'
+        '[2,["color","ppm","trays","duplex"],[1,2,3]]],'
+        '"layouts":[[["a.Quoter"],[0,1]],[[],[2]]],'
+        f'"items":[["id-1","{URI}",0,"x","3","301"],["id-2","{URI}",0,"y","4","401"],'
+        f'[null,"{URI}",1,5,[0],true]]}}')}
+
+
+PACKED_VALUES = [
+    "text", "", "quotes ' and \" and \\ and \n", "ünïcødé ✓", 0, -1, 2**70, -(2**70), 1.5, -0.0, 1e300,
+    math.inf, -math.inf, True, False, [], (), {}, [1, (2, 3)], (1, [2, 3]), {"a": [1, 2.5], "b": {"c": None}},
+    [None, True, 1], ("A4",),
+]
+
+
+@pytest.mark.parametrize("value", PACKED_VALUES, ids=repr)
+def test_packed_values_arrive_as_sent(value: Any) -> None:
+    found = round_trip(ServiceMatches([ServiceItem("id", URI, ["a.P"], [Printer(trays=value)])], 1))
+    arrived = found.items[0].attributes[0].trays
+    assert arrived == value and type(arrived) is type(value)
+    assert repr(arrived) == repr(value)  # tuples stay tuples, nested too; -0.0 stays -0.0
+
+
+def test_packed_matches_arrive_as_themselves() -> None:
+    unknown = UnknownEntry("elsewhere.LaserPrinter", ["elsewhere.LaserPrinter", qualified_name(Printer)],
+                           {"color": "red", "ppm": None, "trays": None, "toner": "black"})
+    tray = Tray(None)
+    tray.sheets = 250
+    items = [quoter("id-1"), quoter(None), ServiceItem("id-3", URI, [], []),
+             ServiceItem("id-4", URI, ["a.Printer"], [unknown, Name(), tray, Name("again")])]
+    copy = round_trip(ServiceMatches(items, 10))
+    assert isinstance(copy, ServiceMatches) and copy == ServiceMatches(items, 10)
+    assert [[type(e) for e in item.attributes] for item in copy.items] == [
+        [type(e) for e in item.attributes] for item in items]
+    arrived = copy.items[3].attributes
+    assert arrived[0].fields == unknown.fields  # None fields kept, in order
+    assert list(arrived[0].fields) == ["color", "ppm", "trays", "toner"]
+    assert arrived[2].size is None and arrived[2].sheets == 250  # None, not the class's default
+    assert round_trip(ServiceMatches([], 0)) == ServiceMatches([], 0)
+
+
+def test_an_item_of_packed_matches_is_sent_on_as_it_came() -> None:
+    unknown = UnknownEntry("elsewhere.LaserPrinter", ["elsewhere.LaserPrinter", qualified_name(Printer)],
+                           {"color": "red", "ppm": None, "toner": ("black",)})
+    item = round_trip(ServiceMatches([ServiceItem("id", URI, ["a.P"], [unknown])], 1)).items[0]
+    assert SerializerBase.class_to_dict(item) == SerializerBase.class_to_dict(
+        ServiceItem("id", URI, ["a.P"], [unknown]))
+    assert packed(item) == packed(ServiceItem("id", URI, ["a.P"], [unknown]))
+
+
+def test_items_arrive_with_a_proxy_made_when_first_read_by_that_thread() -> None:
+    for arrived in (round_trip(quoter("id-1")), round_trip(ServiceMatches([quoter("id-1")], 1)).items[0]):
+        assert arrived._service is None  # no proxy made yet
+        owners: list[int] = []
+        reader = threading.Thread(target=lambda item=arrived, owners=owners: owners.append(
+            item.service._Proxy__pyroOwnerThread))
+        reader.start()
+        reader.join()
+        assert owners == [reader.ident]
+        assert isinstance(arrived.service, Pyro5.api.Proxy) and arrived.service is arrived.service
+        assert str(arrived.service._pyroUri) == URI
+        again = round_trip(quoter("id-1")).replace(attributes=[Name("changed")])
+        assert again._service is None and isinstance(again.service, Pyro5.api.Proxy)
+        assert again.replace(service=URI).service == URI
+
+
+def test_a_registered_item_is_packed_once_and_again_after_a_change() -> None:
+    service = LookupService(reaper="lazy")
+    try:
+        registration = service.register(ServiceItem(None, URI, ["a.Quoter"], [Name("before")]), 60)
+        first = packed(*service.lookup_all(ServiceTemplate(), 10).items)
+        item = service.registry.get(registration.service_id).item  # type: ignore[union-attr]
+        kept = item._packing
+        assert packed(*service.lookup_all(ServiceTemplate(), 10).items) == first
+        assert item._packing is kept is not None
+        service.set_attributes(registration.lease.cookie, [Name("after")])
+        after = round_trip(ServiceMatches(service.lookup_all(ServiceTemplate(), 10).items, 1))
+        assert after.items[0].attributes == (Name("after"),)
+    finally:
+        service.close()
+
+
+def test_an_item_not_registered_is_packed_afresh_each_time() -> None:
+    name = Name("before")
+    item = ServiceItem("id", URI, ["a.Quoter"], [name])
+    assert round_trip(ServiceMatches([item], 1)).items[0].attributes == (Name("before"),)
+    name.name = "after"  # entries are mutable; an item outside a registry may be sent again changed
+    assert round_trip(ServiceMatches([item], 1)).items[0].attributes == (Name("after"),)
+    assert item._packing is None
+
+
+def test_matches_can_be_sent_in_the_dict_form_for_older_clients() -> None:
+    try:
+        lookup.wire.register_all(packed_matches=False)
+        data = SerializerBase.class_to_dict(ServiceMatches([ServiceItem("id-1", URI, ["a.Quoter"], [Name("x")])], 2))
+        assert data == {"__class__": "lookup.ServiceMatches", "total": 2, "items": [ITEM_DICT]}
+    finally:
+        lookup.wire.register_all()
+    assert packed()["__class__"] == "lookup.PackedMatches"
+
+
+# -- the forms older versions sent, read by this one -----------------------------------------
+# Literal dicts as the version before the packed form wrote them (None fields, a lineage per entry).
+
+OLD_NAME = {"__class__": "lookup.Entry", "class": "lookup.entry.Name", "lineage": ["lookup.entry.Name"],
+            "fields": {"name": "laser"}}
+OLD_LOCATION = {"__class__": "lookup.Entry", "class": "lookup.entry.Location", "lineage": ["lookup.entry.Location"],
+                "fields": {"floor": "3", "room": None, "building": None}}
+OLD_UNKNOWN = {"__class__": "lookup.Entry", "class": "elsewhere.LaserPrinter",
+               "lineage": ["elsewhere.LaserPrinter", "elsewhere.Printer"],
+               "fields": {"color": "red", "ppm": None, "trays": ("A4",)}}
+OLD_ITEM = {"__class__": "lookup.ServiceItem", "service_id": "id-1", "service": URI,
+            "types": ["a.Quoter", "a.Service"], "attributes": [OLD_NAME, OLD_LOCATION, OLD_UNKNOWN]}
+OLD_TEMPLATE = {"__class__": "lookup.ServiceTemplate", "service_id": None, "types": ["a.Quoter"],
+                "attributes": [{"__class__": "lookup.Entry", "class": "lookup.entry.Location",
+                                "lineage": ["lookup.entry.Location"],
+                                "fields": {"floor": "3", "room": None, "building": None}}]}
+OLD_MATCHES = {"__class__": "lookup.ServiceMatches", "total": 3,
+               "items": [OLD_ITEM, dict(OLD_ITEM, service_id="id-2", attributes=[])]}
+OLD_EVENT = {"__class__": "lookup.ServiceEvent", "event_id": 7, "sequence_number": 2, "handback": None,
+             "service_id": "id-1", "transition": 4, "item": OLD_ITEM}
+
+
+def old_item(service_id: str = "id-1", attributes: bool = True) -> ServiceItem:
+    return ServiceItem(service_id, URI, ["a.Quoter", "a.Service"], [
+        Name("laser"), Location(floor="3"),
+        UnknownEntry("elsewhere.LaserPrinter", ["elsewhere.LaserPrinter", "elsewhere.Printer"],
+                     {"color": "red", "ppm": None, "trays": ("A4",)})] if attributes else [])
+
+
+def test_every_form_the_previous_version_sent_is_read() -> None:
+    assert round_trip(OLD_NAME) == Name("laser") and type(round_trip(OLD_NAME)) is Name
+    assert round_trip(OLD_LOCATION) == Location(floor="3")
+    unknown = round_trip(OLD_UNKNOWN)
+    assert isinstance(unknown, UnknownEntry) and unknown.fields == OLD_UNKNOWN["fields"]
+    item = round_trip(OLD_ITEM)
+    assert item == old_item() and isinstance(item.service, Pyro5.api.Proxy)
+    template = round_trip(OLD_TEMPLATE)
+    assert template == ServiceTemplate(types=["a.Quoter"], attributes=[Location(floor="3")])
+    assert template.matches(item)
+    matches = round_trip(OLD_MATCHES)
+    assert matches == ServiceMatches([old_item(), old_item("id-2", attributes=False)], 3)
+    assert all(isinstance(found.service, Pyro5.api.Proxy) for found in matches.items)
+    event = round_trip(OLD_EVENT)
+    assert isinstance(event, ServiceEvent) and event.item == old_item()
+
+
+def test_the_old_forms_cross_a_real_daemon_into_the_lookup_service(daemon: Any) -> None:
+    service = LookupService()
+    try:
+        with Pyro5.api.Proxy(daemon.register(service)) as remote:
+            registration = remote.register(OLD_ITEM, 30)  # sent as an older client sends it
+            assert registration.service_id == "id-1"
+            found = remote.lookup_all(OLD_TEMPLATE, 10)
+            assert found == ServiceMatches([old_item()], 1)
+            assert remote.lookup(OLD_TEMPLATE)._pyroUri == Pyro5.core.URI(URI)
+    finally:
+        service.close()
