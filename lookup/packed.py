@@ -27,6 +27,8 @@ registered) is packed once, not on every answer.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import logging
 import math
@@ -42,14 +44,16 @@ from .entry import (
     check_field_name,
     check_wire_value,
     entry_class,
+    plain_defaults,
 )
 from .item import MAX_ATTRIBUTES, MAX_TYPES, ServiceItem, ServiceMatches, _check_service_id, uri_of
 
-__all__ = ["pack_matches", "unpack_matches", "keep_packing", "TABLE_KEYS"]
+__all__ = ["pack_matches", "unpack_matches", "keep_packing", "TABLE_KEYS", "URIS_KEPT"]
 
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = ("lineages", "shapes", "layouts", "items")
+URIS_KEPT = 16_384  # service URIs known to be sound, the most recently read
 _ROW_HEAD = 3  # service id, URI, layout: then the values
 _KEEP = object()  # an item's _packing: kept once made
 _SCALARS = frozenset({str, int, float, bool})
@@ -75,9 +79,11 @@ class _Extra:
 
 
 class _Packing:
-    """One item, packed: its layout (and that layout's text, a cheap dict key), its head and values."""
+    """One item, packed: its layout (and that layout's text, a cheap dict key), and its row
+    but for the layout's place: as JSON text before and after it, or (with values that go
+    beside the table) as values."""
 
-    __slots__ = ("key", "types", "shapes", "head", "values", "extras")
+    __slots__ = ("key", "types", "shapes", "head", "tail", "values", "extras")
 
     def __init__(self, item: ServiceItem) -> None:
         shapes: list[tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]] = []
@@ -101,9 +107,12 @@ class _Packing:
         self.types = item.types
         self.shapes = tuple(shapes)
         self.key = repr((self.types, self.shapes))  # a str caches its hash: one dict probe per item and answer
-        self.head = (item.service_id, item.service_uri)
+        self.head = _encode([item.service_id, item.service_uri])[:-1] + ","  # '["id","PYRO:...",'
         self.values = tuple(values)
         self.extras = extras
+        self.tail = "" if extras else _encode(values)[1:-1]
+        if self.tail:
+            self.tail = "," + self.tail
 
 
 def keep_packing(item: ServiceItem) -> None:
@@ -171,15 +180,15 @@ def pack_matches(matches: ServiceMatches) -> tuple[str, list[Any]]:
             (see :func:`~lookup.entry.check_wire_value`).
     """
     tables = _Tables()
-    rows = []
+    rows = []  # each item's row as JSON text, most of it made once per registration
     for item in matches.items:
         packing = _packing(item)
-        values = packing.values
+        tail = packing.tail
         if packing.extras:
-            values = tuple(tables.extra(value) for value in values)
-        rows.append([*packing.head, tables.layout(packing), *values])
-    table = {"lineages": tables.lineages, "shapes": tables.shapes, "layouts": tables.layouts, "items": rows}
-    return _encode(table), tables.values
+            tail = "".join("," + _encode(tables.extra(value)) for value in packing.values)
+        rows.append(f"{packing.head}{tables.layout(packing)}{tail}]")
+    return (f'{{"lineages":{_encode(tables.lineages)},"shapes":{_encode(tables.shapes)},'
+            f'"layouts":{_encode(tables.layouts)},"items":[{",".join(rows)}]}}'), tables.values
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -229,6 +238,18 @@ def _maker(lineage: tuple[str, ...], names: tuple[str, ...], given: tuple[str, .
         raise ValueError(f"malformed {classname}: {class_name} has no field(s) {', '.join(extra):.200}")
     # as the entry converter does: every field sent, None too, init fields to __init__, others set after
     absent = tuple(name for name in names if name not in given)
+    defaults = plain_defaults(cls)
+    if defaults is not None:  # as its __init__ would: its defaults, then the fields sent
+        start = {**defaults, **dict.fromkeys(absent)}
+        new = object.__new__
+
+        def plain(values: list[Any]) -> Entry:
+            entry = new(cls)
+            fields = entry.__dict__
+            fields.update(start)
+            fields.update(zip(given, values))
+            return entry
+        return plain
     if all(name in cls._entry_init_names for name in names):
         def known(values: list[Any]) -> Entry:
             fields = dict.fromkeys(absent)
@@ -276,11 +297,15 @@ class _Layout:
 
     __slots__ = ("types", "type_set", "makers", "width")
 
-    def __init__(self, types: tuple[str, ...], makers: list[tuple[_Make, int]]) -> None:
+    def __init__(self, types: tuple[str, ...], shapes: list[tuple[_Make, int]]) -> None:
         self.types = types
         self.type_set = frozenset(types)
-        self.makers = makers
-        self.width = _ROW_HEAD + sum(count for _, count in makers)
+        self.makers: list[tuple[_Make, int, int]] = []  # each entry's maker, and where its values are in a row
+        at = _ROW_HEAD
+        for make, count in shapes:
+            self.makers.append((make, at, at + count))
+            at += count
+        self.width = at
 
 
 def _layouts(table: list[Any], shapes: list[tuple[_Make, int]], classname: str) -> list[_Layout]:
@@ -311,6 +336,13 @@ def _value(value: Any, values: Sequence[Any], where: str, classname: str) -> Any
     return values[_index(value[0], len(values), f"{where}'s value", classname)]
 
 
+@functools.lru_cache(maxsize=URIS_KEPT)
+def _checked_uri(uri: str) -> str:
+    """``uri``, if it is a Pyro5 URI (else a ``ValueError``); the URIs of the services answers
+    name again and again are parsed once (parsing was a third of reading an answer)."""
+    return uri_of(uri)
+
+
 def _item(row: Any, layouts: list[_Layout], values: Sequence[Any], number: int, classname: str) -> ServiceItem:
     where = f"item {number}"
     row = _list(row, where, classname)
@@ -322,23 +354,18 @@ def _item(row: Any, layouts: list[_Layout], values: Sequence[Any], number: int, 
     try:
         if service_id is not None:
             _check_service_id(service_id)
-        uri_of(uri)  # a clear ValueError for what is not a Pyro5 URI (the proxy is made when first asked for)
+        _checked_uri(uri)  # the proxy is made when first asked for
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"malformed {classname}: {where}: {exc}") from None
     layout = layouts[_index(row[2], len(layouts), f"{where}'s layout", classname)]
     if len(row) != layout.width:
         raise ValueError(f"malformed {classname}: {where} has {len(row) - _ROW_HEAD} values, "
                          f"its layout {layout.width - _ROW_HEAD}")
-    attributes = []
-    at = _ROW_HEAD
-    for make, count in layout.makers:
-        given = row[at:at + count]
-        at += count
-        for place, value in enumerate(given):
-            if type(value) not in _SCALARS:
-                given[place] = _value(value, values, where, classname)
-        attributes.append(make(given))
-    return ServiceItem._arrived(service_id, uri, layout.types, layout.type_set, tuple(attributes))
+    if not _SCALARS.issuperset(map(type, itertools.islice(row, _ROW_HEAD, None))):
+        row = row[:_ROW_HEAD] + [value if type(value) in _SCALARS else _value(value, values, where, classname)
+                                 for value in row[_ROW_HEAD:]]
+    return ServiceItem._arrived(service_id, uri, layout.types, layout.type_set,
+                                tuple([make(row[start:end]) for make, start, end in layout.makers]))
 
 
 def unpack_matches(classname: str, total: int, text: str, values: Sequence[Any]) -> ServiceMatches:

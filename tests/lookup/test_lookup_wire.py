@@ -401,6 +401,65 @@ class Tray(Entry):
     sheets: int | None = dataclasses.field(default=None, init=False)
 
 
+class Sheet(Entry):
+    """A plain class: made on arrival by filling its fields, as its __init__ would."""
+
+    size: str | None = "A4"
+    weight: int | None = None
+
+
+class Upper(Entry):
+    """A class whose __post_init__ must run on arrival."""
+
+    code: str | None = None
+
+    def __post_init__(self) -> None:
+        self.seen = True
+
+
+class Counted(Entry):
+    """A class with an __init__ of its own."""
+
+    count: int | None = None
+
+    def __init__(self, count: int | None = None) -> None:
+        self.count = count
+        self.made_by_init = True
+
+
+class Listed(Entry):
+    """A class with a default factory."""
+
+    tags: list[str] | None = dataclasses.field(default_factory=lambda: ["new"])
+
+
+class Guarded(Entry):
+    """A class whose __setattr__ must see every field set."""
+
+    level: int | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "set_by_setattr", True)
+
+
+class Redecorated(Entry):
+    """A class whose __init__ is replaced after its definition."""
+
+    mark: str | None = None
+
+
+_made_init = Redecorated.__init__
+
+
+def _init_again(self: Redecorated, mark: str | None = None) -> None:
+    _made_init(self, mark)
+    self.again = True
+
+
+Redecorated.__init__ = _init_again  # type: ignore[method-assign]
+
+
 def packed(*items: ServiceItem, total: int | None = None) -> dict[str, Any]:
     return SerializerBase.class_to_dict(ServiceMatches(items, len(items) if total is None else total))
 
@@ -450,6 +509,16 @@ def test_packed_matches_arrive_as_themselves() -> None:
     assert list(arrived[0].fields) == ["color", "ppm", "trays", "toner"]
     assert arrived[2].size is None and arrived[2].sheets == 250  # None, not the class's default
     assert round_trip(ServiceMatches([], 0)) == ServiceMatches([], 0)
+
+
+def test_entries_arrive_packed_as_their_init_would_make_them() -> None:
+    sent = [Sheet(None, 80), Sheet(), Upper("abc"), Counted(3), Listed(), Listed(None), Guarded(2), Redecorated("x")]
+    arrived = round_trip(ServiceMatches([ServiceItem("id", URI, [], sent)], 1)).items[0].attributes
+    assert arrived == tuple(sent) and [type(entry) for entry in arrived] == [type(entry) for entry in sent]
+    assert arrived[0].size is None and arrived[0].weight == 80  # None sent as None, not the default "A4"
+    assert list(vars(arrived[1])) == ["size", "weight"] and arrived[1].size == "A4"
+    assert arrived[2].seen and arrived[3].made_by_init and arrived[6].set_by_setattr and arrived[7].again
+    assert arrived[4].tags == ["new"] and arrived[5].tags is None
 
 
 def test_an_item_of_packed_matches_is_sent_on_as_it_came() -> None:
