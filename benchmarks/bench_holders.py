@@ -431,6 +431,13 @@ class Measured:
         self.server_us = server_cpu / self.renewals * 1e6 if self.renewals else math.nan
         self.clients_us = clients_cpu / self.renewals * 1e6 if self.renewals else math.nan
 
+    def figures(self) -> dict[str, float | None]:
+        """For the JSON: the round's figures (latencies in ms, CPU in % of a core and µs a renewal; None: none)."""
+        figures = {"rate": self.rate, "p50": self.p50, "p99": self.p99, "max": self.max, "errors": self.errors,
+                   "server_cpu": self.server_cpu, "clients_cpu": self.clients_cpu, "server_us": self.server_us,
+                   "clients_us": self.clients_us, "fewest_per_holder": self.counts[0] if self.counts else 0}
+        return {name: value if harness.finite(value) else None for name, value in figures.items()}
+
 
 def run_round(servers: Servers, side: str, rate: float, args: argparse.Namespace) -> Measured:
     """Every holder renewing on ``side`` at once for a round (``rate`` per holder, or 0: flat out); the figures."""
@@ -552,7 +559,9 @@ def measure(args: argparse.Namespace) -> Report:
                            "etcd_data_dir": servers.etcd_storage, "load_average": os.getloadavg()},
                   extra={"config": {"holders": args.holders, "processes": len(servers.clients), "ttl": TTL,
                                     "seconds": args.seconds, "warm_up": args.warm_up, "rounds": args.rounds,
-                                    "rate_per_holder": args.rate}})
+                                    "rate_per_holder": args.rate},
+                         "rounds": {f"{mode} {side}": [measured.figures() for measured in each]
+                                    for (mode, side), each in per_round.items()}})
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ FAMILY_TITLES = {
     "metrics": "a landlord with metrics on against one without",
     "adaptive": "an AdaptivePolicy landlord against a fixed term",
     "aio": "landlord.aio against sync lease.renew() from a thread",
-    "holders": "1,000 concurrent holders: landlord and lookup service against etcd",
+    "holders": "concurrent holders, landlord and lookup service against etcd",
 }
 
 
