@@ -649,7 +649,8 @@ class Schedule:
         A full open batch (``max_batch`` leases: a call's worth) is followed by
         another, and once calls have been measured each such part is planned to
         start one call-time before the one opened before it, so that sent one
-        after the other they all finish in time (:func:`~landlord.pace.planned_start`).
+        after the other they all finish in time (:func:`~landlord.pace.planned_start`);
+        the first part is due at its renewal time.
         """
         lease = kept.lease
         if lease.deadline >= kept.desired - _COVER_SLACK:
@@ -666,8 +667,10 @@ class Schedule:
             part = batch.part + 1
         else:
             part = 0
+        # part k goes out k full calls before the bound, so the parts before it finish in time too; the
+        # first part's size is not known yet, and it fits if a call of max_batch does
         pace = self._paces.get(kept.key) if kept.key is not None else None
-        expected = (part + 1) * pace.expected(self._max_batch) if pace is not None else 0.0
+        expected = part * pace.expected(self._max_batch) if pace is not None else 0.0
         due = planned_start(at, lease.deadline, expected, now, busy=pace is not None and pace.busy())
         self._new_batch(kept.key, _RENEW, due, [kept], at=at, part=part)
 
