@@ -165,6 +165,27 @@ class ServiceIndex:
         sets.sort(key=len)
         return sets[0].intersection(*sets[1:])
 
+    def decides(self, template: ServiceTemplate) -> bool:
+        """Whether every candidate of ``template`` is a match (of its live registrations), so that
+        ``template.matches`` need not be asked: when each of its entries wants at most one field,
+        with a value the index keys, and no value the index does not key is filed for that field.
+
+        Its types are all an item's when it is filed under each; an entry with no field wanted
+        is matched by any entry of its lineage; with one, by one whose value has the same key,
+        which for keyed values is :func:`~lookup.entry.wire_equal` (a NaN excepted); and each
+        entry of a template needs its own match only. Two fields wanted may be had by two entries.
+        """
+        for wanted in template.attributes:
+            given = [(field, value) for field, value in wanted._entry_fields().items() if value is not None]
+            if not given:
+                continue
+            if len(given) > 1:
+                return False
+            field, value = given[0]
+            if value_key(value) is None or value != value or (wanted._entry_class_name, field) in self.unkeyed:
+                return False
+        return True
+
     def in_order(self, template: ServiceTemplate, filed: dict[str, R]) -> Iterable[R]:
         """The values of ``filed`` (by service id, in the order they were
         filed here) whose ids ``template`` could match, in that order.

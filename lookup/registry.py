@@ -147,12 +147,14 @@ class Registry:
         if template.service_id is not None:
             record = self._records.get(template.service_id)
             candidates = (record,) if record is not None else ()
+            decided = False
         else:
             candidates = self.index.in_order(template, self._records)
+            decided = self.index.decides(template)  # by type, or one field: matches() would say yes to each
         found: list[ServiceItem] = []
         for record in candidates:
             leased = record.leased
-            if leased is not None and leased.expiration > now and template.matches(record.item):
+            if leased is not None and leased.expiration > now and (decided or template.matches(record.item)):
                 found.append(record.item)
                 if limit is not None and len(found) >= limit:
                     break

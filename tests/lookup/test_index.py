@@ -6,6 +6,7 @@ missing one) and hands them back in filing order, sorted or scanned alike.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -136,3 +137,19 @@ def test_candidates_never_miss_a_match(contents: list[tuple[list[str], list[Entr
     ids = index.candidates(template)
     assert ids is None or {each.service_id for each in expected} <= ids
     assert [each for each in index.in_order(template, by_id) if template.matches(each)] == expected
+    if index.decides(template):  # then every candidate is a match
+        assert list(index.in_order(template, by_id)) == expected
+
+
+def test_decides_when_each_entry_wants_at_most_one_keyed_field() -> None:
+    index, _ = filed(item("a", ("t.A",), Name("x"), Location(floor=3, room="r1")),
+                     item("b", ("t.B",), Printer(color=["red"])))
+    assert index.decides(ServiceTemplate())
+    assert index.decides(ServiceTemplate(types=["t.A", "t.B"]))
+    assert index.decides(ServiceTemplate(types=["t.A"], attributes=[Name("x"), Location(floor=3), Location()]))
+    assert index.decides(ServiceTemplate(attributes=[Location(floor=True), LaserPrinter()]))
+    assert not index.decides(ServiceTemplate(attributes=[Location(floor=3, room="r1")]))  # two entries could
+    assert not index.decides(ServiceTemplate(attributes=[Location(floor=[3])]))  # not keyed: wire_equal decides
+    assert not index.decides(ServiceTemplate(attributes=[Location(floor=math.nan)]))  # equal to nothing
+    assert not index.decides(ServiceTemplate(attributes=[Printer(color="red")]))  # a list is filed for color
+    assert index.decides(ServiceTemplate(attributes=[Printer(ppm=5)]))
