@@ -48,12 +48,13 @@ from .entry import (
 )
 from .item import MAX_ATTRIBUTES, MAX_TYPES, ServiceItem, ServiceMatches, _check_service_id, uri_of
 
-__all__ = ["pack_matches", "unpack_matches", "keep_packing", "TABLE_KEYS", "URIS_KEPT"]
+__all__ = ["pack_matches", "unpack_matches", "keep_packing", "TABLE_KEYS", "URIS_KEPT", "TABLES_KEPT"]
 
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = ("lineages", "shapes", "layouts", "items")
 URIS_KEPT = 16_384  # service URIs known to be sound, the most recently read
+TABLES_KEPT = 1024  # lineages, entry shapes and lists of types known to be sound, the most recently read
 _ROW_HEAD = 3  # service id, URI, layout: then the values
 _KEEP = object()  # an item's _packing: kept once made
 _SCALARS = frozenset({str, int, float, bool})
@@ -208,25 +209,36 @@ def _index(value: Any, size: int, where: str, classname: str) -> int:
     return value
 
 
+def _all(kind: type, values: list[Any]) -> bool:
+    return all(type(value) is kind for value in values)
+
+
+@functools.lru_cache(maxsize=TABLES_KEPT)
+def _lineage(names: tuple[Any, ...]) -> tuple[str, ...]:
+    """A lineage's names, checked (each lineage once, not once per answer)."""
+    if not 1 <= len(names) <= MAX_LINEAGE:
+        raise ValueError(f"holds {len(names)} names (1 to {MAX_LINEAGE})")
+    return tuple(check_class_name(name, "lineage class name") for name in names)
+
+
 def _lineages(table: list[Any], classname: str) -> list[tuple[str, ...]]:
     lineages = []
     for number, lineage in enumerate(table):
         names = _list(lineage, f"lineage {number}", classname)
-        if not 1 <= len(names) <= MAX_LINEAGE:
-            raise ValueError(f"malformed {classname}: lineage {number} holds {len(names)} names "
-                             f"(1 to {MAX_LINEAGE})")
-        lineages.append(tuple(check_class_name(name, "lineage class name") for name in names))
+        try:
+            lineages.append((_lineage if _all(str, names) else _lineage.__wrapped__)(tuple(names)))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"malformed {classname}: lineage {number} {exc}") from None
     return lineages
 
 
 _Make = Callable[[list[Any]], Entry]
 
 
-def _maker(lineage: tuple[str, ...], names: tuple[str, ...], given: tuple[str, ...],
-           classname: str) -> _Make:
+def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, ...],
+           given: tuple[str, ...]) -> _Make:
     """How to make an entry of one shape from its values: as its class if registered here, else unknown."""
     class_name = lineage[0]
-    cls = entry_class(class_name)
     if cls is None:
         def unknown(values: list[Any]) -> Entry:
             fields = dict.fromkeys(names)
@@ -235,7 +247,7 @@ def _maker(lineage: tuple[str, ...], names: tuple[str, ...], given: tuple[str, .
         return unknown
     extra = sorted(set(names) - set(cls._entry_field_names))
     if extra:
-        raise ValueError(f"malformed {classname}: {class_name} has no field(s) {', '.join(extra):.200}")
+        raise ValueError(f"{class_name} has no field(s) {', '.join(extra):.200}")
     # as the entry converter does: every field sent, None too, init fields to __init__, others set after
     absent = tuple(name for name in names if name not in given)
     defaults = plain_defaults(cls)
@@ -269,6 +281,28 @@ def _maker(lineage: tuple[str, ...], names: tuple[str, ...], given: tuple[str, .
     return known_with_non_init_fields
 
 
+@functools.lru_cache(maxsize=TABLES_KEPT)
+def _shape(cls: type[Entry] | None, plain: bool, lineage: tuple[str, ...], names: tuple[Any, ...],
+           given: tuple[Any, ...]) -> tuple[_Make, int]:
+    """One shape, checked, and how to make its entries (each shape once, not once per answer:
+    ``cls`` is the class registered under its name now, so a class defined later is seen, and
+    ``plain`` whether :func:`~lookup.entry.plain_defaults` has its defaults now)."""
+    for name in names:
+        check_field_name(name, lineage[0])
+    if len(names) > MAX_FIELDS:
+        raise ValueError(f"{lineage[0]} has {len(names)} fields; at most {MAX_FIELDS} are allowed")
+    if len(set(names)) != len(names):
+        raise ValueError("names a field twice")
+    for place in given:
+        if type(place) is not int:
+            raise TypeError(f"a field given is {type(place).__name__}, not an index")
+        if not 0 <= place < len(names):
+            raise ValueError(f"field given {place!r:.40} is out of range (0 to {len(names) - 1})")
+    if any(a >= b for a, b in zip(given, given[1:])):
+        raise ValueError("fields given are not in increasing order")
+    return _maker(cls, lineage, names, tuple(names[place] for place in given)), len(given)
+
+
 def _shapes(table: list[Any], lineages: list[tuple[str, ...]], classname: str) -> list[tuple[_Make, int]]:
     shapes = []
     for number, shape in enumerate(table):
@@ -278,18 +312,25 @@ def _shapes(table: list[Any], lineages: list[tuple[str, ...]], classname: str) -
             raise ValueError(f"malformed {classname}: {where} has {len(parts)} parts, not 3 "
                              "(lineage, field names, fields given)")
         lineage = lineages[_index(parts[0], len(lineages), f"{where}'s lineage", classname)]
-        names = tuple(check_field_name(name, lineage[0]) for name in _list(parts[1], f"{where}'s names", classname))
-        if len(names) > MAX_FIELDS:
-            raise ValueError(f"malformed {classname}: {lineage[0]} has {len(names)} fields; "
-                             f"at most {MAX_FIELDS} are allowed")
-        if len(set(names)) != len(names):
-            raise ValueError(f"malformed {classname}: {where} names a field twice")
-        given = [_index(index, len(names), f"{where}'s field", classname)
-                 for index in _list(parts[2], f"{where}'s fields given", classname)]
-        if any(a >= b for a, b in zip(given, given[1:])):
-            raise ValueError(f"malformed {classname}: {where}'s fields given are not in increasing order")
-        shapes.append((_maker(lineage, names, tuple(names[index] for index in given), classname), len(given)))
+        names = _list(parts[1], f"{where}'s names", classname)
+        given = _list(parts[2], f"{where}'s fields given", classname)
+        make = _shape if _all(str, names) and _all(int, given) else _shape.__wrapped__  # hashable: kept
+        cls = entry_class(lineage[0])
+        try:
+            shapes.append(make(cls, cls is not None and plain_defaults(cls) is not None,  # type: ignore[arg-type]
+                               lineage, tuple(names), tuple(given)))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"malformed {classname}: {where}: {exc}") from None
     return shapes
+
+
+@functools.lru_cache(maxsize=TABLES_KEPT)
+def _types(names: tuple[Any, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """A layout's types, checked, and as a set (each list of types once, not once per answer)."""
+    if len(names) > MAX_TYPES:
+        raise ValueError(f"has {len(names)} types (at most {MAX_TYPES})")
+    types = tuple(check_class_name(name, "type name") for name in names)
+    return types, frozenset(types)
 
 
 class _Layout:
@@ -297,9 +338,8 @@ class _Layout:
 
     __slots__ = ("types", "type_set", "makers", "width")
 
-    def __init__(self, types: tuple[str, ...], shapes: list[tuple[_Make, int]]) -> None:
-        self.types = types
-        self.type_set = frozenset(types)
+    def __init__(self, types: tuple[tuple[str, ...], frozenset[str]], shapes: list[tuple[_Make, int]]) -> None:
+        self.types, self.type_set = types
         self.makers: list[tuple[_Make, int, int]] = []  # each entry's maker, and where its values are in a row
         at = _ROW_HEAD
         for make, count in shapes:
@@ -315,16 +355,17 @@ def _layouts(table: list[Any], shapes: list[tuple[_Make, int]], classname: str) 
         parts = _list(layout, where, classname)
         if len(parts) != 2:
             raise ValueError(f"malformed {classname}: {where} has {len(parts)} parts, not 2 (types, shapes)")
-        types = _list(parts[0], f"{where}'s types", classname)
-        if len(types) > MAX_TYPES:
-            raise ValueError(f"malformed {classname}: {where} has {len(types)} types (at most {MAX_TYPES})")
+        names = _list(parts[0], f"{where}'s types", classname)
+        try:
+            types = (_types if _all(str, names) else _types.__wrapped__)(tuple(names))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"malformed {classname}: {where} {exc}") from None
         entries = _list(parts[1], f"{where}'s shapes", classname)
         if len(entries) > MAX_ATTRIBUTES:
             raise ValueError(f"malformed {classname}: {where} has {len(entries)} entries "
                              f"(at most {MAX_ATTRIBUTES})")
-        layouts.append(_Layout(tuple(check_class_name(name, "type name") for name in types),
-                               [shapes[_index(shape, len(shapes), f"{where}'s shape", classname)]
-                                for shape in entries]))
+        layouts.append(_Layout(types, [shapes[_index(shape, len(shapes), f"{where}'s shape", classname)]
+                                       for shape in entries]))
     return layouts
 
 

@@ -521,6 +521,28 @@ def test_entries_arrive_packed_as_their_init_would_make_them() -> None:
     assert arrived[4].tags == ["new"] and arrived[5].tags is None
 
 
+def test_what_is_known_of_an_entry_class_is_what_holds_when_an_answer_is_read() -> None:
+    name = f"{__name__}.{test_what_is_known_of_an_entry_class_is_what_holds_when_an_answer_is_read.__qualname__}" \
+        ".<locals>.LateSheet"
+    data = packed(ServiceItem("id", URI, [], [UnknownEntry(name, [name], {"size": "A3"})]))
+    assert type(round_trip(data).items[0].attributes[0]) is UnknownEntry
+
+    class LateSheet(Entry):  # defined once an answer with its entries was read
+        size: str | None = None
+
+    assert LateSheet._entry_class_name == name
+    first = round_trip(data).items[0].attributes[0]
+    assert type(first) is LateSheet and first.size == "A3"
+    made = LateSheet.__init__
+
+    def counted(self: LateSheet, size: str | None = None) -> None:
+        made(self, size)
+        self.counted = True
+
+    LateSheet.__init__ = counted  # type: ignore[method-assign]  # replaced once its entries were read
+    assert round_trip(data).items[0].attributes[0].counted
+
+
 def test_an_item_of_packed_matches_is_sent_on_as_it_came() -> None:
     unknown = UnknownEntry("elsewhere.LaserPrinter", ["elsewhere.LaserPrinter", qualified_name(Printer)],
                            {"color": "red", "ppm": None, "toner": ("black",)})
