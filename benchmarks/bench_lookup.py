@@ -13,7 +13,8 @@ and by type and floor. Both hand back everything they know about every
 match, and a sample of answers is compared first. Goal >= 1x on each.
 
 Printed besides: each answer's size and decoding time, and the same lookups
-on an in-process ``LookupService`` (``--profile``: with a cProfile). The
+on an in-process ``LookupService`` (``--profile``: with a cProfile of those,
+and one of the client reading the answers). The
 method in full: ``benchmarks/README.md``; the options, rounds, table and JSON:
 ``harness.py``. Not a test: pytest collects only ``tests/``.
 """
@@ -67,7 +68,8 @@ BENCH.option("--kinds", positive_int, 50, "distinct service types")
 BENCH.option("--seconds", positive_seconds, 3.0, "timed seconds per server and kind of lookup, split over the rounds")
 BENCH.parser.add_argument("--seed", type=int, default=1, help="seed of the random queries")
 BENCH.parser.add_argument("--profile", action="store_true",
-                          help="also print a cProfile of the lookups on the in-process lookup service")
+                          help="also print a cProfile of the lookups on the in-process lookup service, "
+                          "and one of the client reading the lookup service's answers")
 
 
 # -- the data ------------------------------------------------------------------------------
@@ -226,6 +228,23 @@ def answer_cost(answer: Any) -> tuple[int, float]:
     return len(data), 1e6 * best
 
 
+def reading_profile(answer: Any) -> str:
+    """A cProfile of the client reading ``answer`` back into objects, again and again (the top
+    functions by internal time): where an answer costs the client, as the in-process profile
+    is where the matching costs the service."""
+    serializer = Pyro5.serializers.serializers[Pyro5.config.SERIALIZER]
+    data = serializer.dumps(answer)
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    while time.perf_counter() - started < IN_PROCESS_SECONDS:
+        serializer.loads(data)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(10)
+    return out.getvalue()
+
+
 # -- the run ---------------------------------------------------------------------------------
 
 
@@ -307,7 +326,17 @@ def in_process(args: argparse.Namespace) -> tuple[list[tuple[str, float]], str]:
 
 
 
-def measure_kind(kind: QueryKind, seconds: float, rounds: int) -> tuple[Row, str]:
+@dataclass
+class Measured:
+    """One kind of lookup, measured: its row, the line on its answers' cost, and one answer of each server."""
+
+    metric: str
+    row: Row
+    line: str
+    answers: tuple[Any, Any]  # the lookup service's, the name server's
+
+
+def measure_kind(kind: QueryKind, seconds: float, rounds: int) -> Measured:
     """One kind: compare sample answers, then time windows of both sides in turns; the row and its answers' cost."""
     for query in kind.queries[:CHECKED_QUERIES]:
         kind.check(query, kind.landlord_call(query), kind.baseline_call(query))
@@ -318,13 +347,16 @@ def measure_kind(kind: QueryKind, seconds: float, rounds: int) -> tuple[Row, str
 
     figures = harness.alternate({"lookup": lambda: window(kind.landlord_call),
                                  "ns": lambda: window(kind.baseline_call)}, rounds)
-    ours, theirs = answer_cost(kind.landlord_call(kind.queries[0])), answer_cost(kind.baseline_call(kind.queries[0]))
-    return (compare(kind.metric, "lookups/s", figures["lookup"], figures["ns"], goal=GOAL),
-            f"  {kind.metric:<34} {ours[0]:>9,} B {ours[1]:>7,.0f} us {theirs[0]:>9,} B {theirs[1]:>7,.0f} us")
+    answers = (kind.landlord_call(kind.queries[0]), kind.baseline_call(kind.queries[0]))
+    ours, theirs = answer_cost(answers[0]), answer_cost(answers[1])
+    return Measured(kind.metric, compare(kind.metric, "lookups/s", figures["lookup"], figures["ns"], goal=GOAL),
+                    f"  {kind.metric:<34} {ours[0]:>9,} B {ours[1]:>7,.0f} us {theirs[0]:>9,} B {theirs[1]:>7,.0f} us",
+                    answers)
 
 
 def served(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
-    """Start both servers, fill them, measure, stop them; the rows and the lines on set-up and answers."""
+    """Start both servers, fill them, measure, stop them; the rows and the lines on set-up and answers
+    (with ``--profile``, a profile of the client reading the lookup service's answers)."""
     servers = [ServerProcess(__file__, "lookup", "lookup service"), ServerProcess(__file__, "ns", "name server")]
     try:
         lookup_uri, ns_uri = servers[0].uri(), servers[1].uri()
@@ -346,7 +378,12 @@ def served(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
              f"(name server), one call each",
              f"one answer, as the client's serializer ({Pyro5.config.SERIALIZER}) writes it, and the client's time "
              "to read it back into objects:", f"  {'':<34} {'lookup service':>22} {'name server':>22}"]
-    return [row for row, _ in measured], notes + [line for _, line in measured]
+    notes += [each.line for each in measured]
+    if args.profile:
+        for each in measured:
+            notes += ["", f"cProfile of the client reading a lookup service answer ({each.metric}) back into "
+                      "objects (by internal time):", reading_profile(each.answers[0])]
+    return [each.row for each in measured], notes
 
 
 def measure(args: argparse.Namespace) -> Report:
