@@ -2,10 +2,10 @@
 
 The answer to a ``lookup_all`` of 200 items travelled as 200 item dicts, each
 entry tagged with its class, its lineage and every field name, ``None``
-fields too: 164 KB of serpent, which the client took ~40 ms to parse
-(``ast.literal_eval``) and rebuild. Packed, the same answer is 31 KB and reads
-in ~2 ms. :mod:`lookup.wire` documents the form and registers the converters;
-this module builds and reads it.
+fields too: 164 KB of serpent, which the server took 5 ms to write and the
+client 37 ms to parse (``ast.literal_eval``) and rebuild. Packed, the same
+answer is 31 KB, written in 0.07 ms and read in 1 ms. :mod:`lookup.wire`
+documents the form and registers the converters; this module builds and reads it.
 
 - The *table* is JSON text (parsed by the ``json`` module's C code, not by
   serpent's ``literal_eval``): each entry class's lineage once, each entry
@@ -18,9 +18,11 @@ this module builds and reads it.
   holds ``[k]``, its place there: serpent keeps a tuple a tuple, as it did.
 
 Reading checks everything the item and entry converters check (names, sizes,
-field values, a registered class's fields, URIs), each class, shape and layout
-once per answer, and every index; anything else is a ``TypeError`` or
-``ValueError`` that says what is wrong. An item whose packing is kept
+field values, a registered class's fields, URIs) and every place in a table;
+anything else is a ``TypeError`` or ``ValueError`` saying ``"malformed
+lookup.PackedMatches: ..."`` and what is wrong. What was found sound is kept:
+the last ``TABLES_KEPT`` lineages, shapes (with how to make their entries) and
+lists of types, and the last ``URIS_KEPT`` URIs. An item whose packing is kept
 (:func:`keep_packing`: the registry's items, treated as immutable once
 registered) is packed once, not on every answer.
 """

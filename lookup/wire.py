@@ -39,8 +39,9 @@ and the places among them of the fields that have a value; the others are
 fields, entry after entry, in its layout's order. A value is a JSON string,
 number or bool; a list, tuple or dict (or an infinite float) goes in
 ``values``, in the serializer's own form (a tuple stays a tuple), and the row
-holds ``[k]``, its place there. It is 5x smaller than the dict form and reads
-about 20x faster (``json`` parses in C; serpent's ``literal_eval`` in Python).
+holds ``[k]``, its place there. 200 items are 31 KB, not 164 KB in the dict
+form, and read in 1 ms, not 37 ms (``json`` parses in C; serpent's
+``literal_eval`` in Python).
 
 Every form ever sent is read: the dict form of matches as well (from a
 lookup service before the packed form). A reader before the packed form
