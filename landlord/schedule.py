@@ -130,8 +130,7 @@ def warning_time(now: float, deadline: float, term: float, warn_before: float, *
     (:func:`attempt_timeout`), so a healthy lease renewed on time is never
     warned about, however large ``warn_before`` is.
     """
-    renew = renewal_time(now, deadline, term, renew_after=renew_after)
-    return max(deadline - warn_before, renew + (deadline - renew) / 2)
+    return max(deadline - warn_before, finish_by(renewal_time(now, deadline, term, renew_after=renew_after), deadline))
 
 
 def retry_time(now: float, deadline: float, delay: float, *, waited: float = 0.0) -> float:
@@ -598,9 +597,8 @@ class Schedule:
                     drop.setdefault(kept.desired, []).append(kept)
                 else:
                     due = renewal_time(now, lease.deadline, lease.term, renew_after=self._renew_after)
-                    if plan and due != math.inf:  # planned_start, inline: this runs once per lease renewed
-                        latest = due + (lease.deadline - due) / 2 - expected
-                        due = max(latest if busy else min(due, latest), now)
+                    if plan:  # a landlord measured: no call at all per lease before that
+                        due = planned_start(due, lease.deadline, expected, now, busy=busy)
                     fresh.setdefault(max(due, now + _MIN_GAP), []).append(kept)
                     if kept.warning is not None:
                         self._alarm_unrenewed(kept, now)
