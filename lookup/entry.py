@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches",
-    "qualified_name", "check_class_name", "check_field_name", "check_wire_value", "wire_equal",
+    "qualified_name", "check_class_name", "check_lineage", "check_field_name", "check_wire_value", "wire_equal",
     "MAX_FIELDS", "MAX_LINEAGE", "MAX_NAME_LENGTH", "MAX_VALUE_DEPTH", "MAX_CONTAINER_LENGTH",
 ]
 
@@ -78,6 +78,18 @@ def check_class_name(name: object, what: str = "class name") -> str:
     if len(parts) < 2 or not all(part.isidentifier() or part == "<locals>" for part in parts):
         raise ValueError(f"{what} must be a qualified name like 'module.Class', got {name!r:.80}")
     return name
+
+
+def check_lineage(names: tuple[Any, ...]) -> tuple[str, ...]:
+    """Return ``names`` if it is a lineage: 1 to ``MAX_LINEAGE`` qualified class names, else raise.
+
+    Raises:
+        TypeError: a name that is not a str.
+        ValueError: too few or too many names, or a name that is not a qualified class name.
+    """
+    if not 1 <= len(names) <= MAX_LINEAGE:
+        raise ValueError(f"lineage must hold 1 to {MAX_LINEAGE} class names, got {len(names)}")
+    return tuple(check_class_name(name, "lineage class name") for name in names)
 
 
 def check_field_name(name: object, where: str = "entry") -> str:
@@ -310,11 +322,7 @@ class UnknownEntry(Entry, _wire_only=True):
         check_class_name(class_name, "entry class name")
         if isinstance(lineage, (str, bytes)) or not isinstance(lineage, Iterable):
             raise TypeError(f"lineage must be a sequence of class names, got {type(lineage).__name__}")
-        names = tuple(lineage)
-        if not 1 <= len(names) <= MAX_LINEAGE:
-            raise ValueError(f"lineage must hold 1 to {MAX_LINEAGE} class names, got {len(names)}")
-        for name in names:
-            check_class_name(name, "lineage class name")
+        names = check_lineage(tuple(lineage))
         if names[0] != class_name:
             raise ValueError(f"lineage must start with the class name {class_name!r}, got {names[0]!r}")
         if not isinstance(fields, Mapping):

@@ -39,11 +39,11 @@ from typing import Any
 
 from .entry import (
     MAX_FIELDS,
-    MAX_LINEAGE,
     Entry,
     UnknownEntry,
     check_class_name,
     check_field_name,
+    check_lineage,
     check_wire_value,
     entry_class,
     plain_defaults,
@@ -218,9 +218,7 @@ def _all(kind: type, values: list[Any]) -> bool:
 @functools.lru_cache(maxsize=TABLES_KEPT)
 def _lineage(names: tuple[Any, ...]) -> tuple[str, ...]:
     """A lineage's names, checked (each lineage once, not once per answer)."""
-    if not 1 <= len(names) <= MAX_LINEAGE:
-        raise ValueError(f"holds {len(names)} names (1 to {MAX_LINEAGE})")
-    return tuple(check_class_name(name, "lineage class name") for name in names)
+    return check_lineage(names)
 
 
 def _lineages(table: list[Any], classname: str) -> list[tuple[str, ...]]:
