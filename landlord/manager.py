@@ -10,11 +10,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
-from sortedcontainers import SortedList
-
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import LeaseDeniedError, UnknownLeaseError
 from .hooks import HookFanout, LeaseHooks
+from .leasetable import LeaseTable
 from .policy import LeasePolicy
 from .reapers import Reaper, make_reaper
 from .resource import LeasedResource
@@ -42,8 +41,9 @@ class HeldLease(NamedTuple):
 class LeaseManager:
     """Owns the leased resources of a landlord and frees them when their leases end.
 
-    Resources are kept by cookie (a dict) and by expiration (a sorted list),
-    so register, renew and cancel are O(log n) and finding what is due is O(1).
+    Resources are kept by cookie (a dict) and by expiration (a lazy calendar,
+    :mod:`landlord.leasetable`): register and cancel are O(1), a renewal costs
+    the index nothing, and the reaper finds what is due bucket by bucket.
     Whatever the reaper, a lease past its expiration is never renewable and
     its resource is never handed out: the reaper only decides *when* expired
     resources are freed.
@@ -89,7 +89,7 @@ class LeaseManager:
         self._on_cancel = on_cancel if on_cancel is not None else on_expire
         self._lock = threading.Lock()
         self._revoked: collections.OrderedDict[str, str] = collections.OrderedDict()  # cookie -> reason
-        self._table = _Table()
+        self._table = LeaseTable()
         self._by_cookie = self._table.by_cookie  # read often: one attribute lookup less
         self._reaper = make_reaper(reaper)
         self._reaper.start(self)
@@ -395,7 +395,7 @@ class LeaseManager:
         freed = 0
         while True:
             with self._lock:
-                due = self._table.pop_due(due_before, REAP_CHUNK)
+                due, more = self._table.pop_due(due_before, REAP_CHUNK)
             try:
                 self._journal.ended(due)
             except Exception:  # the leases have ended all the same: a store that missed it
@@ -406,7 +406,7 @@ class LeaseManager:
             if due and self.hooks is not None:
                 self.hooks.expired(due)
             freed += len(due)
-            if len(due) < REAP_CHUNK:
+            if not more:
                 return freed
 
     def close(self) -> None:
@@ -474,47 +474,6 @@ class LeaseManager:
         for cookie, outcome in zip(cookies, outcomes):
             if isinstance(outcome, Exception):
                 hooks.denied(cookie, outcome)
-
-
-class _Table:
-    """The held resources by cookie (a dict) and by expiration (a sorted list of ``(expiration, cookie)``)."""
-
-    __slots__ = ("by_cookie", "_by_expiration")
-
-    def __init__(self) -> None:
-        self.by_cookie: dict[str, LeasedResource] = {}
-        self._by_expiration: SortedList[tuple[float, str]] = SortedList()
-
-    def add(self, resource: LeasedResource) -> None:
-        self.by_cookie[resource.cookie] = resource
-        self._by_expiration.add((resource.expiration, resource.cookie))
-
-    def remove(self, cookie: str) -> LeasedResource | None:
-        resource = self.by_cookie.pop(cookie, None)
-        if resource is not None:
-            self._by_expiration.remove((resource.expiration, cookie))
-        return resource
-
-    def moved(self, resource: LeasedResource, old: float) -> None:
-        """``resource``'s expiration changed from ``old``."""
-        self._by_expiration.remove((old, resource.cookie))
-        self._by_expiration.add((resource.expiration, resource.cookie))
-
-    def next_expiration(self) -> float:
-        return self._by_expiration[0][0] if self._by_expiration else math.inf
-
-    def earliest(self, limit: int | None) -> list[LeasedResource]:
-        """Up to ``limit`` resources (``None``: all), earliest expiration first."""
-        return [self.by_cookie[cookie] for _, cookie in self._by_expiration[:limit]]
-
-    def pop_due(self, now: float, limit: int) -> list[LeasedResource]:
-        """Remove and return up to ``limit`` resources whose expiration is ``now`` or earlier, earliest first."""
-        due: list[LeasedResource] = []
-        by_expiration = self._by_expiration
-        while len(due) < limit and by_expiration and by_expiration[0][0] <= now:
-            _, cookie = by_expiration.pop(0)
-            due.append(self.by_cookie.pop(cookie))
-        return due
 
 
 class _Journal:
