@@ -343,8 +343,8 @@ class Landlord:
         return self._manager.held_count()
 
     def _make_lease(self, resource: LeasedResource, granted: float) -> LandlordLease:
-        return LandlordLease(resource.cookie, self, self.landlord_id, self.clock.time() + granted,
-                             clock=self.clock, term=granted, landlords=self._replicas)
+        return LandlordLease.granted(resource.cookie, self, self.landlord_id, granted, clock=self.clock,
+                                     landlords=self._replicas)
 
     # -- remote -----------------------------------------------------------------
 

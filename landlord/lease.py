@@ -174,6 +174,13 @@ class AbstractLease(Lease):
         self._set_granted(sent, granted)
         return granted
 
+    def _start_granted(self, granted: float, clock: Clock) -> None:
+        """Start a lease made without ``__init__`` as granted ``granted`` seconds now (for a
+        landlord making its own lease from parts it has checked: see
+        :meth:`~landlord.LandlordLease.granted`)."""
+        self._clock = clock
+        self._set_granted(sent_now(clock), granted)
+
     def _set_granted(self, sent: tuple[float, float], granted: float) -> None:
         """Record a grant of a request sent at ``sent`` (see :func:`sent_now`), here or in a batch."""
         self._expiration = sent[0] + granted

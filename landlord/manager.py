@@ -203,9 +203,10 @@ class LeaseManager:
         """Renew many leases; for each, the seconds granted or the exception :meth:`renewed` would raise.
 
         A failing lease (unknown, expired, refused) fails alone and stays as it
-        was. The lock is taken, the clock read and the reaper told once per
-        chunk of ``REAP_CHUNK`` leases, not once per lease. A lease in its
-        grace is revived.
+        was. The lock is taken and the clock read once per chunk of
+        ``REAP_CHUNK`` leases, not once per lease; the reaper is told only of
+        leases that now end earlier than they did (the index still holds the
+        earlier end of the others). A lease in its grace is revived.
         """
         self._reaper.on_use()
         hooks = self.hooks
@@ -213,13 +214,16 @@ class LeaseManager:
         outcomes: list[float | Exception] = []
         grace = self.grace
         for start in range(0, len(cookies), REAP_CHUNK):
+            # most calls are one chunk: no copies of their lists
+            chunk = zip(cookies, requested) if len(cookies) <= REAP_CHUNK else \
+                zip(cookies[start:start + REAP_CHUNK], requested[start:start + REAP_CHUNK])
             found_dead: list[LeasedResource] = []
             renewed: list[LeasedResource] = []  # those whose expiration moved: the store's to write
             served: list[LeasedResource] = []  # every one renewed: the hooks' to hear of
-            earliest = math.inf
+            earliest = math.inf  # of the leases moved earlier: the only ones the reaper must hear of
             with self._lock:
                 now = self.clock.monotonic()
-                for cookie, duration in zip(cookies[start:start + REAP_CHUNK], requested[start:start + REAP_CHUNK]):
+                for cookie, duration in chunk:
                     resource = self._by_cookie.get(cookie)
                     if resource is None or resource.expiration + grace <= now:
                         if resource is not None:
@@ -235,15 +239,18 @@ class LeaseManager:
                         outcomes.append(exc)
                         continue
                     if resource.expiration != old:
-                        self._table.moved(resource, old)
+                        if resource.expiration < old:  # a later end needs nothing of the index
+                            self._table.moved(resource, old)
+                            earliest = min(earliest, resource.expiration)
                         renewed.append(resource)
                     if hooks is not None:
                         served.append(resource)
-                    earliest = min(earliest, resource.expiration)
                     outcomes.append(granted)
-                self._journal.renewed(renewed)
-            self._journal.ended(found_dead)
-            self._free(found_dead)
+                if renewed:
+                    self._journal.renewed(renewed)
+            if found_dead:
+                self._journal.ended(found_dead)
+                self._free(found_dead)
             if earliest < math.inf:
                 self._reaper.expiration_added(earliest + grace)
             if hooks is not None:

@@ -443,3 +443,20 @@ def test_a_renewal_manager_keeps_a_groups_leases_across_a_failover() -> None:
             assert lost == [] and all(managed(group, lease.cookie) > clock.monotonic() for lease in leases)
     finally:
         group.close()
+
+
+@pytest.mark.parametrize("granted", [30.0, math.inf])
+@pytest.mark.parametrize("landlords", [None, ("PYRO:a@127.0.0.1:1", "PYRO:b@127.0.0.1:2")])
+def test_a_lease_made_by_granted_is_the_lease_init_makes(granted: float, landlords: tuple[str, ...] | None) -> None:
+    clock = FakeClock(start=100.0, wall_offset=5_000.0)
+    landlord = Landlord(clock=clock)
+    checked = LandlordLease("c" * 22, landlord, "id", clock.time() + granted, clock=clock, term=granted,
+                            landlords=landlords)
+    fast = LandlordLease.granted("c" * 22, landlord, "id", granted, clock=clock, landlords=landlords)
+    assert fast == checked
+    seen = [(lease.cookie, lease.landlord, lease.landlord_id, lease.expiration, lease.deadline, lease.term,
+             lease.replicated) for lease in (fast, checked)]
+    assert seen[0] == seen[1]
+    clock.advance(10.0)
+    assert fast.remaining == checked.remaining == (math.inf if math.isinf(granted) else granted - 10.0)
+    landlord.close()
