@@ -43,6 +43,7 @@ REAPERS = ("lazy", "sleeper", "polling")
 OPS = ("fill", "grant", "renew", "renew_all", "cancel")
 GROWTH_OPS = ("grant", "renew", "renew_all", "cancel")
 UNIT = "µs/op"
+MEMORY_GOAL = 200.0  # bytes of grantor state per lease, at a million leases (issue 15)
 
 # Every lease is on this one object, so memory figures count bookkeeping only.
 RESOURCE = object()
@@ -312,6 +313,14 @@ def measure_memory(make: Callable[[], Subject], size: int) -> Memory:
                   (with_kept - empty - state - list_bytes) / size, list_bytes / size)
 
 
+def memory_rows(pairs: list[tuple[Memory, Memory]]) -> list[Row]:
+    """The grantor's bytes per lease as table rows, landlord against the baseline, per size
+    (with issue 15's goal at a million leases and over)."""
+    return [Row(f"grantor memory at {ours.size:,} leases", ours.state, base.state, "B/lease",
+                limit=MEMORY_GOAL if ours.size >= 1_000_000 else None)
+            for ours, base in pairs]
+
+
 def format_memory(pairs: list[tuple[Memory, Memory]]) -> str:
     """The memory lines, landlord next to baseline, per size."""
     lines = ["memory, bytes per lease (tracemalloc; one shared resource object):"]
@@ -384,6 +393,7 @@ def measure(args: argparse.Namespace) -> Report:
             memory.append((measure_memory(lambda: make_landlord(args.reaper), size),
                            measure_memory(make_baseline, size)))
     growth_rows = growth(rows)
+    rows += memory_rows(memory)
     return Report(
         rows, notes=format_growth(growth_rows) + (["", format_memory(memory)] if memory else []),
         title=f"landlord vs dict + SortedList baseline; reaper={args.reaper}, sample=min(N, {args.sample:,}), "
