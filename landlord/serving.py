@@ -170,7 +170,8 @@ def raise_open_files_limit(wanted: int = WANTED_OPEN_FILES) -> int:
 
 @contextlib.contextmanager
 def pyro_settings(**settings: Any) -> Iterator[None]:
-    """Set Pyro5 config items for the block, restoring the old values after it.
+    """Set Pyro5 config items for the block, restoring the old values after it (blocks that
+    overlap, nested or on other threads, may end in any order).
 
     Pyro5 has one configuration per process, read when a daemon is made
     (SERVERTYPE, the SSL items) or on every message (MAX_MESSAGE_SIZE,
@@ -186,14 +187,34 @@ def pyro_settings(**settings: Any) -> Iterator[None]:
     for name in settings:
         if not hasattr(pyro_config, name):
             raise AttributeError(f"Pyro5 has no config item {name!r}")
-    old = {name: getattr(pyro_config, name) for name in settings}
-    for name, value in settings.items():
-        setattr(pyro_config, name, value)
+    token = object()
+    with _settings_lock:
+        for name, value in settings.items():
+            if name not in _settings_in_force:
+                _settings_in_force[name] = (getattr(pyro_config, name), [])
+            _settings_in_force[name][1].append((token, value))
+            setattr(pyro_config, name, value)
     try:
         yield
     finally:
-        for name, value in old.items():
-            setattr(pyro_config, name, value)
+        with _settings_lock:
+            for name in settings:
+                before, holders = _settings_in_force[name]
+                holders[:] = [(held, value) for held, value in holders if held is not token]
+                if holders:  # another block still holds it (a nested one, or another thread's): its value
+                    setattr(pyro_config, name, holders[-1][1])
+                else:
+                    del _settings_in_force[name]
+                    setattr(pyro_config, name, before)
+
+
+# Blocks of pyro_settings that may overlap, on one thread or on several (two servers
+# started and stopped in any order): per item, its value before the first block and
+# the blocks holding it with their values, latest last. A block that ends hands the
+# item to the latest block still holding it, or back to the value before them all,
+# so that blocks ending out of order leave nothing behind.
+_settings_lock = threading.Lock()
+_settings_in_force: dict[str, tuple[Any, list[tuple[object, Any]]]] = {}
 
 
 # -- addresses -----------------------------------------------------------------------------------

@@ -142,6 +142,24 @@ def test_pyro_settings_restores_and_refuses_unknown_items() -> None:
     assert pyro_config.COMMTIMEOUT == before
 
 
+def test_pyro_settings_blocks_that_end_out_of_order_leave_nothing_behind() -> None:
+    """Two servers in one process, started A then B and stopped A then B (the order
+    left THREADPOOL_SIZE at landlord's 2048 for the rest of a test session)."""
+    before = pyro_config.THREADPOOL_SIZE
+    first, second = pyro_settings(THREADPOOL_SIZE=2048), pyro_settings(THREADPOOL_SIZE=4096)
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert pyro_config.THREADPOOL_SIZE == 4096  # the block still open keeps its value
+    second.__exit__(None, None, None)
+    assert pyro_config.THREADPOOL_SIZE == before
+    with pyro_settings(THREADPOOL_SIZE=1):  # and nested blocks still unwind in order
+        with pyro_settings(THREADPOOL_SIZE=2):
+            assert pyro_config.THREADPOOL_SIZE == 2
+        assert pyro_config.THREADPOOL_SIZE == 1
+    assert pyro_config.THREADPOOL_SIZE == before
+
+
 # -- addresses -----------------------------------------------------------------------------------
 
 @contextlib.contextmanager
