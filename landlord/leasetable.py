@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator
 
 from .resource import LeasedResource
 
@@ -113,31 +112,18 @@ class LeaseTable:
         Leases come out bucket by bucket, earliest bucket first; within the
         bucket being taken apart, earliest first.
         """
-        by_cookie = self.by_cookie
         front = self._front
         due: list[LeasedResource] = []
         budget = _WORK_PER_DUE * limit
         while budget > 0 and len(due) < limit:
             if front and front[0][0] <= due_before:
-                filed, cookie = heapq.heappop(front)
                 budget -= 1
-                self._entries -= 1
-                leased = by_cookie.get(cookie)
-                if leased is None:
-                    continue  # stale: the lease was cancelled, or already freed by another entry
-                if leased.expiration <= due_before:
-                    del by_cookie[cookie]
-                    due.append(leased)
-                else:  # renewed since it was filed
-                    self._file(cookie, leased.expiration)
+                self._settle(heapq.heappop(front)[1], due_before, due)
                 continue
             if not (self._keys and self._floors[self._keys[0]] <= due_before):
                 return due, False
             budget = self._take_apart(due_before, limit, due, budget)
         return due, True
-
-    def __iter__(self) -> Iterator[LeasedResource]:
-        return iter(self.by_cookie.values())
 
     @property
     def entries(self) -> int:
@@ -164,29 +150,33 @@ class LeaseTable:
             if expiration < self._floors[key]:
                 self._floors[key] = expiration
 
+    def _settle(self, cookie: str, due_before: float, due: list[LeasedResource]) -> None:
+        """One entry taken out of the calendar: its lease is due (freed into ``due``), renewed
+        since it was filed (filed again: to the front heap if still in the bucket being taken
+        apart, else to its own), or gone (a stale entry, dropped)."""
+        self._entries -= 1
+        leased = self.by_cookie.get(cookie)
+        if leased is None:
+            return  # the lease was cancelled, or already freed through another entry
+        if leased.expiration <= due_before:
+            del self.by_cookie[cookie]
+            due.append(leased)
+        else:
+            self._file(cookie, leased.expiration)
+
     def _take_apart(self, due_before: float, limit: int, due: list[LeasedResource], budget: int) -> int:
         """Go through the earliest bucket, in the order filed: free what is due, move what was
         renewed to its bucket now, and put what is not yet due in the front heap. Return the budget left."""
         key = self._keys[0]
         self._front_key = max(self._front_key, key)  # from now on, this bucket's arrivals go to the front
         bucket = self._buckets[key]
-        by_cookie = self.by_cookie
         taken = 0
         for cookie in bucket:
             if budget <= 0 or len(due) >= limit:
                 break
             taken += 1
             budget -= 1
-            self._entries -= 1
-            leased = by_cookie.get(cookie)
-            if leased is None:
-                continue
-            expiration = leased.expiration
-            if expiration <= due_before:
-                del by_cookie[cookie]
-                due.append(leased)
-            else:
-                self._file(cookie, expiration)  # to the front if still in this bucket, else to its own
+            self._settle(cookie, due_before, due)
         if taken == len(bucket):
             heapq.heappop(self._keys)
             del self._buckets[key], self._floors[key]
