@@ -89,6 +89,8 @@ import Pyro5.api
 from Pyro5 import config as pyro_config
 
 from .admin import LandlordAdmin, admin_object_id
+from .frameserver import WORKERS, guard
+from .framing import FrameLimits
 from .grantor import Landlord
 from .multiplex import greet_when_spoken
 from .replicated import ReplicatedLandlord
@@ -116,8 +118,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
-SERVER_TYPE = "multiplex"  # one selector thread for every connection; see the module docstring
-SERVER_TYPES = ("multiplex", "thread")
+SERVER_TYPE = "guarded"  # landlord.frameserver: one thread gathers whole messages, workers serve them
+SERVER_TYPES = ("guarded", "multiplex", "thread")
 THREADPOOL_SIZE = 2048     # workers if the "thread" server type is asked for: one per connection
 
 # Requests to a landlord or a lookup service are small (a batch of 1,000
@@ -548,7 +550,8 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                  threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                  ready: Callable[[str], None] | None = None, name: str = "object", details: str = "",
                  announce: bool = True, metrics: LeaseMetrics | None = None, metrics_host: str | None = None,
-                 metrics_port: int = 0, admin: LandlordAdmin | None = None) -> None:
+                 metrics_port: int = 0, admin: LandlordAdmin | None = None, limits: FrameLimits | None = None,
+                 workers: int = WORKERS) -> None:
     """Serve one Pyro5 object at ``host:port`` under ``object_id`` until
     SIGTERM or SIGINT (or ``stop`` is set): the loop behind :func:`serve_landlord`
     and ``python -m lookup serve``.
@@ -579,8 +582,11 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
             ``host`` (see :func:`advertised_host`).
         tls: serve over two-way TLS (in force for the whole process while
             serving); ``None`` leaves the process's SSL settings as they are.
-        server_type: ``"multiplex"`` or ``"thread"`` (see the module docstring).
+        server_type: ``"guarded"``, ``"multiplex"`` or ``"thread"`` (see the module docstring).
         threadpool_size: the most connections the ``"thread"`` server takes.
+        limits: what one message may be on the ``"guarded"`` server (default:
+            :class:`~landlord.framing.FrameLimits`' defaults).
+        workers: the ``"guarded"`` server's workers for small messages.
         stop: set it to stop serving; SIGTERM and SIGINT set it too when
             called from the main thread.
         ready: called with the object's URI once it answers.
@@ -595,8 +601,8 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
             ``object_id`` (logged, and printed with ``announce``: ``"<name> admin at <uri>"``).
 
     Raises:
-        TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
-        ValueError: an unknown server type, a bad pool size or object id, an
+        TypeError: ``tls`` is not a TLSConfig, ``limits`` not a FrameLimits, or ``advertise`` not a str.
+        ValueError: an unknown server type, a bad pool size, worker count or object id, an
             ``advertise`` that is not a host name or address (nothing is bound).
         OSError: the address (or the metrics' address) is in use or cannot be bound.
     """
@@ -605,7 +611,11 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
 
         check_metrics_port(metrics_port)
     if server_type not in SERVER_TYPES:
-        raise ValueError(f"server_type must be 'multiplex' or 'thread', got {server_type!r}")
+        raise ValueError(f"server_type must be one of {', '.join(SERVER_TYPES)}, got {server_type!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    if limits is not None and not isinstance(limits, FrameLimits):
+        raise TypeError(f"limits must be a FrameLimits or None, got {type(limits).__name__}")
     if isinstance(threadpool_size, bool) or not isinstance(threadpool_size, int) or threadpool_size < 1:
         raise ValueError(f"threadpool_size must be a positive int, got {threadpool_size!r}")
     if not isinstance(object_id, str) or not object_id or "@" in object_id \
@@ -625,13 +635,16 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
     with contextlib.ExitStack() as stack:
         if tls is not None:
             stack.enter_context(tls_settings(tls))
-        comm_timeout = COMM_TIMEOUT if server_type == "multiplex" else 0.0
+        comm_timeout = 0.0 if server_type == "thread" else COMM_TIMEOUT
         stack.enter_context(pyro_settings(MAX_MESSAGE_SIZE=MAX_MESSAGE_SIZE, COMMTIMEOUT=comm_timeout,
                                           THREADPOOL_SIZE=threadpool_size))
-        with pyro_settings(SERVERTYPE=server_type):  # read once, by the daemon's constructor
+        # read once, by the daemon's constructor; a guarded server takes over a multiplex server's socket
+        with pyro_settings(SERVERTYPE="multiplex" if server_type == "guarded" else server_type):
             daemon = Pyro5.api.Daemon(host=host, port=port, nathost=nathost,
                                       natport=0 if translated else None)
-        if server_type == "multiplex":
+        if server_type == "guarded":
+            guard(daemon, limits, workers=workers)
+        elif server_type == "multiplex":
             greet_when_spoken(daemon.transportServer)  # a silent connection must not stall the one thread
         stack.callback(daemon.close)
         uri = str(daemon.register(obj, objectId=object_id))

@@ -10,7 +10,7 @@ Run it from the repository root::
     python examples/foo_landlord/server.py --port 0
     python examples/foo_landlord/server.py --host 0.0.0.0 --advertise h1.example.org --port 7000
 
-``serve_landlord`` prints where it serves, ``landlord at PYRO:... (multiplex
+``serve_landlord`` prints where it serves, ``landlord at PYRO:... (guarded
 server)`` (one line, no timestamp), for clients to connect to; then this
 server prints one timestamped line per grant, renewal (single, or a batch of
 them in one ``renew_all`` call) and freed Foo. With ``--host 0.0.0.0`` it
@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"Foo landlord (landlord {landlord.__version__}) serving, "
             f"leases of at most {args.max_lease:g} s")
 
-    try:  # serve_landlord: the multiplex server, until SIGTERM or Ctrl-C
+    try:  # serve_landlord: the guarded server, until SIGTERM or Ctrl-C
         landlord.serve_landlord(foo_landlord, args.host, args.port, advertise=args.advertise,
                                 object_id=OBJECT_ID, ready=ready)
         say(f"shutting down; {foo_landlord.foos_in_use()} foo(s) still leased")

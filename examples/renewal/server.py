@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"leases of at most {args.max_lease:g} s{revoking}")
         print(f"URI: {uri}", flush=True)  # unstamped: a parent process reads this line
 
-    try:  # serve_landlord: the multiplex server, until SIGTERM or Ctrl-C
+    try:  # serve_landlord: the guarded server, until SIGTERM or Ctrl-C
         landlord.serve_landlord(rooms, args.host, args.port, object_id=OBJECT_ID, ready=ready)
         say(f"shutting down; {rooms.rented()} room(s) still rented")
     finally:

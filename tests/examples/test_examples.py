@@ -73,7 +73,7 @@ def test_foo_demo_server_stops_cleanly(foo_demo_output: str) -> None:
 
 
 def test_foo_demo_server_prints_the_uri_it_serves(foo_demo_output: str) -> None:
-    announced = re.search(r"^server \| landlord at (PYRO:foo\.landlord@127\.0\.0\.1:\d+) \(multiplex server\)$",
+    announced = re.search(r"^server \| landlord at (PYRO:foo\.landlord@127\.0\.0\.1:\d+) \(guarded server\)$",
                           foo_demo_output, re.MULTILINE)
     assert announced, foo_demo_output
     assert f"demo   | server is up at {announced.group(1)};" in foo_demo_output
@@ -91,7 +91,7 @@ def foo_server() -> Iterator[ChildProcess]:
 
 
 def test_foo_server_advertises_its_address_and_logs_a_batch_of_renewals(foo_server: ChildProcess) -> None:
-    announced = foo_server.wait_for(r"^landlord at (PYRO:\S+) \(multiplex server, listening on 0\.0\.0\.0:\d+\)$")
+    announced = foo_server.wait_for(r"^landlord at (PYRO:\S+) \(guarded server, listening on 0\.0\.0\.0:\d+\)$")
     uri = announced.group(1)
     assert re.fullmatch(rf"PYRO:foo\.landlord@{re.escape(ADVERTISED)}:\d+", uri)
     with Pyro5.api.Proxy(uri) as foos:

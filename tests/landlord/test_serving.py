@@ -285,7 +285,7 @@ def test_a_landlord_advertises_the_address_it_is_told_in_its_uri_and_leases(
         assert 29 < lease.renew(30) <= 30  # ...and renews through it
         lease.cancel()
     printed = capsys.readouterr().out.splitlines()
-    assert printed == [f"landlord at {uri} (multiplex server, listening on 0.0.0.0:{port})"]
+    assert printed == [f"landlord at {uri} (guarded server, listening on 0.0.0.0:{port})"]
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "", "::"])
@@ -316,7 +316,7 @@ def test_announce_false_prints_nothing_and_logs_as_before(
         with _served(rooms, "127.0.0.1", announce=False) as uri:
             pass
     assert capsys.readouterr().out == ""
-    assert f"landlord at {uri} (multiplex server)" in caplog.messages
+    assert f"landlord at {uri} (guarded server)" in caplog.messages
 
 def test_a_closed_or_missing_stdout_stops_no_server(close_later: list, monkeypatch: pytest.MonkeyPatch) -> None:
     closed = io.StringIO()
@@ -360,7 +360,7 @@ def test_a_landlord_with_a_stable_id_gets_the_same_uri_after_a_restart(spawn: An
 
 def test_a_served_landlord_prints_the_advertised_uri_it_serves_once(spawn: Any) -> None:
     server = spawn("served_landlord.py", "--host", "0.0.0.0", "--advertise", ADVERTISED)
-    announced = server.wait_for(r"^landlord at (PYRO:\S+) \(multiplex server, listening on 0\.0\.0\.0:\d+\)$")
+    announced = server.wait_for(r"^landlord at (PYRO:\S+) \(guarded server, listening on 0\.0\.0\.0:\d+\)$")
     uri = server.expect("URI:")
     assert announced.group(1) == uri and _uri_host(uri) == ADVERTISED
     assert 59 < _rent(uri, "101").renew(60) <= 60

@@ -181,7 +181,7 @@ def _refused(uri: str) -> Exception:
     return refused.value
 
 
-@pytest.mark.parametrize("server_type", ["multiplex", "thread"])
+@pytest.mark.parametrize("server_type", ["guarded", "multiplex", "thread"])
 def test_a_tls_landlord_serves_clients_of_its_ca_and_refuses_every_other_client(
         spawn: Any, certs: Certs, server_type: str) -> None:
     started = time.monotonic()
@@ -246,7 +246,7 @@ def test_silent_connections_hold_up_no_one_and_a_stalled_handshake_only_for_its_
 
 def test_lookup_serve_and_list_over_tls(serve_lookup: Serve, certs: Certs) -> None:
     server, port = serve_lookup(*certs.args(certs.server))
-    assert re.search(r"lookup service at \S+ \(multiplex server, two-way TLS, leases up to", server.output[-1])
+    assert re.search(r"lookup service at \S+ \(guarded server, two-way TLS, leases up to", server.output[-1])
     listed = run_lookup("list", "--port", str(port), *certs.args(certs.client))
     assert (listed.returncode, listed.stdout, listed.stderr) == (0, "no registrations\n", "")
 

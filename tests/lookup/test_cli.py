@@ -230,7 +230,7 @@ def test_list_shows_at_most_limit_rows(serve_lookup: Serve) -> None:
 
 def test_serve_logs_grants_renewals_expiries_and_cancellations(serve_lookup: Serve) -> None:
     server, port = serve_lookup("--verbose", "--max-lease", "30", "--reaper", "polling")
-    assert "(multiplex server, leases up to 30 s, 30 s for ANY, polling reaper, in memory)" in server.output[-1]
+    assert "(guarded server, leases up to 30 s, 30 s for ANY, polling reaper, in memory)" in server.output[-1]
     with locate(port=port) as lookup:
         kept = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Kept"]), 20)
         server.wait_for(rf"INFO .*lookup\.service: registered {kept.service_id} \['x.Kept'\] for 20\.0 s")

@@ -245,7 +245,7 @@ def test_serve_on_every_interface_hands_out_the_advertised_address_only(
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
-    assert capsys.readouterr().out.startswith(f"lookup service at {ready[0]} (multiplex server, leases up to ")
+    assert capsys.readouterr().out.startswith(f"lookup service at {ready[0]} (guarded server, leases up to ")
 
 
 def test_an_oversized_message_is_refused_and_the_service_keeps_answering(serve_lookup: Serve) -> None:
@@ -254,9 +254,13 @@ def test_an_oversized_message_is_refused_and_the_service_keeps_answering(serve_l
     with locate(port=port) as lookup:
         with pytest.raises(Pyro5.errors.CommunicationError):
             lookup.register(huge)  # the server drops the connection rather than read 16 MiB+
+    with locate(port=port) as lookup:  # over the cap on serpent messages: refused by name
+        with pytest.raises(Pyro5.errors.ProtocolError, match="at most 65536 are taken"):
+            lookup.register(ServiceItem(None, SERVICE_URI, ["x.Large"], [Comment("x" * 100_000)]))
     with locate(port=port) as lookup:
         assert lookup.lookup(ServiceTemplate(types=["x.Huge"])) is None
-        lookup.register(ServiceItem(None, SERVICE_URI, ["x.Small"], [Comment("x" * 100_000)]))
+        assert lookup.lookup(ServiceTemplate(types=["x.Large"])) is None
+        lookup.register(ServiceItem(None, SERVICE_URI, ["x.Small"], [Comment("x" * 50_000)]))
 
 
 def test_raise_open_files_limit_never_lowers_it() -> None:

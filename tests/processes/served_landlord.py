@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="serve_landlord(announce=False)")
     parser.add_argument("--landlord-id", default=None)
-    parser.add_argument("--server-type", default="multiplex")
+    parser.add_argument("--server-type", default=landlord.serving.SERVER_TYPE)
     parser.add_argument("--cert")
     parser.add_argument("--key")
     parser.add_argument("--ca")
