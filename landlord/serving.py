@@ -487,7 +487,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
 
 
 def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: int = 0, *,
-                  advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = "thread",
+                  advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
                   threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                   ready: Callable[[str], None] | None = None, announce: bool = True,
                   name: str = "replica", metrics_port: int | None = None, metrics_host: str | None = None,
@@ -500,10 +500,10 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     be one of the group's ``replicas``; it joins the group's election once it
     answers, before ``ready`` is called.
 
-    Served by the ``"thread"`` server by default, not ``"multiplex"``: a
+    Served by the ``"guarded"`` server by default, never ``"multiplex"``: a
     grant or cancel waits for its etcd transaction (for up to 2 s while etcd
-    elects a leader of its own), and must not hold up other holders' renewals
-    meanwhile, which never wait for etcd.
+    elects a leader of its own) on one of the server's workers, and must not
+    hold up other holders' renewals meanwhile, which never wait for etcd.
 
     With ``metrics_port``, its metrics are served as :func:`serve_landlord`
     serves a landlord's, counted across its terms of leadership; ``/readyz``
@@ -512,7 +512,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     Args:
         replica: what to serve (not yet started).
         host, port, advertise, tls, server_type, threadpool_size, stop, announce:
-            as for :func:`serve_landlord` (but ``server_type`` ``"thread"``).
+            as for :func:`serve_landlord`.
         ready: called with the replica's URI once it answers and has joined the election.
         name: what the log lines call it (the first: ``"<name> at <uri> (...)"``).
         metrics_port, metrics_host: as for :func:`serve_landlord`.

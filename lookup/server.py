@@ -10,9 +10,10 @@ stdout once it answers: ``lookup service at PYRO:lookup.LookupService@host:port 
 Many clients
 ------------
 A lookup service is something every service and client of a network keeps a
-connection to, so it is served with Pyro5's ``"multiplex"`` server (one
-thread for every connection), a bounded :data:`MAX_MESSAGE_SIZE` and a
-:data:`COMM_TIMEOUT`: the loop of :func:`landlord.serving.serve_object`, shared
+connection to, and that strangers can reach, so it is served by the
+``"guarded"`` server (:mod:`landlord.frameserver`: one thread gathers whole
+messages under per-message deadlines and caps, workers serve them): the loop
+of :func:`landlord.serving.serve_object`, shared
 with :func:`landlord.serving.serve_landlord`. Why, what it costs and the
 measurements are in :mod:`landlord.serving`'s docstring.
 
@@ -246,7 +247,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         max_lease: the longest lease granted, in seconds.
         default_lease: the lease granted for ``ANY``, in seconds.
         reaper: ``"sleeper"``, ``"polling"`` or ``"lazy"`` (see :class:`~landlord.LeaseManager`).
-        server_type: Pyro5's ``"multiplex"`` (the default; see :mod:`landlord.serving`)
+        server_type: ``"guarded"`` (the default; see :mod:`landlord.serving`), Pyro5's ``"multiplex"``
             or ``"thread"`` (with ``threadpool_size`` workers, one per connection).
         threadpool_size: the most connections the ``"thread"`` server takes.
         tls: serve over two-way TLS (in force for the whole process while
@@ -285,7 +286,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         sqlite3.Error: ``store`` cannot be opened as a database.
     """
     if server_type not in SERVER_TYPES:
-        raise ValueError(f"server_type must be 'multiplex' or 'thread', got {server_type!r}")
+        raise ValueError(f"server_type must be one of {', '.join(SERVER_TYPES)}, got {server_type!r}")
     if reaper not in REAPERS:
         raise ValueError(f"reaper must be one of {', '.join(REAPERS)}, got {reaper!r}")
     if tls is not None and not isinstance(tls, TLSConfig):

@@ -1,0 +1,239 @@
+"""Hostile clients against real servers: nobody's renewal waits on them.
+
+Each test starts a server in its own process (a landlord served by
+``serve_landlord``, or ``python -m lookup serve``), starts a canary holder
+renewing a 2 s lease every 0.1 s, attacks over raw sockets, then checks:
+
+- the canary never missed a renewal, and its worst took under
+  :data:`WORST_RENEWAL` (the goal on a quiet machine is 100 ms);
+- the server refused the attack by the rule it broke (it says which);
+- its memory stayed bounded, and came back down.
+
+The attacks need no credentials; the parse bombs come after a good handshake,
+as any client may make one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import Pyro5.api
+import Pyro5.protocol
+import pytest
+from attacks import (
+    JSON,
+    MARSHAL,
+    SERPENT,
+    Canary,
+    answer_text,
+    closed_by_server,
+    connect_message,
+    deflated,
+    for_seconds,
+    greeted,
+    json_bomb,
+    memory_of,
+    message,
+    read_message,
+    serpent_bomb,
+)
+from conftest import ChildProcess, free_port
+
+import landlord
+from landlord.framing import FrameLimits
+from lookup import ServiceItem, locate
+
+pytestmark = pytest.mark.slow
+
+WORST_RENEWAL = 0.25   # seconds: the most one of the canary's renewals may take during an attack
+DEADLINE = FrameLimits().deadline
+SERPENT_CAP = FrameLimits().serpent_bytes
+JSON_CAP = FrameLimits().json_bytes
+SERVICE_URI = "PYRO:quotes@127.0.0.1:9"
+KEPT_MEMORY = 64 * 1024 * 1024   # what an attack may leave the server holding once it ends
+PEAK_MEMORY = 256 * 1024 * 1024  # what it may make the server take at its worst
+
+
+@dataclass
+class Target:
+    """A server in a child process, and a lease on it for the canary."""
+
+    name: str
+    process: ChildProcess
+    port: int
+    object_id: str
+    lease: landlord.Lease
+
+
+def _served_landlord() -> tuple[ChildProcess, str]:
+    from conftest import PROCESSES
+
+    return landlord.testing.start_server(str(PROCESSES / "served_landlord.py"), "--landlord-id", "hostile")
+
+
+def _served_lookup() -> tuple[ChildProcess, str]:
+    return landlord.testing.start_server("-m", "lookup", "serve", "--port", str(free_port()), "--no-announce")
+
+
+@pytest.fixture(params=["landlord", "lookup"])
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    process, uri = _served_landlord() if request.param == "landlord" else _served_lookup()
+    with process:
+        object_id, _, where = uri.removeprefix("PYRO:").partition("@")
+        port = int(where.rsplit(":", 1)[1])
+        if request.param == "landlord":
+            lease = Pyro5.api.Proxy(uri).rent("canary", 2.0)
+        else:
+            with locate(port=port) as lookup:
+                lease = lookup.register(ServiceItem(None, SERVICE_URI, ["quotes.Canary"], []), 2.0).lease
+        yield Target(request.param, process, port, object_id, lease)
+        landlord.proxies.discard(uri)
+
+
+@contextlib.contextmanager
+def watched(target: Target) -> Iterator[Canary]:
+    """The canary renewing throughout the block; checked after it, with the server's memory."""
+    resident, _ = memory_of(target.process.pid)
+    canary = Canary(target.lease).start()
+    try:
+        canary.renew_more(2)
+        yield canary
+        canary.renew_more(3)  # and it serves on
+    finally:
+        canary.stop()
+    canary.check(WORST_RENEWAL)
+    now, peak = memory_of(target.process.pid)
+    print(f"{target.name}: memory {resident / 2**20:.1f} MiB before, {now / 2**20:.1f} after, "
+          f"peak {peak / 2**20:.1f}")
+    assert peak - resident < PEAK_MEMORY and now - resident < KEPT_MEMORY
+
+
+def _connect(target: Target) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", target.port), timeout=10)
+
+
+# -- connections that never finish a message ----------------------------------------------------------
+
+def test_a_trickle_of_one_byte_a_second_is_cut_off_at_the_deadline(target: Target) -> None:
+    """Pyro5's multiplex server restarts its timeout at every byte: a trickle held it as long as it liked."""
+    handshake = connect_message(target.object_id)
+    with watched(target), contextlib.ExitStack() as stack:
+        trickles = [stack.enter_context(_connect(target)) for _ in range(10)]
+        started = time.monotonic()
+        cut_off: list[float] = []
+        for sent in range(len(handshake) - 1):  # never the last byte
+            for sock in list(trickles):
+                try:
+                    sock.send(handshake[sent:sent + 1])
+                except OSError:  # the server closed it
+                    trickles.remove(sock)
+                    cut_off.append(time.monotonic() - started)
+            if not trickles or time.monotonic() - started > DEADLINE + 5:
+                break
+            time.sleep(0.5)  # the attack's pace (a byte every half second), not a wait for the server
+        assert len(cut_off) == 10, f"{len(trickles)} trickling connections still open"
+        assert DEADLINE - 1 < max(cut_off) < DEADLINE + 2.5
+    assert "within 5 s of its first byte" in "\n".join(target.process.output)
+
+
+def test_a_thousand_one_byte_connections_are_closed_at_the_deadline_and_hold_nobody_up(target: Target) -> None:
+    with watched(target), contextlib.ExitStack() as stack:
+        stalled = [stack.enter_context(_connect(target)) for _ in range(1000)]
+        for sock in stalled:
+            sock.send(b"P")
+        started = time.monotonic()
+        assert all(closed_by_server(sock, DEADLINE + 5) for sock in stalled)
+        assert time.monotonic() - started < DEADLINE + 5
+
+
+def test_silent_connections_cost_nothing(target: Target) -> None:
+    with watched(target), contextlib.ExitStack() as stack:
+        for _ in range(500):
+            stack.enter_context(_connect(target))
+        time.sleep(1.0)  # the canary renews ten times while they sit there
+
+
+# -- bombs before the handshake --------------------------------------------------------------------------
+
+def test_a_compressed_handshake_is_refused_unread(target: Target) -> None:
+    """A 4 KB zlib bomb inflating to 256 MiB held the lookup service 8.8 s at 2 GB."""
+    bomb = deflated(bytes(256 * 1024 * 1024))
+    with watched(target):
+        for _ in range(20):
+            with _connect(target) as sock:
+                sock.sendall(message(Pyro5.protocol.MSG_CONNECT, bomb[:4000], flags=Pyro5.protocol.FLAGS_COMPRESSED))
+                refused = read_message(sock)
+                assert refused is not None and refused.type == Pyro5.protocol.MSG_CONNECTFAIL
+                assert "compressed data is refused before the handshake" in answer_text(refused)
+
+
+def test_a_large_handshake_and_a_marshal_one_are_refused_by_name(target: Target) -> None:
+    """A 58-byte marshal message claiming a list of 2**31-1 items stalled a server 5 s, every time."""
+    claim = b"[" + (2**31 - 1).to_bytes(4, "little")  # marshal's list of that many items
+    with watched(target):
+        for _ in range(20):
+            with _connect(target) as sock:
+                sock.sendall(message(Pyro5.protocol.MSG_CONNECT, claim, serializer=MARSHAL))
+                refused = read_message(sock)
+                assert refused is not None and refused.type == Pyro5.protocol.MSG_CONNECTFAIL
+                assert "marshal is refused" in answer_text(refused)
+            with _connect(target) as sock:
+                sock.sendall(message(Pyro5.protocol.MSG_CONNECT, serpent_bomb(2 * 1024 * 1024))[:4096])
+                refused = read_message(sock)
+                assert refused is not None and "before the handshake" in answer_text(refused)
+
+
+# -- bombs after a good handshake -----------------------------------------------------------------------
+
+def test_a_decompression_bomb_after_the_handshake_is_inflated_only_to_the_cap(target: Target) -> None:
+    bomb = deflated(bytes(256 * 1024 * 1024))  # 256 MiB of zeros in about 255 KB
+    with watched(target):
+        for _ in range(10):
+            with greeted(target.port, target.object_id) as sock:
+                sock.sendall(message(Pyro5.protocol.MSG_INVOKE, bomb[:60_000], flags=Pyro5.protocol.FLAGS_COMPRESSED))
+                refused = read_message(sock)
+                assert refused is not None and refused.flags & Pyro5.protocol.FLAGS_EXCEPTION
+                assert f"inflating beyond {SERPENT_CAP} bytes" in answer_text(refused)
+
+
+@pytest.mark.parametrize("serializer", [SERPENT, JSON], ids=["serpent", "json"])
+def test_parse_bombs_at_the_cap_from_four_clients_at_once_hold_nobody_up(target: Target, serializer: int) -> None:
+    """2 MiB of serpent stalled a server 2.9 s at 1 GB; at the cap, the costliest parse is a few tens of ms,
+    and only one such runs at a time."""
+    bomb = serpent_bomb(SERPENT_CAP) if serializer == SERPENT else json_bomb(JSON_CAP)
+    answered = [0] * 4
+
+    def bomber(index: int) -> None:
+        with greeted(target.port, target.object_id, serializer) as sock:
+            def one() -> None:
+                sock.sendall(message(Pyro5.protocol.MSG_INVOKE, bomb, serializer=serializer))
+                received = read_message(sock)
+                assert received is not None and received.flags & Pyro5.protocol.FLAGS_EXCEPTION
+                answered[index] += 1
+            for_seconds(3.0, one)
+
+    with watched(target):
+        bombers = [threading.Thread(target=bomber, args=(index,)) for index in range(4)]
+        for thread in bombers:
+            thread.start()
+        for thread in bombers:
+            thread.join(30)
+    assert all(answered), answered
+    print(f"{sum(answered)} bombs of {len(bomb) // 1024} KiB parsed")
+
+
+def test_a_message_over_the_cap_is_refused_from_its_header(target: Target) -> None:
+    with watched(target):
+        for claimed in (SERPENT_CAP + 1, 2**31, 2**32 - 1):
+            with greeted(target.port, target.object_id) as sock:
+                header = bytearray(message(Pyro5.protocol.MSG_INVOKE, b"")[:40])
+                header[12:16] = claimed.to_bytes(4, "big")
+                sock.sendall(bytes(header))
+                refused = read_message(sock)
+                assert refused is not None and f"message of {claimed} bytes" in answer_text(refused)
+                assert closed_by_server(sock, 5)
