@@ -44,6 +44,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
+import json
 import logging
 import queue
 import selectors
@@ -59,6 +60,7 @@ import Pyro5.errors
 import Pyro5.protocol
 import Pyro5.serializers
 import Pyro5.socketutil
+import serpent  # type: ignore[import-untyped]
 from Pyro5.svr_multiplex import SocketServer_Multiplex
 
 from .framing import ACCEPTED_SERIALIZERS, SERPENT, Frame, FrameGatherer, FrameLimits, FrameRefused, inflate
@@ -130,7 +132,7 @@ class FrameServer:
     def __init__(self, daemon: Pyro5.api.Daemon, limits: FrameLimits, workers: int = WORKERS) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive int, got {workers!r}")
-        old = daemon.transportServer
+        old = getattr(daemon, "transportServer", None)
         if not isinstance(old, SocketServer_Multiplex) or old.sock is None:
             raise TypeError(f"expected a daemon on Pyro5's multiplex server, got {type(old).__name__}")
         self.daemon = daemon
@@ -546,4 +548,64 @@ def guard(daemon: Pyro5.api.Daemon, limits: FrameLimits | None = None, *, worker
         limits = FrameLimits()
     if not isinstance(limits, FrameLimits):
         raise TypeError(f"limits must be a FrameLimits, got {type(limits).__name__}")
+    _name_parse_errors()
     return FrameServer(daemon, limits, workers)
+
+
+# -- bodies that do not parse --------------------------------------------------------------------------
+
+_PARSE_ERRORS = (SyntaxError, ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError, MemoryError)
+
+
+def _malformed(serializer: str, exc: BaseException) -> Pyro5.errors.SerializeError:
+    return Pyro5.errors.SerializeError(f"malformed {serializer} message: {type(exc).__name__}: {exc}"[:500])
+
+
+class _NamedSerpent(Pyro5.serializers.SerpentSerializer):
+    """Pyro5's serpent, whose parse errors say what they are (a ``SerializeError``, answered to the
+    caller) rather than a bare ``SyntaxError`` from Python's parser. What converters raise is unchanged."""
+
+    def loadsCall(self, data: bytes) -> Any:  # noqa: N802 (Pyro5's name)
+        try:
+            obj, method, vargs, kwargs = serpent.loads(data)
+        except _PARSE_ERRORS as exc:
+            raise _malformed("serpent", exc) from None
+        return obj, method, self.recreate_classes(vargs), self.recreate_classes(kwargs)
+
+    def loads(self, data: bytes) -> Any:
+        try:
+            parsed = serpent.loads(data)
+        except _PARSE_ERRORS as exc:
+            raise _malformed("serpent", exc) from None
+        return self.recreate_classes(parsed)
+
+
+class _NamedJson(Pyro5.serializers.JsonSerializer):
+    """Pyro5's json, whose parse errors (and calls missing their parts) say what they are."""
+
+    def loadsCall(self, data: bytes) -> Any:  # noqa: N802 (Pyro5's name)
+        try:
+            call = json.loads(bytes(data).decode("utf-8"))
+            obj, method, vargs, kwargs = call["object"], call["method"], call["params"], call["kwargs"]
+        except _PARSE_ERRORS as exc:
+            raise _malformed("json", exc) from None
+        return obj, method, self.recreate_classes(vargs), self.recreate_classes(kwargs)
+
+    def loads(self, data: bytes) -> Any:
+        try:
+            parsed = json.loads(bytes(data).decode("utf-8"))
+        except _PARSE_ERRORS as exc:
+            raise _malformed("json", exc) from None
+        return self.recreate_classes(parsed)
+
+
+def _name_parse_errors() -> None:
+    """Put the serializers that name their parse errors in Pyro5's tables (once; for the whole
+    process: a client reading a malformed answer is told the same way)."""
+    for name, named in (("serpent", _NamedSerpent), ("json", _NamedJson)):
+        current = Pyro5.serializers.serializers[name]
+        if isinstance(current, named):
+            continue
+        replacement = named()
+        Pyro5.serializers.serializers[name] = replacement
+        Pyro5.serializers.serializers_by_id[replacement.serializer_id] = replacement

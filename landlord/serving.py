@@ -419,7 +419,8 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
                    server_type: str = SERVER_TYPE, threadpool_size: int = THREADPOOL_SIZE,
                    stop: threading.Event | None = None, ready: Callable[[str], None] | None = None,
                    announce: bool = True, metrics_port: int | None = None, metrics_host: str | None = None,
-                   metrics: LeaseMetrics | None = None, admin: LandlordAdmin | None = None) -> None:
+                   metrics: LeaseMetrics | None = None, admin: LandlordAdmin | None = None,
+                   limits: FrameLimits | None = None, workers: int = WORKERS) -> None:
     """Serve ``landlord`` (a :class:`~landlord.Landlord` or subclass) at
     ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
@@ -450,9 +451,10 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
         tls: serve over two-way TLS: only clients with a certificate signed by
             its CA connect. In force for the whole process while serving (see
             :mod:`landlord.tls`); ``None`` leaves the process's SSL settings as they are.
-        server_type: ``"multiplex"`` (the default; see the module docstring)
+        server_type: ``"guarded"`` (the default; see the module docstring), ``"multiplex"``
             or ``"thread"`` (with ``threadpool_size`` workers, one per connection).
         threadpool_size: the most connections the ``"thread"`` server takes.
+        limits, workers: as for :func:`serve_object`.
         stop: set it to stop serving (from another thread); SIGTERM and SIGINT
             set it too when called from the main thread.
         ready: called with the landlord's URI once it answers.
@@ -483,7 +485,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
     serve_object(landlord, host, port, advertise=advertise, object_id=object_id, tls=tls,
                  server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
                  name="landlord", announce=announce, metrics=metrics, metrics_host=metrics_host,
-                 metrics_port=metrics_port or 0, admin=_admin_of(landlord, admin))
+                 metrics_port=metrics_port or 0, admin=_admin_of(landlord, admin), limits=limits, workers=workers)
 
 
 def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: int = 0, *,

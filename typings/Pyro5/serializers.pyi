@@ -2,6 +2,7 @@ from collections.abc import Callable
 from typing import Any
 
 class SerializerBase:
+    serializer_id: int
     @staticmethod
     def register_class_to_dict(clazz: type, converter: Callable[[Any], dict[str, Any]],
                                serpent_too: bool = ...) -> None: ...
