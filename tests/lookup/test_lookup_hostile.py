@@ -19,7 +19,7 @@ from Pyro5.serializers import SerpentSerializer
 from landlord import FakeClock, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError
 from lookup import ALL_TRANSITIONS, Location, LookupService, Name, ServiceItem, ServiceMatches, ServiceTemplate
 
-CLEAR_ERRORS = (TypeError, ValueError, UnknownLeaseError, LeaseDeniedError)
+CLEAR_ERRORS = (TypeError, ValueError, UnknownLeaseError, LeaseDeniedError)  # NotOwnerError is a LeaseDeniedError
 
 anything = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=200) | st.binary(max_size=20),
@@ -85,6 +85,8 @@ def test_every_remote_method_with_anything(a: Any, b: Any, c: Any, d: Any, templ
             lambda: service.set_attributes(a, b),
             lambda: service.modify_attributes(a, b, c),
             lambda: service.add_attributes(scene.registrations[0].lease.cookie + "x", [Name("stolen")]),
+            lambda: service.register(ServiceItem(scene.registrations[0].service_id, "PYRO:stolen@127.0.0.1:9",
+                                                 ["t.A"]), 10, a),  # a stranger's proof: anything but the real one
             lambda: service.renew(a, b),
             lambda: service.cancel(a),
             lambda: service.renew_all(a, b),
