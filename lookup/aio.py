@@ -231,7 +231,7 @@ class AsyncJoinManager:
     Args:
         service, types, attributes, locators: as :class:`~lookup.JoinManager`.
         pool: the :class:`~landlord.aio.CallPool` attribute changes go through (default: the loop's shared one).
-        options: the :class:`~lookup.JoinManager`'s own (``service_id``, ``lease_duration``,
+        options: the :class:`~lookup.JoinManager`'s own (``service_id``, ``secret``, ``lease_duration``,
             ``renewal_manager``: an :class:`~landlord.aio.AsyncLeaseRenewalManager` too, ``retry_initial``, ...).
 
     Raises:
@@ -256,6 +256,11 @@ class AsyncJoinManager:
     @property
     def service_id(self) -> str | None:
         return self._join.service_id
+
+    @property
+    def secret(self) -> str | None:
+        """As :attr:`lookup.JoinManager.secret`: what proves the service's id is its own."""
+        return self._join.secret
 
     @property
     def item(self) -> ServiceItem:
