@@ -91,7 +91,8 @@ class JoinManager:
 
     Raises:
         TypeError: a service without types (a bare URI or proxy and no ``types``),
-            locators that are not proxies or URIs, or both ``groups`` and ``discovery``.
+            locators that are not proxies or URIs, both ``groups`` and ``discovery``,
+            or a ``secret`` that is not a str.
         ValueError: an invalid duration or retry setting, bad groups, a secret of
             the wrong length, or a ``service_id`` that ``secret`` does not prove.
         OSError: ``groups`` given, and discovery cannot send on any interface.

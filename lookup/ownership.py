@@ -54,7 +54,7 @@ __all__ = ["NotOwnerError", "new_registration_secret", "service_id_for", "is_sel
 MIN_SECRET_LENGTH = 16   # characters: a secret shorter than this is too easily guessed
 MAX_PROOF_LENGTH = 256   # characters of a proof (a secret or a cookie) a caller may send
 _DOMAIN = b"lookup.service_id v1\x00"  # keeps these hashes apart from any other use of the same secret
-# a version-8 UUID of the RFC 9562 variant in its canonical text (what uuid.UUID prints, but 20x quicker to check)
+# a version-8 UUID of the RFC 9562 variant in its canonical text (as uuid.UUID prints it; 8x quicker than parsing)
 _SELF_CERTIFYING = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 

@@ -225,6 +225,8 @@ def test_a_secret_that_does_not_prove_the_id_given_is_refused() -> None:
         JoinManager("PYRO:quoter@127.0.0.1:1", types=[Quoter], service_id="my-quoter", secret=secret)
     with pytest.raises(ValueError, match="secret"):
         JoinManager("PYRO:quoter@127.0.0.1:1", types=[Quoter], secret="too short")
+    with pytest.raises(TypeError, match="secret"):
+        JoinManager("PYRO:quoter@127.0.0.1:1", types=[Quoter], secret=b"s" * 22)  # type: ignore[arg-type]
     assert JoinManager("PYRO:quoter@127.0.0.1:1", types=[Quoter], service_id=service_id_for(secret),
                        secret=secret).service_id == service_id_for(secret)
 
