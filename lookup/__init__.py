@@ -42,6 +42,7 @@ from .events import (
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .join import JoinManager
 from .locate import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
+from .ownership import NotOwnerError
 from .registration import ServiceRegistration
 from .replicated import ReplicatedLookupService
 from .service import LookupService
@@ -53,5 +54,6 @@ __all__ = [
     "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService", "JoinManager", "LookupCache",
     "discover", "LookupDiscovery", "DiscoveredLookup",
     "locate", "LookupGroup", "LookupServiceNotFoundError", "LOOKUP_OBJECT_ID", "ReplicatedLookupService",
+    "NotOwnerError",
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
 ]

@@ -40,6 +40,7 @@ from .entry import Entry
 from .events import ALL_TRANSITIONS, EventRegistration
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
 from .join import JoinManager
+from .ownership import check_proof
 from .peer import GROUP_SEPARATOR, leader_proxy, locator_key
 from .registration import ServiceRegistration
 from .service import MAX_MATCHES
@@ -138,20 +139,26 @@ class AsyncLookup:
 
     async def register(self, item: ServiceItem, duration: float = ANY, *,
                        renewals: AsyncLeaseRenewalManager | None = None,
-                       listener: AsyncListener | None = None) -> ServiceRegistration:
+                       listener: AsyncListener | None = None, proof: str | None = None) -> ServiceRegistration:
         """Register ``item`` for a lease of ``duration`` seconds; with ``renewals``, the lease is
         kept alive there (in its own term) until removed, and ``listener`` told on the loop if it is lost.
+        ``proof``: the id's registration secret or its current lease's cookie (see
+        :meth:`lookup.LookupService.register`).
 
         Raises:
-            TypeError: ``item`` is not a ServiceItem, or ``renewals`` not an AsyncLeaseRenewalManager.
-            ValueError: an invalid duration.
+            TypeError: ``item`` is not a ServiceItem, ``renewals`` not an AsyncLeaseRenewalManager,
+                or ``proof`` not a str.
+            ValueError: an invalid duration or proof.
+            NotOwnerError: the id is another's (a :class:`~landlord.LeaseDeniedError`).
             LeaseDeniedError: the lookup service refused.
         """
         if not isinstance(item, ServiceItem):
             raise TypeError(f"register takes a ServiceItem, got {type(item).__name__}")
         if renewals is not None and not isinstance(renewals, AsyncLeaseRenewalManager):
             raise TypeError(f"renewals must be an AsyncLeaseRenewalManager, got {type(renewals).__name__}")
-        registration = await self.call("register", item, check_duration(duration))
+        proof, duration = check_proof(proof), check_duration(duration)
+        # no proof, no third argument: a lookup service from before proofs takes this call too
+        registration = await self.call("register", item, duration, *(() if proof is None else (proof,)))
         if not isinstance(registration, ServiceRegistration):
             raise TypeError(f"the lookup service answered register with {registration!r:.80}")
         if renewals is not None:
@@ -224,7 +231,7 @@ class AsyncJoinManager:
     Args:
         service, types, attributes, locators: as :class:`~lookup.JoinManager`.
         pool: the :class:`~landlord.aio.CallPool` attribute changes go through (default: the loop's shared one).
-        options: the :class:`~lookup.JoinManager`'s own (``service_id``, ``lease_duration``,
+        options: the :class:`~lookup.JoinManager`'s own (``service_id``, ``secret``, ``lease_duration``,
             ``renewal_manager``: an :class:`~landlord.aio.AsyncLeaseRenewalManager` too, ``retry_initial``, ...).
 
     Raises:
@@ -249,6 +256,11 @@ class AsyncJoinManager:
     @property
     def service_id(self) -> str | None:
         return self._join.service_id
+
+    @property
+    def secret(self) -> str | None:
+        """As :attr:`lookup.JoinManager.secret`: what proves the service's id is its own."""
+        return self._join.secret
 
     @property
     def item(self) -> ServiceItem:

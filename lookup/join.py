@@ -6,6 +6,10 @@ through a :class:`~landlord.LeaseRenewalManager`, and registers it again,
 under the same service id, whenever a lookup service loses it: a lookup
 service that restarted and forgot it answers the next renewal with
 ``UnknownLeaseError``, and the registration is back within that renewal round.
+Each registration sends the proof that the id is the service's own
+(:mod:`lookup.ownership`): the registration secret the first lookup service
+handed back with the id (or that was given), so the id comes back even to a
+lookup service that forgot it, while a stranger who knows the id cannot take it.
 
 Each lookup service is kept by a thread of its own, so one that hangs (a
 partition: every call waits out its timeout) delays no other. One that cannot
@@ -32,6 +36,7 @@ from .discovery import DiscoveredLookup, LookupDiscovery, follow_discovery
 from .entry import Entry, modified_entries
 from .item import ServiceItem, type_names, uri_of
 from .keeper import Joined, Keeper
+from .ownership import service_id_for
 from .peer import check_retry, locator_key
 from .registration import ServiceRegistration
 
@@ -55,7 +60,16 @@ class JoinManager:
         attributes: its attribute entries.
         locators: the lookup services, as Pyro5 proxies or URIs.
         service_id: the id to register under (default: the first lookup
-            service assigns one, and every other registration reuses it).
+            service assigns one, with its secret, and every other registration
+            reuses both). An id chosen here without ``secret`` is the
+            service's only while a registration of it lives
+            (:mod:`lookup.ownership`): once every lease of it has ended, whoever
+            registers it first has it.
+        secret: a registration secret (:attr:`secret` of an earlier manager,
+            or ``lookup.ownership.new_registration_secret()``): register under
+            the id it proves (``service_id_for(secret)``), which no one without
+            it can take, even after the leases have ended. Keep it, with the
+            id, to get the same id back after this process restarts.
         lease_duration: the lease asked for each registration, in seconds,
             and for each renewal of it: a service that dies is gone from
             every lookup service within this term.
@@ -77,14 +91,16 @@ class JoinManager:
 
     Raises:
         TypeError: a service without types (a bare URI or proxy and no ``types``),
-            locators that are not proxies or URIs, or both ``groups`` and ``discovery``.
-        ValueError: an invalid duration or retry setting, or bad groups.
+            locators that are not proxies or URIs, both ``groups`` and ``discovery``,
+            or a ``secret`` that is not a str.
+        ValueError: an invalid duration or retry setting, bad groups, a secret of
+            the wrong length, or a ``service_id`` that ``secret`` does not prove.
         OSError: ``groups`` given, and discovery cannot send on any interface.
     """
 
     def __init__(self, service: Any, types: Iterable[str | type] | None = None,
                  attributes: Iterable[Entry] = (), locators: Iterable[Any] = (), *,
-                 service_id: str | None = None, lease_duration: float = 60.0,
+                 service_id: str | None = None, secret: str | None = None, lease_duration: float = 60.0,
                  renewal_manager: LeaseRenewalManager | None = None, retry_initial: float = 0.5,
                  retry_max: float = 30.0, clock: Clock = SYSTEM_CLOCK, groups: Iterable[str] | None = None,
                  discovery: LookupDiscovery | None = None) -> None:
@@ -93,7 +109,7 @@ class JoinManager:
             if own_types is None:
                 raise TypeError("give the types of a service known only by its URI or proxy")
             types = own_types
-        self._joined = Joined(ServiceItem(service_id, uri, types, attributes))
+        self._joined = Joined(ServiceItem(_proved_id(service_id, secret), uri, types, attributes), secret)
         self._lease_duration = check_duration(lease_duration)
         self._retry = check_retry(retry_initial, retry_max)
         uris = [_locator_uri(locator) for locator in locators]  # all checked before any thread starts
@@ -119,6 +135,14 @@ class JoinManager:
         """The service's id, once a lookup service has assigned it."""
         with self._condition:
             return self._joined.item.service_id
+
+    @property
+    def secret(self) -> str | None:
+        """The registration secret that proves the service's id is its own (see :mod:`lookup.ownership`):
+        given, or handed back by the lookup service that assigned the id; ``None`` before that,
+        or for an id chosen without a secret, or assigned by a lookup service from before secrets."""
+        with self._condition:
+            return self._joined.secret
 
     @property
     def item(self) -> ServiceItem:
@@ -292,6 +316,20 @@ def _service_address(service: Any) -> tuple[str, tuple[str, ...] | None]:
     if daemon is not None:
         return str(daemon.uriFor(service)), type_names(type(service))
     return uri_of(service), None
+
+
+def _proved_id(service_id: str | None, secret: str | None) -> str | None:
+    """The id to register under: ``service_id``, or the one ``secret`` proves.
+
+    Raises:
+        TypeError, ValueError: a bad secret, or a ``service_id`` it does not prove.
+    """
+    if secret is None:
+        return service_id
+    proved = service_id_for(secret)
+    if service_id is not None and service_id != proved:
+        raise ValueError(f"the secret given proves the service id {proved}, not {service_id!r:.80}")
+    return proved
 
 
 def _locator_uri(locator: Any) -> str:

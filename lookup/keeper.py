@@ -27,12 +27,19 @@ log = logging.getLogger(__name__)
 
 
 class Joined:
-    """What a manager's keepers share, guarded by its condition: the item, and who is assigning its id."""
+    """What a manager's keepers share, guarded by its condition: the item, its secret, and who is assigning its id.
 
-    __slots__ = ("item", "assigning", "times_registered")
+    Args:
+        item: the item to register (its id ``None`` until one is assigned).
+        secret: the registration secret its id came from (see :mod:`lookup.ownership`),
+            if known: every registration sends it as the proof that the id is the service's.
+    """
 
-    def __init__(self, item: ServiceItem) -> None:
+    __slots__ = ("item", "secret", "assigning", "times_registered")
+
+    def __init__(self, item: ServiceItem, secret: str | None = None) -> None:
         self.item = item  # registered (and registered again) everywhere
+        self.secret = secret  # set from the first registration when the lookup service assigns the id
         self.assigning: Keeper | None = None  # registering while no id is assigned: the others wait
         self.times_registered = 0  # successful registrations, re-registrations included
 
@@ -66,6 +73,7 @@ class Keeper:
         self._lease_duration = lease_duration
         self._logger = logger
         self._registration: ServiceRegistration | None = None
+        self._lost_cookie: str | None = None  # of the registration last lost here: it may still hold the id
         self._peer = PeerThread(uri, condition=condition, clock=clock, backoff=backoff, errors=errors,
                                 logger=logger, name="JoinManager")
 
@@ -111,21 +119,31 @@ class Keeper:
         if joined.item.service_id is None:
             joined.assigning = self
         item = joined.item  # read anew: the first registration may just have assigned the id
-        return lambda: self._register_then_release(item)
+        proof = self._proof()
+        return lambda: self._register_then_release(item, proof)
 
-    def _register_then_release(self, item: ServiceItem) -> None:
+    def _proof(self) -> str | None:
+        """What proves the id is the service's (with the condition held): its secret; else the
+        cookie of the registration lost here, which may still hold an id the service chose."""
+        if self._joined.item.service_id is None:
+            return None
+        return self._joined.secret if self._joined.secret is not None else self._lost_cookie
+
+    def _register_then_release(self, item: ServiceItem, proof: str | None) -> None:
         try:
-            self._register(item)
+            self._register(item, proof)
         finally:
             with self._condition:
                 if self._joined.assigning is self:
                     self._joined.assigning = None
                     self._condition.notify_all()
 
-    def _register(self, item: ServiceItem) -> None:
+    def _register(self, item: ServiceItem, proof: str | None) -> None:
+        # no proof, no third argument: a lookup service from before proofs takes this call too
+        proved = () if proof is None else (proof,)
         try:
-            registration = leader_proxy(self.uri).register(item, self._lease_duration)
-        except Exception as exc:  # unreachable, or refused: keep trying, a policy may change its mind
+            registration = leader_proxy(self.uri).register(item, self._lease_duration, *proved)
+        except Exception as exc:  # unreachable, or refused (NotOwnerError too): keep trying, it may change its mind
             with self._condition:
                 self._peer.retry_later(exc)
             self._peer.failed(exc, "register with")
@@ -135,10 +153,12 @@ class Keeper:
             stale = self._peer.stopped or self._registration is not None
             if not stale:
                 self._registration = registration
+                self._lost_cookie = None
                 self._peer.reached()
                 joined.times_registered += 1
                 if joined.item.service_id is None:
                     joined.item = joined.item.replace(service_id=registration.service_id)
+                    joined.secret = registration.secret  # None from a lookup service before secrets
                 self._condition.notify_all()
         if stale:
             try:
@@ -163,6 +183,7 @@ class Keeper:
             if self._peer.stopped or self._registration is not registration:
                 return
             self._registration = None
+            self._lost_cookie = registration.lease.cookie
             self._peer.retry_now(error)
         try:
             self._renewals.remove(registration.lease)

@@ -25,19 +25,27 @@ class ServiceRegistration:
     Args:
         service_id: the id the lookup service gave (or kept for) the service.
         lease: the registration's lease, a lease of the lookup service.
+        secret: when the lookup service assigned the id, the registration
+            secret it derived the id from: the proof that registers this id
+            again, here or with any lookup service, after the lease has ended
+            (see :mod:`lookup.ownership`); ``None`` when the registrant gave the
+            id. Keep it as you would the lease; it is left out of ``repr``.
 
     Raises:
-        TypeError: a ``service_id`` that is not a str, or a lease that is not a LandlordLease.
+        TypeError: a ``service_id`` or ``secret`` that is not a str, or a lease that is not a LandlordLease.
     """
 
     service_id: str
     lease: LandlordLease
+    secret: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.service_id, str):
             raise TypeError(f"service_id must be a str, got {type(self.service_id).__name__}")
         if not isinstance(self.lease, LandlordLease):
             raise TypeError(f"lease must be a LandlordLease, got {type(self.lease).__name__}")
+        if self.secret is not None and not isinstance(self.secret, str):
+            raise TypeError(f"secret must be a str or None, got {type(self.secret).__name__}")
 
     def add_attributes(self, entries: Iterable[Entry]) -> None:
         """Add ``entries`` to the registered item's attributes.

@@ -90,6 +90,20 @@ class Registry:
         """Whether ``record``'s lease has not run out (whether or not it is still stored)."""
         return record.leased is not None and record.leased.expiration > self.clock.monotonic()
 
+    def holder(self, service_id: str, grace: float = 0.0) -> ServiceRecord | None:
+        """The record whose lease holds ``service_id`` now, or ``None``: its lease is live,
+        or in its ``grace`` seconds after its term (a renewal may still revive it).
+
+        Raises:
+            ValueError: a negative or NaN ``grace``.
+        """
+        if not grace >= 0:
+            raise ValueError(f"grace must be zero or more seconds, got {grace}")
+        record = self._records.get(service_id)
+        if record is None or record.leased is None:
+            return None
+        return record if record.leased.expiration + grace > self.clock.monotonic() else None
+
     # -- changes --------------------------------------------------------------------
 
     def add(self, record: ServiceRecord) -> ServiceRecord | None:

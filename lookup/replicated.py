@@ -128,9 +128,9 @@ class ReplicatedLookupService(ReplicatedLandlord):
     # -- the lookup service's remote methods, answered by the leader ------------------------------
 
     @Pyro5.server.expose
-    def register(self, item: ServiceItem, duration: float = ANY) -> ServiceRegistration:
+    def register(self, item: ServiceItem, duration: float = ANY, proof: str | None = None) -> ServiceRegistration:
         """As :meth:`lookup.LookupService.register`: written to etcd before it returns."""
-        return self._service(lambda service: service.register(item, duration))
+        return self._service(lambda service: service.register(item, duration, proof))
 
     @Pyro5.server.expose
     def add_attributes(self, cookie: str, entries: Sequence[Entry]) -> None:

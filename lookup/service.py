@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +43,7 @@ from .entry import Entry, entry_class_name, entry_fields, entry_matches, modifie
 from .events import ALL_TRANSITIONS, EventMailer, EventRegistration
 from .fanout import EventFanout, EventRecord
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from .ownership import check_claim, check_proof, new_registration_secret, service_id_for
 from .registration import ServiceRegistration
 from .registry import Registry, ServiceRecord
 
@@ -104,20 +104,35 @@ class LookupService(Landlord):
     # -- registering ------------------------------------------------------------
 
     @Pyro5.server.expose
-    def register(self, item: ServiceItem, duration: float = ANY) -> ServiceRegistration:
+    def register(self, item: ServiceItem, duration: float = ANY, proof: str | None = None) -> ServiceRegistration:
         """Register ``item`` for a lease of ``duration`` seconds.
 
-        An item without an id gets a new one; an item with the id of a live
-        registration replaces it (and its lease).
+        An item without an id gets a new, self-certifying one, and the
+        registration carries the secret it came from. An item with an id
+        replaces the id's registration (and ends its lease), if the caller
+        proves the id is its own (:mod:`lookup.ownership`): an id that a live
+        lease holds, or that came from a secret, needs ``proof``; any other
+        id is taken by whoever registers it first.
+
+        Args:
+            item: the service item.
+            duration: the lease asked for, in seconds.
+            proof: the id's registration secret, or the cookie of the lease of
+                its current registration; ``None`` for an item without an id.
 
         Raises:
-            TypeError: ``item`` is not a ServiceItem.
-            ValueError: an invalid duration.
+            TypeError: ``item`` is not a ServiceItem, or ``proof`` not a str.
+            ValueError: an invalid duration or proof, or a proof with an item without an id.
+            NotOwnerError: ``proof`` does not prove the id is the caller's; nothing changed.
             LeaseDeniedError: the policy refused.
         """
-        item, duration = _check_item(item), check_duration(duration)
+        item, duration, proof = _check_item(item), check_duration(duration), check_proof(proof)
+        item, secret = _with_service_id(item, proof)
         record = ServiceRecord(item)
         with self._lock:  # held from the grant on: a lease ending at once finds its record stored
+            if secret is None:  # an id just made from a new secret is nobody else's
+                holder = self.registry.holder(record.service_id, self.manager.grace)
+                check_claim(record.service_id, proof, holder.cookie if holder is not None else None)
             lease = self.new_lease(record, duration)  # a refusal changes nothing
             record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
             old = self.registry.add(record)
@@ -126,7 +141,7 @@ class LookupService(Landlord):
                 self._cancel_lease(old.cookie)
             self.fanout.fire(record.service_id, previous, item)
         log.info("registered %s %s for %.1f s", record.service_id, list(item.types), lease.remaining)
-        return ServiceRegistration(record.service_id, lease)
+        return ServiceRegistration(record.service_id, lease, secret)
 
     @Pyro5.server.expose
     def add_attributes(self, cookie: str, entries: Sequence[Entry]) -> None:
@@ -340,14 +355,29 @@ def _modification(templates: object, entries: object) -> Callable[[ServiceItem],
 
 
 def _check_item(item: object) -> ServiceItem:
-    """``item``, with a new service id if it has none.
+    """``item``, checked to be a ServiceItem.
 
     Raises:
         TypeError: not a ServiceItem.
     """
     if not isinstance(item, ServiceItem):
         raise TypeError(f"register takes a ServiceItem, got {type(item).__name__}")
-    return item if item.service_id is not None else item.replace(service_id=str(uuid.uuid4()))
+    return item
+
+
+def _with_service_id(item: ServiceItem, proof: str | None) -> tuple[ServiceItem, str | None]:
+    """``item`` with its id, and the secret of the id when it had none (a new secret, and the id made from it).
+
+    Raises:
+        ValueError: a ``proof`` for an item without an id (a proof is of an id).
+    """
+    if item.service_id is not None:
+        return item, None
+    if proof is not None:
+        raise ValueError("a proof is of a service id, and this item has none: register it with "
+                         "service_id=lookup.ownership.service_id_for(secret) to choose the id by its secret")
+    secret = new_registration_secret()
+    return item.replace(service_id=service_id_for(secret)), secret
 
 
 def _check_template(template: object) -> ServiceTemplate:

@@ -13,7 +13,8 @@ Imported by ``lookup/__init__.py``, so importing lookup is enough. The wire form
     {"__class__": "lookup.ServiceEvent", "event_id": int, "sequence_number": int, "handback": any,
      "service_id": str, "transition": int, "item": item dict | None}
     {"__class__": "lookup.EventRegistration", "event_id": int, "lease": lease dict, "sequence_number": int}
-    {"__class__": "lookup.ServiceRegistration", "service_id": str, "lease": lease dict}
+    {"__class__": "lookup.ServiceRegistration", "service_id": str, "lease": lease dict,
+     "secret": str (only when the lookup service assigned the id)}
 
 Every entry travels under the one tag ``lookup.Entry`` with its real class's
 name, so the receiver need not have imported that class: a registered class
@@ -283,8 +284,11 @@ def event_registration_from_dict(classname: str, data: dict[str, Any]) -> EventR
 
 
 def registration_to_dict(registration: ServiceRegistration) -> dict[str, Any]:
-    """The wire form of a service registration (its lease as a lease dict)."""
-    return {"__class__": REGISTRATION_CLASS, "service_id": registration.service_id, "lease": registration.lease}
+    """The wire form of a service registration (its lease as a lease dict; its secret, if any)."""
+    data = {"__class__": REGISTRATION_CLASS, "service_id": registration.service_id, "lease": registration.lease}
+    if registration.secret is not None:  # absent otherwise: the form readers before secrets know
+        data["secret"] = registration.secret
+    return data
 
 
 def registration_from_dict(classname: str, data: dict[str, Any]) -> ServiceRegistration:
@@ -294,7 +298,10 @@ def registration_from_dict(classname: str, data: dict[str, Any]) -> ServiceRegis
         TypeError, ValueError: a malformed dict.
     """
     [service_id] = checked_fields(data, classname, {"service_id": str})
-    return ServiceRegistration(service_id, _lease(data, classname))
+    secret = data.get("secret")
+    if secret is not None and not isinstance(secret, str):
+        raise TypeError(f"malformed {classname}: 'secret' is {type(secret).__name__}")
+    return ServiceRegistration(service_id, _lease(data, classname), secret)
 
 
 def register_all(*, packed_matches: bool = True) -> None:

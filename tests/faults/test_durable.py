@@ -22,6 +22,7 @@ from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, set_call_t
 from landlord.testing import Recorder
 from lookup import TRANSITION_NOMATCH_MATCH, JoinManager, Name, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID
+from lookup.ownership import NotOwnerError
 
 pytestmark = pytest.mark.slow
 
@@ -139,3 +140,40 @@ def test_a_lookup_service_killed_and_restarted_on_its_store_keeps_its_registrati
         assert join.times_registered == 1  # renewed, never registered again
         assert losses.events == []
     assert second.stop() == 0
+
+
+def test_ids_stay_their_owners_across_kills_and_restarts_on_the_store(
+        durable_lookup: tuple[Callable[[], LookupProcess], str], short_call_timeout: None) -> None:
+    start, uri = durable_lookup
+    server = start()
+    owner = "PYRO:owner@127.0.0.1:1"
+
+    def quoter(service_id: str | None, service: str) -> ServiceItem:
+        return ServiceItem(service_id, service, ["test.Quoter"])
+
+    with Pyro5.api.Proxy(uri) as lookup:
+        assigned = lookup.register(quoter(None, owner), 4.0)
+        chosen = lookup.register(quoter("my-quoter", owner), 4.0)
+    assert assigned.secret is not None
+
+    server.kill()  # SIGKILL: both registrations come back from the store, with their leases
+    server = start()
+    with Pyro5.api.Proxy(uri) as lookup:
+        for service_id in (assigned.service_id, "my-quoter"):
+            with pytest.raises(NotOwnerError):
+                lookup.register(quoter(service_id, STRANGER), 4.0)
+        lookup.register(quoter("my-quoter", owner), 4.0, chosen.lease.cookie)  # the restored lease proves it
+        lookup.register(quoter(assigned.service_id, owner), 4.0, assigned.secret).lease.cancel()  # ended
+
+    server.kill()  # the assigned id's registration has ended: the store holds nothing of it
+    start()
+    with Pyro5.api.Proxy(uri) as lookup:
+        with pytest.raises(NotOwnerError):
+            lookup.register(quoter(assigned.service_id, STRANGER), 4.0)
+        back = lookup.register(quoter(assigned.service_id, owner), 4.0, assigned.secret)  # the secret still does
+        assert back.service_id == assigned.service_id
+        [found] = lookup.lookup_all(ServiceTemplate(service_id=assigned.service_id), 10).items
+        assert found.service_uri == owner
+
+
+STRANGER = "PYRO:stranger@127.0.0.1:9"

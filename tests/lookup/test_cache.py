@@ -136,7 +136,7 @@ def register_everywhere(services: list[LookupService], name: str, duration: floa
     """Register one service, under one id, with every lookup service; return the registrations."""
     first = services[0].register(item(name), duration)
     same = item(name).replace(service_id=first.service_id)
-    return [first] + [service.register(same, duration) for service in services[1:]]
+    return [first] + [service.register(same, duration, first.secret) for service in services[1:]]
 
 
 def warnings_about(caplog: pytest.LogCaptureFixture, uri: str) -> list[str]:

@@ -12,7 +12,9 @@ import pytest
 from conftest import Child, free_port
 from served_lookups import LogWatch, RenewalSpy, ServedLookup
 
-from lookup import JoinManager, LookupService, Name, ServiceTemplate, Status
+from landlord import UnknownLeaseError
+from lookup import JoinManager, LookupService, Name, ServiceItem, ServiceTemplate, Status
+from lookup.ownership import NotOwnerError, new_registration_secret, service_id_for
 
 
 @Pyro5.api.expose
@@ -161,3 +163,101 @@ def test_every_lookup_service_is_kept_through_outages_and_restarts(
         second.close()
     warnings = [r for r in caplog.records if r.name == "lookup.join" and r.levelno == logging.WARNING]
     assert len(warnings) == 2  # once per outage, not once per failed attempt
+
+
+# -- the service's id is its own (lookup.ownership) ------------------------------------------------
+
+def stranger_item(service_id: str | None) -> ServiceItem:
+    return ServiceItem(service_id, "PYRO:stranger@127.0.0.1:1", [Quoter], [Name("survivor")])
+
+
+def test_after_a_restart_a_stranger_cannot_take_the_id_and_the_service_gets_it_back(daemon: Any) -> None:
+    served = ServedLookup()
+    quoter = Quoter()
+    quoter_uri = str(daemon.register(quoter))
+    try:
+        with JoinManager(quoter, attributes=[Name("survivor")], locators=[served.uri], lease_duration=1.0,
+                         retry_initial=0.05, retry_max=0.2) as join:
+            assert join.wait_registered(1, timeout=10)
+            service_id, secret = join.service_id, join.secret
+            assert service_id is not None and secret is not None and service_id_for(secret) == service_id
+            served.stop()
+            served.service.close()
+            served.service = LookupService()  # restarted, it knows no one: the id is free but still the service's
+            with pytest.raises(NotOwnerError):
+                served.service.register(stranger_item(service_id), 30)
+            served.start()
+            assert join.wait_times_registered(2, timeout=10)  # with its secret
+            with Pyro5.api.Proxy(served.uri) as remote:
+                with pytest.raises(NotOwnerError):  # over the wire, as itself
+                    remote.register(stranger_item(service_id), 30)
+                [found] = remote.lookup_all(ServiceTemplate(service_id=service_id), 10).items
+            assert found.service_uri == quoter_uri and join.service_id == service_id
+    finally:
+        served.close()
+
+
+def test_a_service_restarted_with_its_secret_takes_its_id_back_at_once_and_a_stranger_cannot(
+        daemon: Any, lookups: list) -> None:
+    (service, uri), _ = lookups
+    quoter = Quoter()
+    daemon.register(quoter)
+    crashed = JoinManager(quoter, locators=[uri], lease_duration=30)
+    assert crashed.wait_registered(1, timeout=10)
+    service_id, secret, old = crashed.service_id, crashed.secret, crashed.registrations()[uri]
+    crashed.close(cancel=False)  # its registration lives on for its 30 s, as after a crash
+    with LogWatch("lookup.join") as watch, \
+            JoinManager(quoter, locators=[uri], service_id=service_id, lease_duration=30,
+                        retry_initial=0.02, retry_max=0.05) as stranger:  # the id alone: refused, and again
+        assert watch.wait_count(logging.DEBUG, uri, 2)
+        assert isinstance(stranger.last_error, NotOwnerError) and stranger.registrations() == {}
+    with JoinManager(quoter, locators=[uri], secret=secret, lease_duration=30) as restarted:
+        assert restarted.service_id == service_id  # known from the secret before any lookup service answers
+        assert restarted.wait_registered(1, timeout=10)
+        assert service.lookup_all(ServiceTemplate(service_id=service_id), 10).total == 1
+        with pytest.raises(UnknownLeaseError):  # the crashed registration was replaced
+            old.lease.renew(30)
+
+
+def test_a_secret_that_does_not_prove_the_id_given_is_refused() -> None:
+    secret = new_registration_secret()
+    with pytest.raises(ValueError, match="proves"):
+        JoinManager("PYRO:quoter@127.0.0.1:1", types=[Quoter], service_id="my-quoter", secret=secret)
+    with pytest.raises(ValueError, match="secret"):
+        JoinManager("PYRO:quoter@127.0.0.1:1", types=[Quoter], secret="too short")
+    with pytest.raises(TypeError, match="secret"):
+        JoinManager("PYRO:quoter@127.0.0.1:1", types=[Quoter], secret=b"s" * 22)  # type: ignore[arg-type]
+    assert JoinManager("PYRO:quoter@127.0.0.1:1", types=[Quoter], service_id=service_id_for(secret),
+                       secret=secret).service_id == service_id_for(secret)
+
+
+class FlakyChanges(LookupService):
+    """A lookup service whose first attribute change fails, the registration left as it was."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed_once = False
+
+    @Pyro5.api.expose
+    def add_attributes(self, cookie: str, entries: Any) -> None:
+        if not self.failed_once:
+            self.failed_once = True
+            raise RuntimeError("lost on the way")
+        super().add_attributes(cookie, entries)
+
+
+def test_a_failed_change_registers_a_chosen_id_again_with_its_live_lease_as_proof(daemon: Any) -> None:
+    service = FlakyChanges()
+    uri = daemon.register(service)
+    quoter = Quoter()
+    daemon.register(quoter)
+    try:
+        with JoinManager(quoter, locators=[uri], service_id="my-quoter", lease_duration=30,
+                         retry_initial=5, retry_max=10) as join:  # a refusal would wait out a retry
+            assert join.wait_registered(1, timeout=10)
+            join.add_attributes([Status(Status.WARNING)])  # fails there: the registration is stale
+            assert join.wait_times_registered(2, timeout=4)  # at once: the old lease proved the id
+            [found] = service.lookup_all(ServiceTemplate(service_id="my-quoter"), 10).items
+            assert found.attributes == (Status(Status.WARNING),) and join.last_error is None
+    finally:
+        service.close()

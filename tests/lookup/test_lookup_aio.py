@@ -23,6 +23,7 @@ from lookup import (
     ServiceTemplate,
 )
 from lookup.aio import AsyncJoinManager, AsyncLookup, AsyncLookupCache, CacheChange
+from lookup.ownership import NotOwnerError, service_id_for
 
 QUOTER = "examples.Quoter"
 TIMEOUT = 10.0
@@ -86,6 +87,22 @@ async def test_the_client_registers_looks_up_and_hears(served: tuple[LookupServi
 
 
 @pytest.mark.asyncio
+async def test_registering_an_id_again_takes_its_proof(served: tuple[LookupService, str, ServingDaemon]) -> None:
+    _, uri, _ = served
+    client = AsyncLookup(uri)
+    first = await client.register(item("ACME"), 30)
+    again = item("ACME again").replace(service_id=first.service_id)
+    with pytest.raises(NotOwnerError):  # the id alone proves nothing
+        await client.register(again, 30)
+    with pytest.raises(TypeError, match="proof"):
+        await client.register(again, 30, proof=5)  # type: ignore[arg-type]
+    assert (await client.register(again, 30, proof=first.secret)).service_id == first.service_id
+    [found] = (await client.lookup_all(ServiceTemplate(service_id=first.service_id))).items
+    assert found.attributes == (Name("ACME again"),)
+    await aio.close_shared_pool()
+
+
+@pytest.mark.asyncio
 async def test_the_cache_tells_added_changed_and_removed_through_async_for(
         served: tuple[LookupService, str, ServingDaemon]) -> None:
     service, uri, _ = served
@@ -141,6 +158,7 @@ async def test_the_join_manager_keeps_a_service_the_cache_finds_and_calls(
                                     lease_duration=30, renewal_manager=renewals) as join:
             assert await join.wait_registered(1, TIMEOUT)
             assert join.service_id is not None and list(join.registrations()) == [uri]
+            assert join.secret is not None and service_id_for(join.secret) == join.service_id
             wanted = ServiceTemplate(types=[QUOTER], attributes=[Name("ACME quotes")])
             async with AsyncLookupCache(uri, wanted) as cache:
                 changes = cache.changes()

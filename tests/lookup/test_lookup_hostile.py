@@ -7,19 +7,36 @@ serializer path.
 
 from __future__ import annotations
 
+import itertools
 import json
+import secrets
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import Pyro5.api
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lookup_processes import LookupProcess, serve_lookup  # noqa: F401  (a fixture)
 from Pyro5.serializers import SerpentSerializer
 
 from landlord import FakeClock, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError
-from lookup import ALL_TRANSITIONS, Location, LookupService, Name, ServiceItem, ServiceMatches, ServiceTemplate
+from lookup import (
+    ALL_TRANSITIONS,
+    LOOKUP_OBJECT_ID,
+    JoinManager,
+    Location,
+    LookupCache,
+    LookupService,
+    Name,
+    ServiceItem,
+    ServiceMatches,
+    ServiceTemplate,
+)
+from lookup.ownership import NotOwnerError
 
-CLEAR_ERRORS = (TypeError, ValueError, UnknownLeaseError, LeaseDeniedError)
+CLEAR_ERRORS = (TypeError, ValueError, UnknownLeaseError, LeaseDeniedError)  # NotOwnerError is a LeaseDeniedError
 
 anything = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=200) | st.binary(max_size=20),
@@ -85,6 +102,8 @@ def test_every_remote_method_with_anything(a: Any, b: Any, c: Any, d: Any, templ
             lambda: service.set_attributes(a, b),
             lambda: service.modify_attributes(a, b, c),
             lambda: service.add_attributes(scene.registrations[0].lease.cookie + "x", [Name("stolen")]),
+            lambda: service.register(ServiceItem(scene.registrations[0].service_id, "PYRO:stolen@127.0.0.1:9",
+                                                 ["t.A"]), 10, a),  # a stranger's proof: anything but the real one
             lambda: service.renew(a, b),
             lambda: service.cancel(a),
             lambda: service.renew_all(a, b),
@@ -335,3 +354,85 @@ def test_forged_packed_matches_sent_to_the_service_change_nothing(daemon: Any, f
             assert remote.lookup_all(ServiceTemplate(), 10).total == 0  # nothing got in, and it answers
     finally:
         service.close()
+
+
+# -- a stranger taking a registration by its public id ------------------------------------------------
+
+@Pyro5.api.expose
+class Owner:
+    """The genuine service."""
+
+    def whoami(self) -> str:
+        return "owner"
+
+
+class Stranger(threading.Thread):
+    """Registers the owner's id, with its own URI, every ``pace`` seconds until stopped, with each
+    proof a stranger has: none, a guess, and the cookie and secret of a registration of its own.
+    Counts its attempts (and tells of each) and keeps what each got back."""
+
+    def __init__(self, lookup_uri: str, service_id: str, pace: float) -> None:
+        super().__init__(name="stranger", daemon=True)
+        self.lookup_uri, self.service_id, self.pace = lookup_uri, service_id, pace
+        self.outcomes: list[Any] = []  # a registration it got, or the exception raised
+        self.condition = threading.Condition()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with Pyro5.api.Proxy(self.lookup_uri) as remote:
+            own = remote.register(ServiceItem(None, STRANGER_URI, ["hostile.Other"]), 30)
+            proofs = itertools.cycle([None, secrets.token_urlsafe(16), own.lease.cookie, own.secret])
+            while not self.stop.is_set():
+                item = ServiceItem(self.service_id, STRANGER_URI, [Owner], [Name("quotes")])
+                proof = next(proofs)
+                try:  # no proof, no third argument: as a client from before proofs calls
+                    outcome: Any = remote.register(item, 1.5, *(() if proof is None else (proof,)))
+                except Exception as exc:
+                    outcome = exc
+                with self.condition:
+                    self.outcomes.append(outcome)
+                    self.condition.notify_all()
+                self.stop.wait(self.pace)  # the attack's rate, not a synchronisation
+
+    def wait_attempts(self, count: int, timeout: float = 30) -> bool:
+        with self.condition:
+            return self.condition.wait_for(lambda: len(self.outcomes) >= count, timeout)
+
+
+STRANGER_URI = "PYRO:stranger@127.0.0.1:1"
+ATTEMPTS = 30  # at 0.1 s apart: 3 s, two terms of the owner's lease of 1.5 s
+
+
+def test_a_stranger_re_registering_an_owners_id_gets_only_errors_and_nobody_sees_it(
+        daemon: Any, serve_lookup: Callable[..., tuple[LookupProcess, int]]) -> None:
+    _, port = serve_lookup()  # python -m lookup serve: a real process, its multiplex server
+    lookup_uri = f"PYRO:{LOOKUP_OBJECT_ID}@127.0.0.1:{port}"
+    owner_uri = str(daemon.register(Owner()))
+    wanted = ServiceTemplate(types=[Owner])
+    seen: list[tuple[str, str]] = []  # what the cache told, (kind, service URI)
+    with JoinManager(owner_uri, types=[Owner], attributes=[Name("quotes")], locators=[lookup_uri],
+                     lease_duration=1.5) as canary, \
+            LookupCache(lookup_uri, wanted, listener=lambda kind, item: seen.append((kind, item.service_uri))) as cache:
+        assert canary.wait_registered(1, timeout=10) and cache.wait_ready(10)
+        service_id = canary.service_id
+        assert service_id is not None
+        cookie = canary.registrations()[lookup_uri].lease.cookie
+        stranger = Stranger(lookup_uri, service_id, pace=0.1)
+        stranger.start()
+        try:
+            with Pyro5.api.Proxy(lookup_uri) as remote:
+                for attempt_number in range(1, ATTEMPTS + 1):  # after each attempt, what everyone sees
+                    assert stranger.wait_attempts(attempt_number)
+                    assert str(remote.lookup(wanted)._pyroUri) == owner_uri
+                    [found] = remote.lookup_all(ServiceTemplate(service_id=service_id), 10).items
+                    assert found.service_uri == owner_uri
+                    assert [item.service_uri for item in cache.items()] == [owner_uri]
+        finally:
+            stranger.stop.set()
+            stranger.join(10)
+        assert all(isinstance(outcome, NotOwnerError) for outcome in stranger.outcomes), stranger.outcomes
+        assert all(service_id in str(outcome) for outcome in stranger.outcomes)
+        assert STRANGER_URI not in {uri for _, uri in seen} and seen == [("added", owner_uri)]
+        # the canary never missed a renewal: never lost, never registered again, its lease the same
+        assert canary.times_registered == 1 and canary.last_error is None
+        assert canary.registrations()[lookup_uri].lease.cookie == cookie

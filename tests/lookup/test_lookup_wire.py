@@ -348,6 +348,23 @@ def test_a_service_registration_is_a_value_of_its_id_and_lease() -> None:
             ServiceRegistration(*bad)  # type: ignore[arg-type]
 
 
+def test_a_registration_carries_its_secret_to_its_registrant_alone_and_never_shows_it() -> None:
+    secret = "s" * 22
+    made = ServiceRegistration("id-1", a_lease(), secret)
+    assert SerializerBase.class_to_dict(made)["secret"] == secret
+    arrived = round_trip(made)
+    assert arrived == made and arrived.secret == secret
+    assert made == ServiceRegistration("id-1", a_lease()) and secret not in repr(made)  # a value of id and lease
+    before_secrets = round_trip({"__class__": "lookup.ServiceRegistration", "service_id": "id-1", "lease": LEASE_DICT})
+    assert before_secrets.secret is None
+    for bad in (5, ["s"]):
+        with pytest.raises(TypeError, match="secret"):
+            round_trip({"__class__": "lookup.ServiceRegistration", "service_id": "id-1", "lease": LEASE_DICT,
+                        "secret": bad})
+        with pytest.raises(TypeError, match="secret"):
+            ServiceRegistration("id-1", a_lease(), bad)  # type: ignore[arg-type]
+
+
 def test_importing_lookup_registers_landlord_and_lookup_converters() -> None:
     code = ("import sys, lookup\n"
             "from Pyro5.serializers import SerpentSerializer as S\n"

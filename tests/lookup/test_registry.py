@@ -81,6 +81,20 @@ def test_expired_records_are_never_found(registry: Registry, clock: FakeClock) -
     assert registry.end(registry.records["short"]) and "short" not in registry.index.position
 
 
+def test_the_holder_of_an_id_is_its_live_record_or_one_in_its_grace(registry: Registry, clock: FakeClock) -> None:
+    record = leased("one", until=10)
+    registry.add(record)
+    assert registry.holder("one") is record and registry.holder("nobody") is None
+    clock.advance(10)  # its term is over...
+    assert registry.holder("one") is None
+    assert registry.holder("one", grace=5) is record  # ...its grace is not
+    clock.advance(5)
+    assert registry.holder("one", grace=5) is None
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="grace"):
+            registry.holder("one", grace=bad)
+
+
 def test_change_refiles_the_item_and_returns_the_one_before(registry: Registry, clock: FakeClock) -> None:
     record = leased("one", Location(floor=1))
     registry.add(record)

@@ -130,7 +130,7 @@ def test_leases_lives_are_logged(served: ServedLookupService, clock: FakeClock,
     kept = served.register(ServiceItem("kept", SERVICE_URI, ["x.A"]), 30)
     gone = served.register(ServiceItem("gone", SERVICE_URI, ["x.A"]), 30)
     served.register(ServiceItem("brief", SERVICE_URI, ["x.A"]), 5)
-    served.register(ServiceItem("kept", SERVICE_URI, ["x.B"]), 30)  # replaced: neither expired nor cancelled
+    served.register(ServiceItem("kept", SERVICE_URI, ["x.B"]), 30, kept.lease.cookie)  # replaced: not ended
     served.renew(gone.lease.cookie, 20)
     served.renew_all([gone.lease.cookie, kept.lease.cookie], [20, 20])
     with pytest.raises(UnknownLeaseError):

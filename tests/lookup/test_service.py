@@ -24,6 +24,7 @@ from lookup import (
     ServiceTemplate,
 )
 from lookup.events import EventMailer
+from lookup.ownership import NotOwnerError, new_registration_secret, service_id_for
 from lookup.registration import ServiceRegistration
 from lookup.service import LookupService
 
@@ -99,13 +100,104 @@ def test_lookup_all_counts_every_match_and_returns_at_most_max(service: LookupSe
 
 def test_registering_again_under_an_id_replaces_item_and_lease(service: LookupService) -> None:
     first = service.register(item(Name("v1")), 30)
-    second = service.register(item(Name("v2"), service_id=first.service_id), 50)
-    assert second.service_id == first.service_id
+    second = service.register(item(Name("v2"), service_id=first.service_id), 50, first.lease.cookie)
+    assert second.service_id == first.service_id and second.secret is None  # the registrant has the secret
     matches = service.lookup_all(ServiceTemplate(), 10)
     assert matches.total == 1 and matches.items[0].attributes == (Name("v2"),)
     with pytest.raises(UnknownLeaseError):
         first.lease.renew(10)  # the old lease went with the old item
     assert second.lease.renew(10) == 10
+    assert first.secret is not None and service_id_for(first.secret) == first.service_id
+    third = service.register(item(Name("v3"), service_id=first.service_id), 50, first.secret)  # the secret too
+    assert service.lookup_all(ServiceTemplate(), 10).items[0].attributes == (Name("v3"),)
+    with pytest.raises(UnknownLeaseError):
+        second.lease.renew(10)
+    assert third.lease.renew(10) == 10
+
+
+# -- who may register an id (lookup.ownership) ------------------------------------------------
+
+def snapshot(service: LookupService) -> Any:
+    """Everything a registration attempt could change: the records, their leases, and the lease table."""
+    return (sorted((sid, repr(r.item), r.cookie, r.leased and r.leased.expiration)
+                   for sid, r in service.registry.records.items()), len(service.manager))
+
+
+@pytest.mark.parametrize("id_kind", ["assigned", "chosen"])
+def test_a_stranger_cannot_take_a_held_id_and_changes_nothing(service: LookupService, id_kind: str) -> None:
+    chosen = id_kind == "chosen"
+    owner = service.register(item(Name("owner"), service_id="my-quoter" if chosen else None), 30)
+    other = service.register(item(Name("other")), 30)
+    watcher = Events()
+    service.notify(ServiceTemplate(), ALL, watcher, None, 30)
+    before = snapshot(service)
+    for proof in (None, "x" * 22, owner.lease.cookie[:-1], other.lease.cookie, other.secret, "s" * 200):
+        with pytest.raises(NotOwnerError, match=owner.service_id):
+            service.register(ServiceItem(owner.service_id, "PYRO:stranger@127.0.0.1:1", [Quoter]), 30, proof)
+    assert snapshot(service) == before and watcher.received == []  # no lease, no change, no event
+    assert service.lookup(ServiceTemplate(service_id=owner.service_id)) == SERVICE_URI
+    assert owner.lease.renew(30) == 30
+
+
+def test_after_its_lease_ends_only_the_secret_takes_an_assigned_id_back(clock: FakeClock,
+                                                                        service: LookupService) -> None:
+    owner = service.register(item(Name("owner")), 10)
+    clock.advance(11)  # a partition outlasted the lease
+    assert service.lookup(ServiceTemplate(service_id=owner.service_id)) is None
+    for proof in (None, owner.lease.cookie, "x" * 22):  # a dead lease's cookie proves nothing
+        with pytest.raises(NotOwnerError):
+            service.register(ServiceItem(owner.service_id, "PYRO:stranger@127.0.0.1:1", [Quoter]), 30, proof)
+    assert service.lookup(ServiceTemplate(service_id=owner.service_id)) is None
+    back = service.register(item(Name("back"), service_id=owner.service_id), 30, owner.secret)
+    assert back.service_id == owner.service_id
+    back.lease.cancel()  # cancelled, the same
+    with pytest.raises(NotOwnerError):
+        service.register(ServiceItem(owner.service_id, "PYRO:stranger@127.0.0.1:1", [Quoter]), 30)
+    assert service.register(item(service_id=owner.service_id), 30, owner.secret).service_id == owner.service_id
+
+
+def test_an_id_chosen_without_a_secret_is_first_come_once_its_lease_ends(clock: FakeClock,
+                                                                         service: LookupService) -> None:
+    service.register(item(Name("first"), service_id="my-quoter"), 10)
+    with pytest.raises(NotOwnerError):
+        service.register(item(Name("second"), service_id="my-quoter"), 10)
+    clock.advance(11)
+    service.register(item(Name("second"), service_id="my-quoter"), 10)  # the documented limit of a chosen id
+    assert service.lookup_all(ServiceTemplate(service_id="my-quoter"), 10).items[0].attributes == (Name("second"),)
+
+
+def test_an_id_chosen_by_its_secret_is_the_secrets_alone(service: LookupService) -> None:
+    secret = new_registration_secret()
+    with pytest.raises(NotOwnerError):  # never registered, but its form says it needs its secret
+        service.register(item(service_id=service_id_for(secret)), 30)
+    registration = service.register(item(service_id=service_id_for(secret)), 30, secret)
+    assert registration.service_id == service_id_for(secret) and registration.secret is None
+
+
+def test_a_registration_in_its_grace_still_holds_its_id(clock: FakeClock) -> None:
+    lookup = LookupService(policy=LeaseDurationPolicy(maximum=100, grace=5), clock=clock, reaper="lazy")
+    try:
+        owner = lookup.register(item(Name("owner"), service_id="my-quoter"), 10)
+        clock.advance(11)  # its term is over, its grace is not: its renewal would revive it
+        with pytest.raises(NotOwnerError):
+            lookup.register(item(Name("stranger"), service_id="my-quoter"), 10)
+        assert owner.lease.renew(10) == 10
+        assert lookup.lookup_all(ServiceTemplate(service_id="my-quoter"), 1).items[0].attributes == (Name("owner"),)
+    finally:
+        lookup.close()
+
+
+@pytest.mark.parametrize("proof, service_id, error", [
+    (5, "my-quoter", TypeError), ("", "my-quoter", ValueError), ("x" * 257, "my-quoter", ValueError),
+    ("s" * 22, None, ValueError),  # a proof is of an id
+])
+def test_a_bad_proof_is_refused_and_changes_nothing(service: LookupService, proof: Any, service_id: str | None,
+                                                    error: type[Exception]) -> None:
+    service.register(item(Name("stays")), 30)
+    before = snapshot(service)
+    with pytest.raises(error, match="proof"):
+        service.register(item(service_id=service_id), 30, proof)
+    assert snapshot(service) == before
 
 
 @pytest.mark.parametrize("reaper", ["lazy", "polling"])
@@ -302,7 +394,7 @@ def test_a_restarted_service_has_its_registrations_back(tmp_path: Any) -> None:
     changed = first.register(item(Name("changed")), 60)
     changed.set_attributes([Name("changed"), Comment("after")])
     replaced = first.register(item(Name("old")), 60)
-    first.register(item(Name("new"), service_id=replaced.service_id), 60)
+    first.register(item(Name("new"), service_id=replaced.service_id), 60, replaced.secret)
     first.register(item(Name("cancelled")), 60).lease.cancel()
     first.close()
 
@@ -318,6 +410,33 @@ def test_a_restarted_service_has_its_registrations_back(tmp_path: Any) -> None:
         assert again.renew(kept.lease.cookie, 60) == 60  # the holder's cookie still works
         left = dict((i.service_id, seconds) for i, seconds in again.registrations())
         assert left[changed.service_id] == pytest.approx(50)  # 60 less the 10 s down
+    finally:
+        again.close()
+
+
+def test_ids_stay_their_owners_across_a_restart(tmp_path: Any) -> None:
+    clock = FakeClock()
+    first = durable_service(tmp_path / "lookup.sqlite", clock)
+    assigned = first.register(item(Name("assigned")), 60)
+    chosen = first.register(item(Name("chosen"), service_id="my-quoter"), 60)
+    first.close()
+
+    later = restarted(clock, downtime=10)
+    again = durable_service(tmp_path / "lookup.sqlite", later)
+    try:
+        before = snapshot(again)
+        for service_id in (assigned.service_id, "my-quoter"):  # restored, their leases hold them
+            with pytest.raises(NotOwnerError):
+                again.register(ServiceItem(service_id, "PYRO:stranger@127.0.0.1:1", [Quoter]), 60)
+        assert snapshot(again) == before
+        again.register(item(Name("chosen, again"), service_id="my-quoter"), 60, chosen.lease.cookie)
+        again.register(item(Name("assigned, again"), service_id=assigned.service_id), 10, assigned.secret)
+        later.advance(11)  # and once the lease has ended, the secret still proves the id
+        with pytest.raises(NotOwnerError):
+            again.register(ServiceItem(assigned.service_id, "PYRO:stranger@127.0.0.1:1", [Quoter]), 60)
+        again.register(item(Name("assigned, back"), service_id=assigned.service_id), 60, assigned.secret)
+        names = {i.service_id: i.attributes[0] for i in again.lookup_all(ServiceTemplate(), 10).items}
+        assert names == {assigned.service_id: Name("assigned, back"), "my-quoter": Name("chosen, again")}
     finally:
         again.close()
 

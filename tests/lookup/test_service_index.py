@@ -112,7 +112,9 @@ def apply(service: LookupService, clock: FakeClock, cookies: dict[int, str], ope
     if kind == "register":
         slot, item_types, item_attributes, duration = args
         service_id = None if slot == SLOTS else f"svc-{slot}"  # SLOTS: a new id every time
-        registration = service.register(ServiceItem(service_id, next(_uris), item_types, item_attributes), duration)
+        proof = cookies.get(slot) if slot != SLOTS else None  # the slot's last lease, if any: its owner's proof
+        registration = service.register(ServiceItem(service_id, next(_uris), item_types, item_attributes), duration,
+                                        proof)
         if slot != SLOTS:
             cookies[slot] = registration.lease.cookie
         return
@@ -253,9 +255,9 @@ def test_subclass_and_unknown_entries_are_found_by_their_ancestors(service: Look
 
 
 def test_replacing_keeps_the_place_in_the_order_and_refiles(service: LookupService) -> None:
-    for name in ("one", "two", "three"):
-        service.register(ServiceItem(name, SERVICE_URI, ["idx.A"], [Name(name)]), 30)
-    service.register(ServiceItem("one", SERVICE_URI, ["idx.B"], [Name("uno")]), 30)
+    cookies = {name: service.register(ServiceItem(name, SERVICE_URI, ["idx.A"], [Name(name)]), 30).lease.cookie
+               for name in ("one", "two", "three")}
+    service.register(ServiceItem("one", SERVICE_URI, ["idx.B"], [Name("uno")]), 30, cookies["one"])
     assert service.lookup(ServiceTemplate(attributes=[Name("one")])) is None
     assert service.lookup_all(ServiceTemplate(attributes=[Name("uno")])).items[0].service_id == "one"
     assert [i.service_id for i in service.lookup_all(ServiceTemplate()).items] == ["one", "two", "three"]
@@ -284,7 +286,8 @@ def test_answers_keep_the_registration_order(service: LookupService, clock: Fake
                                                         [Name(f"n{n % 3}")]), 10 if n == 20 else 50)
     clock.advance(11)  # s20 expires; registered again it comes last
     service.register(ServiceItem("s20", next(_uris), ["idx.B"], [Name("n2")]), 50)
-    service.register(ServiceItem("s10", next(_uris), ["idx.B"], [Name("n1")]), 50)  # replaced: keeps its place
+    service.register(ServiceItem("s10", next(_uris), ["idx.B"], [Name("n1")]), 50,  # replaced: keeps its place
+                     registrations[10].lease.cookie)
     template = ServiceTemplate(types=["idx.B"])
     index = service.registry.index
     assert len(index.candidates(template) or ()) < index.sort_below * 40  # sorted, not scanned
