@@ -32,6 +32,13 @@ connected 0.17 s vs 101 s (Pyro5's pool joins each busy worker with a 0.1 s
 timeout). Four client processes hammering lookups: 4,750 vs 3,640 calls/s
 (one thread, no GIL hand-offs).
 
+Since issue 23 the default is the ``"guarded"`` server
+(:mod:`landlord.frameserver`): like the multiplex server it waits on every
+socket from one thread, but that thread only gathers whole messages (under a
+deadline from each message's first byte, and caps read from its header) and
+hands them to workers, so no client can hold it. What follows is about the
+multiplex server, which stays available.
+
 The price of one thread: a request is handled from start to end before the
 next, so a client that stalls in the middle of a message (or of its
 handshake) stalls everyone, for at most :data:`COMM_TIMEOUT`. A client that
