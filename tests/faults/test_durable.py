@@ -105,6 +105,7 @@ def test_a_landlord_killed_while_freeing_expired_leases_frees_every_one_after_a_
     with Pyro5.api.Proxy(server.expect("URI:")) as rooms:
         leases = rooms.rent(300, 1.0)  # all granted, and so all ending, within milliseconds
     assert server.process.wait(20) == -signal.SIGKILL
+    server.wait_count(FREED.pattern, 99, timeout=20)  # what it printed before it died, read to the last line
     assert len(freed_by(server)) == 99
     left = stored_leases(store)  # the leases whose end the dead landlord had not yet written
 
