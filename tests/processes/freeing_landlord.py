@@ -20,6 +20,13 @@ import Pyro5.api
 
 import landlord
 
+_printing = threading.Lock()  # the reaper's lines and the main thread's: print() writes a line in two parts
+
+
+def say(*words: object) -> None:
+    with _printing:
+        print(*words, flush=True)
+
 
 class Freeing:
     """The landlord's callbacks: count the calls, die at the ``die_at``-th (0: never)."""
@@ -41,7 +48,7 @@ class Freeing:
             dying = self._calls == self._die_at
         if dying:
             os.kill(os.getpid(), signal.SIGKILL)
-        print("freed", kind, room, cookie, flush=True)
+        say("freed", kind, room, cookie)
 
 
 class Rooms(landlord.Landlord):
@@ -61,7 +68,7 @@ def main() -> None:
     rooms = Rooms(policy=landlord.LeaseDurationPolicy(maximum=600), store=store,
                   on_expire=freeing.expired, on_cancel=freeing.cancelled)
     daemon = Pyro5.api.Daemon(host="127.0.0.1", port=port)
-    print("URI:", daemon.register(rooms, objectId="rooms"), flush=True)
+    say("URI:", daemon.register(rooms, objectId="rooms"))
     daemon.requestLoop()
 
 
