@@ -7,7 +7,7 @@ import logging
 import math
 import secrets
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,7 +19,7 @@ from .duration import ANY, check_duration
 from .errors import LeaseDeniedError
 from .hooks import LeaseHooks
 from .landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
-from .manager import HeldLease, LeasedResource, LeaseManager, unwrap_stored
+from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
 from .notices import RevocationNotices
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
@@ -128,8 +128,12 @@ class Landlord:
         policy: grant and renewal terms (default: ``LeaseDurationPolicy()``).
         reaper: how expired resources are freed (see :class:`~landlord.LeaseManager`).
         clock: decides expiry (monotonic) and stamps leases (wall clock).
-        on_expire: called with the resource, once, when its lease expires or is cancelled.
-        on_cancel: if given, called instead of ``on_expire`` when a live lease is cancelled.
+        on_expire: called with the resource when its lease expires or is cancelled:
+            ``on_expire(resource)``, or ``on_expire(resource, cookie=cookie)`` if it
+            has a parameter named ``cookie``. Once; with a store, *at least* once:
+            after a crash it may run again for a lease (the same cookie), so
+            make a second call harmless (see :class:`~landlord.LeaseManager`).
+        on_cancel: if given, called instead of ``on_expire`` when a live lease is cancelled (the same way).
         landlord_id: a stable identity (default: the store's, else a new random one).
         store: keep the leases in this :class:`~landlord.store.LeaseStore`, and
             take back those it holds: the same landlord id, the same cookies,
@@ -156,8 +160,8 @@ class Landlord:
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
-                 clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
-                 on_cancel: Callable[[Any], None] | None = None, landlord_id: str | None = None,
+                 clock: Clock = SYSTEM_CLOCK, on_expire: FreeCallback | None = None,
+                 on_cancel: FreeCallback | None = None, landlord_id: str | None = None,
                  replicas: Sequence[str] | None = None,
                  store: Store | None = None, codec: ResourceCodec | None = None,
                  hooks: LeaseHooks | Sequence[LeaseHooks] | None = None) -> None:
@@ -312,12 +316,16 @@ class Landlord:
         return data
 
     def _restore(self, store: Store) -> None:
+        """Take back the leases ``store`` holds; those it says had ended (cancelled or revoked, their
+        resources maybe not freed before the landlord stopped) come back ended, to be freed again."""
         now, wall = self.clock.monotonic(), self.clock.time()
         restored: list[LeasedResource] = []
+        cancelled: list[str] = []
         for stored in store.leases(wall):
             try:
                 data = unwrap_stored(stored.resource)
-                leased = LeasedResource(stored.cookie, now + stored.remaining, self._codec.load(data.resource))
+                expiration = now + stored.remaining if data.ended_by is None else ENDED
+                leased = LeasedResource(stored.cookie, expiration, self._codec.load(data.resource))
                 if data.attached or not math.isinf(data.deadline):
                     extra = leased.extended()
                     extra.attached = [self._codec.load(each) for each in data.attached]
@@ -327,14 +335,18 @@ class Landlord:
                 store.delete([stored.cookie])
                 continue
             restored.append(leased)
+            if data.ended_by == "on_cancel":
+                cancelled.append(leased.cookie)
         for leased in restored:  # every one filed before any can expire and be freed
             self._codec.restored(leased)
             for each in leased.attached:
                 self._codec.restored(LeasedResource(leased.cookie, leased.expiration, each))
-        self._manager.restore(restored)
+        self._manager.restore(restored, cancelled=cancelled)
         live = sum(1 for leased in restored if leased.expiration > now)
-        log.info("landlord %s took back %d lease(s) from %r (%d ran out while it was down)",
-                 self.landlord_id, live, store, len(restored) - live)
+        ended = sum(1 for leased in restored if leased.expiration == ENDED)
+        log.info("landlord %s took back %d lease(s) from %r (%d ran out while it was down, "
+                 "%d had ended before it stopped: freed again)",
+                 self.landlord_id, live, store, len(restored) - live - ended, ended)
 
     def __len__(self) -> int:
         return len(self._manager)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import collections
+import inspect
 import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import LeaseDeniedError, UnknownLeaseError
@@ -19,7 +20,8 @@ from .reapers import Reaper, make_reaper
 from .resource import LeasedResource
 from .store import Store
 
-__all__ = ["LeasedResource", "LeaseManager", "HeldLease", "StoredExtra", "unwrap_stored", "STORED_EXTRA"]
+__all__ = ["LeasedResource", "LeaseManager", "HeldLease", "StoredExtra", "unwrap_stored", "STORED_EXTRA",
+           "FreeCallback", "FreeWithCookie", "ENDED", "ENDED_BY"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,18 @@ REAP_CHUNK = 1000  # leases freed per turn of the lock when many expire at once
 REVOKED_REMEMBERED = 10_000  # revoked cookies whose reason a late renewal is told
 STORED_EXTRA = "landlord.lease/1"  # the key of a stored lease's envelope (attached resources, lifetime cap)
 _UNKNOWN = "no such lease (it expired, was cancelled, or never existed)"
+ENDED = -1e15  # the expiration of a lease restored as ended: before any clock's now, so due at once, never live
+ENDED_BY = ("on_cancel", "on_expire")  # what a stored lease's end mark says: which callback frees it
+
+
+class FreeWithCookie(Protocol):
+    """An ``on_expire``/``on_cancel`` that takes the cookie too: ``callback(resource, cookie=...)``."""
+
+    def __call__(self, resource: Any, /, *, cookie: str) -> None: ...
+
+
+# A callback of the old form, callback(resource), or one with a parameter named cookie
+FreeCallback: TypeAlias = Callable[[Any], None] | FreeWithCookie
 
 
 class HeldLease(NamedTuple):
@@ -53,16 +67,38 @@ class LeaseManager:
     its resources are held for the grace period: a renewal within it revives
     the lease under the same cookie, and only after it are the resources freed.
 
+    With a store, an end is *free first, forget after*: a lease's row is
+    deleted only once the callbacks for its resources have returned, so a
+    crash at any point (even ``kill -9``) leaves the row of every lease whose
+    resources may not have been freed, and a landlord restarted on the store
+    frees them (again). An expired lease needs nothing more: its row's
+    expiration says it ran out, so it comes back expired and the reaper frees
+    it (unless the wall clock was set back by more than the downtime: then it
+    comes back with at most what it had left, and is freed at its end). A
+    lease ended while live (cancelled, revoked) would come back live, so its
+    end is written into its row first, saying which callback frees it; it
+    comes back ended (:meth:`restore`), never live, and is freed at once.
+    Marking every end instead would cost an expiry a second write per chunk
+    for what its row already says. So with a store a callback runs *at least
+    once* per ended lease: twice for a lease whose callback ran but whose row
+    was not yet deleted when the process died.
+
     Args:
         policy: decides renewal terms (and the grace, its ``grace``).
         reaper: ``"sleeper"``, ``"polling"``, ``"lazy"`` or a :class:`~landlord.reapers.Reaper`.
         clock: the monotonic clock expiry is decided on.
         on_expire: called with each resource of a lease (its own and those
-            attached), exactly once, when the lease expires or is cancelled;
-            never under the manager's lock. Its exceptions are logged and do
-            not stop the reaper.
+            attached) when the lease expires or is cancelled; never under the
+            manager's lock. Its exceptions are logged and do not stop the
+            reaper. A callback with a parameter named ``cookie`` is called as
+            ``on_expire(resource, cookie=cookie)``, the cookie of the lease
+            that ended, so a resource can tell a second call for one lease and
+            make it harmless; any other is called with the resource alone.
+            Exactly once per resource without a store; with one, at least once
+            (a crash may repeat it: see above).
         on_cancel: if given, called instead of ``on_expire`` for leases
-            cancelled while still live, so a landlord can tell the two apart.
+            cancelled while still live, so a landlord can tell the two apart
+            (the same way, the same at-least-once).
         store: if given, every change is written to it (:mod:`landlord.store`): renewals
             under the lock; grants and ends outside it (no renewal waits for an etcd round trip).
         dump: what of a resource is written to ``store`` (default: the
@@ -75,8 +111,8 @@ class LeaseManager:
     """
 
     def __init__(self, policy: LeasePolicy, *, reaper: str | Reaper = "sleeper",
-                 clock: Clock = SYSTEM_CLOCK, on_expire: Callable[[Any], None] | None = None,
-                 on_cancel: Callable[[Any], None] | None = None, store: Store | None = None,
+                 clock: Clock = SYSTEM_CLOCK, on_expire: FreeCallback | None = None,
+                 on_cancel: FreeCallback | None = None, store: Store | None = None,
                  dump: Callable[[Any], Any] | None = None,
                  hooks: LeaseHooks | Sequence[LeaseHooks] | None = None) -> None:
         self.policy = policy
@@ -85,8 +121,9 @@ class LeaseManager:
         self.grace = policy.grace  # fixed for the manager's life: the reaper's order depends on it
         self.hooks = _fanout(hooks)
         self._journal = _Journal(store, dump if dump is not None else _same, clock)
-        self._on_expire = on_expire
-        self._on_cancel = on_cancel if on_cancel is not None else on_expire
+        self._on_expire = _Freeing.of(on_expire, "on_expire")
+        self._on_cancel = _Freeing.of(on_cancel, "on_cancel") if on_cancel is not None else self._on_expire
+        self._restored_cancels: set[str] = set()  # restored as cancelled, not yet freed (through on_cancel)
         self._lock = threading.Lock()
         self._revoked: collections.OrderedDict[str, str] = collections.OrderedDict()  # cookie -> reason
         self._table = LeaseTable()
@@ -125,20 +162,33 @@ class LeaseManager:
         if self.hooks is not None:
             self.hooks.granted(resource)
 
-    def restore(self, resources: Sequence[LeasedResource]) -> None:
+    def restore(self, resources: Sequence[LeasedResource], *, cancelled: Collection[str] = ()) -> None:
         """Hold resources read back from the store (not written again).
 
-        Those already expired are freed by the reaper, as any other.
+        Those already expired are freed by the reaper, as any other. So are
+        those whose end was written before the landlord stopped (restored with
+        the expiration ``ENDED``: never live), which may have been freed then
+        already: they are freed again, at least once.
+
+        Args:
+            resources: the leases read back.
+            cancelled: the cookies of those among ``resources`` that ended by a
+                cancel: freed through ``on_cancel`` (the others through ``on_expire``).
 
         Raises:
-            ValueError: a cookie already held (nothing is restored).
+            ValueError: a cookie already held, or one in ``cancelled`` not among
+                ``resources`` with the expiration ``ENDED`` (nothing is restored).
         """
         with self._lock:
             cookies = [resource.cookie for resource in resources]
             if len(set(cookies)) != len(cookies) or any(cookie in self._by_cookie for cookie in cookies):
                 raise ValueError("a restored resource has the cookie of another")
+            ended = {resource.cookie for resource in resources if resource.expiration == ENDED}
+            if not ended.issuperset(cancelled):
+                raise ValueError("a restored lease said to be cancelled is not among those restored as ended")
             for resource in resources:
                 self._table.add(resource)
+            self._restored_cancels.update(cancelled)
         if resources:
             self._reaper.expiration_added(min(resource.expiration for resource in resources) + self.grace)
 
@@ -249,8 +299,8 @@ class LeaseManager:
                 if renewed:
                     self._journal.renewed(renewed)
             if found_dead:
-                self._journal.ended(found_dead)
                 self._free(found_dead)
+                self._forget(found_dead)
             if earliest < math.inf:
                 self._reaper.expiration_added(earliest + grace)
             if hooks is not None:
@@ -262,16 +312,23 @@ class LeaseManager:
     def cancel(self, cookie: str) -> None:
         """End the lease named ``cookie`` now and free its resources (one in its grace too).
 
+        With a store, the end is written before ``on_cancel`` runs and the row
+        deleted after (see the class docstring): a crash in between frees the
+        resources again after a restart.
+
         Raises:
             UnknownLeaseError: no such lease, or it has already expired (and its grace passed).
+            Exception: whatever the store raised writing the end (the lease is held as before).
         """
         self._reaper.on_use()
         with self._lock:
             cancellable = self._unfreed(self._by_cookie.get(cookie))
             resource = self._table.remove(cookie)
         if resource is not None:
-            self._journal.ended([resource])
-        self._free([resource] if resource else [], cancelled=cancellable)
+            if cancellable:  # a live lease's row would bring it back live: say first that it ended
+                self._write_end(resource, "on_cancel")
+            self._free([resource], cancelled=cancellable)
+            self._forget([resource])
         if not cancellable:
             if resource is not None and self.hooks is not None:
                 self.hooks.expired([resource])
@@ -284,11 +341,14 @@ class LeaseManager:
         (through ``on_expire``). A renewal of it from now on is denied with ``reason``
         (for the last ``REVOKED_REMEMBERED`` revocations; older ones are unknown).
 
+        With a store, the end is written first, as for :meth:`cancel`.
+
         Returns:
             the lease as it was held (its ``extra.listener`` says whom to tell).
 
         Raises:
             UnknownLeaseError: no such lease, or it has expired (and its grace passed).
+            Exception: whatever the store raised writing the end (the lease is held as before).
         """
         with self._lock:
             held = self._by_cookie.get(cookie)
@@ -298,8 +358,14 @@ class LeaseManager:
             self._revoked[cookie] = reason
             if len(self._revoked) > REVOKED_REMEMBERED:
                 self._revoked.popitem(last=False)
-        self._journal.ended([held])
+        try:
+            self._write_end(held, "on_expire")
+        except BaseException:
+            with self._lock:
+                self._revoked.pop(cookie, None)
+            raise
         self._free([held])
+        self._forget([held])
         if self.hooks is not None:
             self.hooks.revoked(held, reason)
         return held
@@ -334,8 +400,8 @@ class LeaseManager:
             resource = self._live(cookie)
             expired = None if resource else self._pop_dead(cookie)  # held but past its grace: free it now
         if expired is not None:
-            self._journal.ended([expired])
             self._free([expired])
+            self._forget([expired])
             if self.hooks is not None:
                 self.hooks.expired([expired])
         if resource is None:
@@ -396,20 +462,16 @@ class LeaseManager:
         The lock is taken for one chunk of ``REAP_CHUNK`` leases at a time,
         and each chunk is freed before the next is taken: when a million leases
         expire together, renewals and the first ``on_expire`` wait for one
-        chunk (milliseconds), not for all of them (seconds).
+        chunk (milliseconds), not for all of them (seconds). With a store, a
+        chunk's rows are deleted after its callbacks have run (see the class docstring).
         """
         due_before = self.clock.monotonic() - self.grace
         freed = 0
         while True:
             with self._lock:
                 due, more = self._table.pop_due(due_before, REAP_CHUNK)
-            try:
-                self._journal.ended(due)
-            except Exception:  # the leases have ended all the same: a store that missed it
-                # brings them back expired after a restart, to be freed then (at least once)
-                log.exception("could not write the end of %d expired lease(s) to %r; freed anyway",
-                              len(due), self.store)
             self._free(due)
+            self._forget(due)  # after: a crash before it brings them back expired, to be freed again
             if due and self.hooks is not None:
                 self.hooks.expired(due)
             freed += len(due)
@@ -461,15 +523,43 @@ class LeaseManager:
     # -- internals (call without the lock) -----------------------------------------
 
     def _free(self, resources: list[LeasedResource], *, cancelled: bool = False) -> None:
-        callback = self._on_cancel if cancelled else self._on_expire
-        if callback is None:
-            return
-        for leased in resources:
-            for resource in leased.everything():
-                try:
-                    callback(resource)
-                except Exception:
-                    log.exception("%s failed for %r", "on_cancel" if cancelled else "on_expire", leased)
+        if self._restored_cancels and not cancelled:  # only after a restart found cancels not yet freed
+            resources = self._free_restored_cancels(resources)
+        (self._on_cancel if cancelled else self._on_expire).free(resources)
+
+    def _free_restored_cancels(self, resources: list[LeasedResource]) -> list[LeasedResource]:
+        """Free through ``on_cancel`` those of ``resources`` restored as cancelled; return the others."""
+        cancels = self._restored_cancels
+        others = [leased for leased in resources if leased.cookie not in cancels]
+        if len(others) < len(resources):
+            restored = [leased for leased in resources if leased.cookie in cancels]
+            cancels.difference_update(leased.cookie for leased in restored)
+            self._on_cancel.free(restored)
+        return others
+
+    def _write_end(self, leased: LeasedResource, ended_by: str) -> None:
+        """Write to the store that ``leased``, taken out of the table while live, has ended, and
+        which callback frees it: a crash before its row is deleted brings it back ended.
+
+        Raises:
+            Exception: whatever the store raised; ``leased`` is held again, as it was.
+        """
+        try:
+            self._journal.put(leased, ended_by=ended_by)
+        except BaseException:
+            with self._lock:
+                self._table.add(leased)
+            self._reaper.expiration_added(leased.expiration + self.grace)
+            raise
+
+    def _forget(self, ended: list[LeasedResource]) -> None:
+        """Delete the rows of leases whose resources were freed. A failure is logged, not raised:
+        the leases have ended all the same, and a restart frees them again (at least once)."""
+        try:
+            self._journal.ended(ended)
+        except Exception:
+            log.exception("could not delete %d ended lease(s) from %r; they are freed again after a restart",
+                          len(ended), self.store)
 
     @staticmethod
     def _tell_renewals(hooks: LeaseHooks, cookies: Sequence[str], outcomes: Sequence[float | Exception],
@@ -497,17 +587,22 @@ class _Journal:
         self._dump = dump
         self._clock = clock
 
-    def put(self, resource: LeasedResource) -> None:
+    def put(self, resource: LeasedResource, *, ended_by: str | None = None) -> None:
+        """Write ``resource``'s lease; ``ended_by`` (one of ``ENDED_BY``) marks it ended."""
         if self._store is None:
             return
         data = self._dump(resource.resource)
         if data is not None:
             wall, now = self._clock.time(), self._clock.monotonic()
             extra = resource.extra
-            if extra is not None:  # an envelope only for the leases that need one: the rest load as before
-                attached = [dumped for dumped in map(self._dump, extra.attached) if dumped is not None]
-                data = {STORED_EXTRA: {"resource": data, "attached": attached,
-                                       "deadline": _wall_time(extra.deadline, now, wall)}}
+            if extra is not None or ended_by is not None:  # an envelope only for the leases that need one
+                attached = [] if extra is None else \
+                    [dumped for dumped in map(self._dump, extra.attached) if dumped is not None]
+                envelope = {"resource": data, "attached": attached,
+                            "deadline": _wall_time(resource.deadline, now, wall)}
+                if ended_by is not None:
+                    envelope["ended_by"] = ended_by
+                data = {STORED_EXTRA: envelope}
             self._store.put(resource.cookie, _wall_time(resource.expiration, now, wall), data, wall)
 
     def renewed(self, resources: list[LeasedResource]) -> None:
@@ -526,10 +621,12 @@ class StoredExtra(NamedTuple):
     resource: Any  # what the codec dumped of the lease's own resource
     attached: list[Any]  # what it dumped of each attached one
     deadline: float  # the lifetime cap on the wall clock (``inf``: none)
+    ended_by: str | None = None  # the lease had ended (one of ENDED_BY: the callback that frees it); None: live
 
 
 def unwrap_stored(data: Any) -> StoredExtra:
-    """What the manager stored for a lease: its resource's data, its attached resources' and its cap.
+    """What the manager stored for a lease: its resource's data, its attached resources', its cap,
+    and whether it had ended (see :class:`LeaseManager` on ending with a store).
 
     Raises:
         ValueError: an envelope that is malformed (a damaged or forged row).
@@ -538,9 +635,54 @@ def unwrap_stored(data: Any) -> StoredExtra:
         return StoredExtra(data, [], math.inf)
     envelope = data[STORED_EXTRA]
     if not (isinstance(envelope, dict) and isinstance(envelope.get("attached"), list)
-            and isinstance(envelope.get("deadline"), (int, float)) and "resource" in envelope):
+            and isinstance(envelope.get("deadline"), (int, float)) and "resource" in envelope
+            and envelope.get("ended_by", ENDED_BY[0]) in ENDED_BY):
         raise ValueError(f"a malformed stored lease: {envelope!r:.80}")
-    return StoredExtra(envelope["resource"], envelope["attached"], float(envelope["deadline"]))
+    return StoredExtra(envelope["resource"], envelope["attached"], float(envelope["deadline"]),
+                       envelope.get("ended_by"))
+
+
+class _Freeing:
+    """An ``on_expire`` or ``on_cancel`` (or none), and how it is called: with the cookie or without,
+    decided once (by its signature), not per call."""
+
+    __slots__ = ("_callback", "_with_cookie", "_name")
+
+    def __init__(self, callback: Callable[..., None] | None, with_cookie: bool, name: str) -> None:
+        self._callback, self._with_cookie, self._name = callback, with_cookie, name
+
+    @classmethod
+    def of(cls, callback: FreeCallback | None, name: str) -> _Freeing:
+        return cls(callback, callback is not None and _takes_cookie(callback), name)
+
+    def free(self, ended: list[LeasedResource]) -> None:
+        """Call the callback for each resource of each lease in ``ended``, logging what it raises."""
+        callback = self._callback
+        if callback is None:
+            return
+        if self._with_cookie:  # two loops: the one-argument form pays no test per resource
+            for leased in ended:
+                for resource in leased.everything():
+                    try:
+                        callback(resource, cookie=leased.cookie)
+                    except Exception:
+                        log.exception("%s failed for %r", self._name, leased)
+            return
+        for leased in ended:
+            for resource in leased.everything():
+                try:
+                    callback(resource)
+                except Exception:
+                    log.exception("%s failed for %r", self._name, leased)
+
+
+def _takes_cookie(callback: Callable[..., Any]) -> bool:
+    """Whether ``callback`` has a parameter named ``cookie`` it can be given by keyword."""
+    try:
+        parameter = inspect.signature(callback).parameters.get("cookie")
+    except (TypeError, ValueError):  # no signature to read (some builtins): the old, one-argument form
+        return False
+    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
 
 
 def _fanout(hooks: LeaseHooks | Sequence[LeaseHooks] | None) -> HookFanout | None:

@@ -48,7 +48,7 @@ from .errors import LeaseError, NotLeaderError
 from .etcdstore import EtcdLeaseStore
 from .grantor import Landlord, RenewResults, ResourceCodec, served_uri
 from .landlordlease import LandlordLease, check_landlords
-from .manager import LeaseManager
+from .manager import FreeCallback, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .resource import LeasedResource
 
@@ -174,7 +174,10 @@ class ReplicatedLandlord:
         policy, reaper, clock, on_expire, on_cancel, codec: as for
             :class:`~landlord.Landlord`, for the landlord of each term (one
             policy serves them all; ``reaper`` a name, as each term makes its
-            own). ``on_expire`` runs on the leader only.
+            own). ``on_expire`` runs on the leader only: at least once per
+            ended lease, again on a new leader if the old one failed over before
+            deleting its lease (it gets the cookie if it takes one; see
+            :class:`~landlord.LeaseManager`).
 
     Raises:
         ValueError: a bad group or prefix; ``replicas`` that
@@ -188,7 +191,7 @@ class ReplicatedLandlord:
                  prefix: str = "landlord", ttl: int = 2, commit_interval: float = 0.1,
                  ready_wait: float = READY_WAIT, landlord_id: str | None = None,
                  policy: LeasePolicy | None = None, reaper: str = "sleeper", clock: Clock = SYSTEM_CLOCK,
-                 on_expire: Callable[[Any], None] | None = None, on_cancel: Callable[[Any], None] | None = None,
+                 on_expire: FreeCallback | None = None, on_cancel: FreeCallback | None = None,
                  codec: ResourceCodec | None = None) -> None:
         require_pyetcd()
         self.key = leader_key(group, prefix=prefix)

@@ -11,7 +11,13 @@ sees changes in the order the landlord made them). After a crash, even
 - each lease's remaining time less the downtime: the store keeps expirations
   on the *wall* clock, the only one that goes on through a restart. A lease
   that ran out meanwhile comes back already expired and is freed, with its
-  ``on_expire``, like any other.
+  ``on_expire``, like any other;
+- every lease that had ended but whose resources may not have been freed:
+  a lease's row is deleted only after its ``on_expire``/``on_cancel`` has
+  returned, and a cancelled or revoked lease is marked ended in its row
+  before either runs, so it comes back ended, never live, and is freed again
+  (see :class:`~landlord.LeaseManager`). A callback runs *at least once* per
+  ended lease; it gets the cookie if it asks for it, to make a second call harmless.
 
 The wall clock may be stepped while the landlord is down; a lease never comes
 back with more time than it had when it was last written, so a clock stepped

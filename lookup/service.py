@@ -83,8 +83,10 @@ class LookupService(Landlord):
             such as a replica's etcd store), and take back what it holds:
             after a crash the service answers as before for every lease that
             has not run out meanwhile; those that have are ended with their
-            events. Event registrations whose listener is an in-process object
-            (not a URI) are kept in memory only.
+            events, and so are those whose end (expiry or cancel) the crash
+            cut short: a listener may then hear of one end twice, with two
+            sequence numbers. Event registrations whose listener is an
+            in-process object (not a URI) are kept in memory only.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",

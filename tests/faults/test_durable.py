@@ -2,23 +2,27 @@
 
 Restarted on the same port with the same store, each has every lease back:
 the holders' renewal managers carry on with the same leases, and hear of no
-loss; a join manager does not register again.
+loss; a join manager does not register again. A landlord killed while it
+frees resources frees, once restarted, every one whose lease had ended: none
+is leaked, some may be freed twice (with the same cookie).
 """
 
 from __future__ import annotations
 
 import re
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import Pyro5.api
+import Pyro5.errors
 import pytest
 from conftest import Child, free_port
 from lookup_processes import READY, LookupProcess
 
-from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, set_call_timeout
+from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, LeaseStore, UnknownLeaseError, set_call_timeout
 from landlord.testing import Recorder
 from lookup import TRANSITION_NOMATCH_MATCH, JoinManager, Name, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID
@@ -76,6 +80,64 @@ def test_a_landlord_killed_and_restarted_on_its_store_loses_no_lease(
         assert losses.events == [] and len(manager) == 200
     assert not [line for line in restarted.output + server.output if line.startswith("freed")]
     assert back_at - killed_at < 4.0  # the restart was quicker than the leases' term (else they would be gone)
+
+
+FREED = re.compile(r"^freed (expired|cancelled) (\S+) (\S+)$")  # what tests/processes/freeing_landlord.py prints
+
+
+def freed_by(*children: Child) -> list[tuple[str, ...]]:
+    """``(kind, room, cookie)`` of every resource the children said they freed, in order."""
+    return [match.groups() for child in children for line in child.output if (match := FREED.match(line))]
+
+
+def stored_leases(path: str) -> int:
+    """How many leases the store at ``path`` holds (its landlord must be down)."""
+    store = LeaseStore(path)
+    try:
+        return len(store)
+    finally:
+        store.close()
+
+
+def test_a_landlord_killed_while_freeing_expired_leases_frees_every_one_after_a_restart(
+        spawn: Callable[..., Child], tmp_path: Path, short_call_timeout: None) -> None:
+    port, store = str(free_port()), str(tmp_path / "rooms.sqlite")
+    server = spawn("freeing_landlord.py", port, store, "100")  # SIGKILLs itself as it starts freeing the 100th
+    with Pyro5.api.Proxy(server.expect("URI:")) as rooms:
+        leases = rooms.rent(300, 1.0)  # all granted, and so all ending, within milliseconds
+    assert server.process.wait(20) == -signal.SIGKILL
+    server.wait_count(FREED.pattern, 99, timeout=20)  # what it printed before it died, read to the last line
+    assert len(freed_by(server)) == 99
+    left = stored_leases(store)  # the leases whose end the dead landlord had not yet written
+
+    restarted = spawn("freeing_landlord.py", port, store)
+    restarted.expect("URI:")
+    restarted.wait_count(FREED.pattern, left, timeout=20)
+    cookies = {f"room-{n}": lease.cookie for n, lease in enumerate(leases)}
+    freed = freed_by(server, restarted)
+    assert {room for _, room, _ in freed} == set(cookies), f"{len(set(cookies) - {r for _, r, _ in freed})} leaked"
+    assert all(kind == "expired" and cookie == cookies[room] for kind, room, cookie in freed)
+
+
+def test_a_landlord_killed_while_freeing_a_cancelled_lease_frees_it_after_a_restart_and_never_revives_it(
+        spawn: Callable[..., Child], tmp_path: Path, short_call_timeout: None) -> None:
+    port, store = str(free_port()), str(tmp_path / "rooms.sqlite")
+    server = spawn("freeing_landlord.py", port, store, "1")  # SIGKILLs itself as it starts freeing the first
+    with Pyro5.api.Proxy(server.expect("URI:")) as rooms:
+        cancelled, *kept = rooms.rent(3, 600.0)
+    with pytest.raises(Pyro5.errors.CommunicationError):
+        cancelled.cancel()  # the landlord dies in on_cancel: its holder hears of a lost connection only
+    assert server.process.wait(20) == -signal.SIGKILL
+
+    restarted = spawn("freeing_landlord.py", port, store)
+    with Pyro5.api.Proxy(restarted.expect("URI:")) as rooms:
+        restarted.wait_count(FREED.pattern, 1, timeout=20)
+        with pytest.raises(UnknownLeaseError):
+            cancelled.renew(60)  # not back as the 600 s lease it was
+        for lease in kept:
+            lease.renew(60)
+        assert rooms.held() == 2
+    assert freed_by(server, restarted) == [("cancelled", "room-0", cancelled.cookie)]
 
 
 class Quoter:

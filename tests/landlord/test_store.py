@@ -396,3 +396,96 @@ def test_a_malformed_envelope_drops_that_lease_only(path: pathlib.Path, landlord
     assert again.get_resource(kept.cookie) == "kept"
     assert len(again) == 1
     assert "cannot restore" in caplog.text
+
+
+# -- a crash between freeing and forgetting: freed (again) after the restart -------------------------
+
+class Crash(BaseException):
+    """Stands for the process dying (``kill -9``): no handler catches it, nothing after it runs."""
+
+
+class FreedWithCookies:
+    """``on_expire``/``on_cancel`` taking the cookie: notes ``(kind, resource, cookie)``; dies at call ``crash_at``."""
+
+    def __init__(self, kind: str, calls: list[tuple[str, Any, str]], *, crash_at: int = 0) -> None:
+        self.kind, self.calls, self.crash_at, self.count = kind, calls, crash_at, 0
+
+    def __call__(self, resource: Any, cookie: str) -> None:
+        self.count += 1
+        if self.count == self.crash_at:
+            raise Crash  # before it could free anything
+        self.calls.append((self.kind, resource, cookie))
+
+
+def freeing(calls: list[tuple[str, Any, str]], *, crash_at: int = 0) -> dict[str, FreedWithCookies]:
+    return {"on_expire": FreedWithCookies("expired", calls, crash_at=crash_at),
+            "on_cancel": FreedWithCookies("cancelled", calls, crash_at=crash_at)}
+
+
+def test_a_crash_while_expired_leases_are_freed_leaves_none_unfreed(path: pathlib.Path, landlords: Any) -> None:
+    clock, before, after = FakeClock(), [], []
+    first = landlords(path, clock, **freeing(before, crash_at=3))
+    leases = [first.new_lease(f"room {n}", 10) for n in range(5)]
+    clock.advance(11)
+    with pytest.raises(Crash):
+        first.manager.reap()  # the third callback dies: rooms 3 and 4 are not freed either
+    assert [room for _, room, _ in before] == ["room 0", "room 1"]
+
+    again = landlords(path, restarted_clock(clock, downtime=5), **freeing(after))
+    assert len(again) == 0  # the lazy reaper frees what came back expired
+    assert sorted(after) == sorted(("expired", f"room {n}", lease.cookie) for n, lease in enumerate(leases))
+    assert len(again.store) == 0
+
+
+@pytest.mark.parametrize(("end", "kind"), [("cancel", "cancelled"), ("revoke", "expired")])
+def test_a_crash_while_a_live_lease_is_freed_frees_it_after_the_restart_and_never_revives_it(
+        path: pathlib.Path, landlords: Any, end: str, kind: str) -> None:
+    clock, after = FakeClock(), []
+    first = landlords(path, clock, **freeing([], crash_at=1))
+    ended, kept = first.new_lease("ended", FOREVER), first.new_lease("kept", FOREVER)
+    with pytest.raises(Crash):
+        first.cancel(ended.cookie) if end == "cancel" else first.revoke(ended.cookie, "evicted")
+
+    again = landlords(path, restarted_clock(clock, downtime=5), **freeing(after))
+    with pytest.raises(UnknownLeaseError):
+        again.renew(ended.cookie, 60)  # ended: not back as the FOREVER lease it was
+    assert after == [(kind, "ended", ended.cookie)]
+    assert again.get_resource(kept.cookie) == "kept" and len(again) == 1 and len(again.store) == 1
+
+
+@pytest.mark.parametrize("end", ["expiry", "cancel"])
+def test_a_crash_after_the_callback_and_before_the_delete_calls_it_twice_with_one_cookie(
+        path: pathlib.Path, landlords: Any, end: str) -> None:
+    clock, calls = FakeClock(), []
+    first = landlords(path, clock, **freeing(calls))
+    lease = first.new_lease("room", 10)
+
+    def crash(cookies: Any) -> None:
+        raise Crash
+    first.store.delete = crash
+    with pytest.raises(Crash):
+        if end == "cancel":
+            first.cancel(lease.cookie)
+        else:
+            clock.advance(11)
+            first.manager.reap()
+    again = landlords(path, restarted_clock(clock, downtime=5), **freeing(calls))
+    assert len(again) == 0
+    kind = "cancelled" if end == "cancel" else "expired"
+    assert calls == [(kind, "room", lease.cookie)] * 2  # at least once: the cookie tells the second call
+    assert len(again.store) == 0
+
+
+def test_an_unknown_end_mark_drops_that_lease_only(path: pathlib.Path, landlords: Any,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    first = landlords(path, clock)
+    kept = first.new_lease("kept", 60)
+    first.close()
+    store = LeaseStore(path)
+    envelope = {"resource": "x", "attached": [], "deadline": math.inf, "ended_by": "on_whim"}
+    store.put("forged-cookie-0000000", clock.time() + 60, {"landlord.lease/1": envelope}, clock.time())
+    store.close()
+    again = landlords(path, clock)
+    assert again.get_resource(kept.cookie) == "kept" and len(again) == 1
+    assert "cannot restore" in caplog.text

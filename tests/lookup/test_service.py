@@ -464,6 +464,48 @@ def test_registrations_that_ran_out_while_down_end_with_their_events(tmp_path: A
         again.close()
 
 
+class Crash(BaseException):
+    """Stands for the process dying (``kill -9``): no handler catches it, nothing after it runs."""
+
+
+def crash(*args: Any) -> None:
+    raise Crash
+
+
+@pytest.mark.parametrize("died", ["as it ended the registration", "before it deleted the lease"])
+def test_a_registration_cancelled_as_the_service_died_ends_with_its_event_after_the_restart(
+        tmp_path: Any, daemon: Any, died: str) -> None:
+    clock = FakeClock()
+    listener = RemoteListener()
+    first = durable_service(tmp_path / "lookup.sqlite", clock)
+    watch = first.notify(ServiceTemplate(types=[Quoter]), ALL, daemon.register(listener), "mine", 100)
+    gone = first.register(item(Name("gone")), 60)
+    first.register(item(Name("kept")), 60)
+    assert [e.sequence_number for e in listener.wait_for(2)] == [1, 2]
+    if died == "as it ended the registration":
+        first.registry.end = crash  # type: ignore[method-assign]  # on_cancel dies before the event is fired
+    else:
+        first.store.delete = crash  # type: ignore[method-assign,union-attr]  # after the event, before the delete
+    with pytest.raises(Crash):
+        gone.lease.cancel()
+    heard = 3 if died == "before it deleted the lease" else 2
+    listener.wait_for(heard)
+    first.close()
+
+    again = durable_service(tmp_path / "lookup.sqlite", restarted(clock, downtime=10))
+    try:
+        assert [i.attributes[0] for i in again.lookup_all(ServiceTemplate(), 10).items] == [Name("kept")]
+        with pytest.raises(UnknownLeaseError):
+            again.renew(gone.lease.cookie, 60)  # the registration is not revived
+        events = listener.wait_for(heard + 1)[2:]  # the end, heard again if it was heard before the crash
+        assert [(e.transition, e.service_id, e.event_id) for e in events] == \
+            [(TRANSITION_MATCH_NOMATCH, gone.service_id, watch.event_id)] * len(events)
+        assert [e.sequence_number for e in events] == list(range(3, heard + 2))
+        assert again.fanout.mailer.wait_idle(10) and len(listener.received) == heard + 1
+    finally:
+        again.close()
+
+
 def test_in_process_listeners_are_not_kept(tmp_path: Any) -> None:
     clock = FakeClock()
     first = durable_service(tmp_path / "lookup.sqlite", clock)
