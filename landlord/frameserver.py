@@ -26,6 +26,12 @@ it likes (measured: a canary's 6 s lease lost 5 s into such a trickle).
 - **One message at a time per connection.** A connection is not read while
   its message is being served, so a client that sends ahead waits (TCP's
   own flow control), and answers keep their order.
+- **Bounded connections.** One client address may hold
+  :attr:`~landlord.framing.FrameLimits.connections_per_host` connections
+  (one more is refused by name); past
+  :attr:`~landlord.framing.FrameLimits.connections` in all, or when the
+  process runs out of file descriptors, the server stops accepting until a
+  connection closes, rather than spin on a listening socket it cannot serve.
 - **A budget for large messages.** Bytes of large messages being gathered
   are counted server-wide; past :data:`LARGE_BUDGET` another large message
   is refused, so many connections each sending most of a large message
@@ -75,6 +81,7 @@ WORKERS = 16                 # workers for small messages: enough that calls wai
 _READ_CHUNK = 256 * 1024     # the most one read takes
 _ACCEPTS_PER_TURN = 64       # connections accepted per turn of the loop, so a flood of them delays no reading
 _TURN = 1.0                  # longest wait of the selector when no deadline is nearer
+_ACCEPT_PAUSE = 0.1          # seconds of not accepting after running out of file descriptors
 _LOG_BURST = 10              # warnings per rule per second; the rest are counted
 
 
@@ -94,6 +101,7 @@ class FramedConnection(Pyro5.socketutil.SocketConnection):
         self.write_deadline: float | None = None
         self.tls_deadline: float | None = None   # while its TLS handshake is unfinished
         self.closing = False                       # close once the answer is written
+        self.host = ""                             # the client's address, as counted per host
         self.reserved = 0                          # bytes of the large-message budget it holds
         self._message = memoryview(b"")
 
@@ -156,6 +164,9 @@ class FrameServer:
         self._quick: queue.SimpleQueue[tuple[FramedConnection, Frame] | None] = queue.SimpleQueue()
         self._bulk: queue.SimpleQueue[tuple[FramedConnection, Frame] | None] = queue.SimpleQueue()
         self._large_gathered = 0
+        self._per_host: collections.Counter[str] = collections.Counter()
+        self._accepting = True
+        self._accept_again_at: float | None = None  # after running out of file descriptors
         self.refusals: collections.Counter[str] = collections.Counter()
         self._logged: dict[str, tuple[float, int]] = {}  # per rule: when its second began, lines logged in it
         self.shutting_down = False
@@ -217,9 +228,14 @@ class FrameServer:
 
     def _turn(self) -> None:
         now = time.monotonic()
+        if self._accept_again_at is not None and now >= self._accept_again_at:
+            self._accept_again_at = None
+            self._accept_on()
         timeout = _TURN
         if self._deadlines:
             timeout = min(_TURN, max(0.0, min(self._deadlines.values()) - now))
+        if self._accept_again_at is not None:
+            timeout = min(timeout, max(0.0, self._accept_again_at - now))
         for key, mask in self.selector.select(timeout):
             if key.fileobj is self.sock:
                 self._accept()
@@ -238,6 +254,9 @@ class FrameServer:
 
     def _accept(self) -> None:
         for _ in range(_ACCEPTS_PER_TURN):
+            if len(self._connections) >= self.limits.connections:
+                self._accept_off()
+                return
             try:
                 raw, address = socket.socket.accept(self.sock)  # the plain accept, even for TLS: no handshake here
             except (BlockingIOError, InterruptedError):
@@ -245,13 +264,22 @@ class FrameServer:
             except OSError as exc:
                 if self.shutting_down or exc.errno in (errno.EBADF, errno.ENOTSOCK, errno.EINVAL):
                     raise
-                log.warning("accept() failed: %s", exc)  # EMFILE and the like: the others go on being served
+                # EMFILE and the like: the listening socket stays readable, so stop watching it awhile
+                self._count("files", f"accept() failed: {exc}; accepting again in {_ACCEPT_PAUSE:g} s")
+                self._accept_off()
+                self._accept_again_at = time.monotonic() + _ACCEPT_PAUSE
                 return
+            host = _host_of(address)
+            if self._per_host[host] >= self.limits.connections_per_host:
+                self._refuse_connection(raw, host)
+                continue
+            self._per_host[host] += 1
             raw.setblocking(False)
             with contextlib.suppress(OSError):
                 raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock: socket.socket = raw
             conn = FramedConnection(sock, address, self.limits)
+            conn.host = host
             if self._tls:
                 try:
                     sock = self.sock.context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
@@ -264,6 +292,31 @@ class FrameServer:
                 conn.tls_deadline = float("inf")  # its clock starts at its first bytes, as a message's does
             self._connections.add(conn)
             self.selector.register(conn.sock, selectors.EVENT_READ, conn)
+
+    def _accept_off(self) -> None:
+        if self._accepting:
+            self._accepting = False
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.selector.unregister(self.sock)
+
+    def _accept_on(self) -> None:
+        if not self._accepting and self.sock is not None and not self.shutting_down \
+                and self._accept_again_at is None and len(self._connections) < self.limits.connections:
+            self._accepting = True
+            self.selector.register(self.sock, selectors.EVENT_READ, None)
+
+    def _refuse_connection(self, raw: socket.socket, host: str) -> None:
+        """One connection too many from ``host``: told so (one try, before it has asked), closed."""
+        self._count("connections", f"refused a connection from {host}: it holds "
+                                   f"{self._per_host[host]} already, the most one address may")
+        refusal = FrameRefused("connections", f"too many connections from {host}: at most "
+                                              f"{self.limits.connections_per_host} per address")
+        data = Pyro5.serializers.serializers_by_id[SERPENT].dumps(str(refusal))
+        with contextlib.suppress(OSError):
+            raw.setblocking(False)
+            raw.send(bytes(Pyro5.protocol.SendingMessage(Pyro5.protocol.MSG_CONNECTFAIL, 0, 0, SERPENT, data).data))
+        with contextlib.suppress(OSError):
+            raw.close()
 
     def _read(self, conn: FramedConnection) -> None:
         now = time.monotonic()
@@ -417,6 +470,9 @@ class FrameServer:
         if conn not in self._connections:
             return
         self._connections.discard(conn)
+        self._per_host[conn.host] -= 1
+        if self._per_host[conn.host] <= 0:
+            del self._per_host[conn.host]
         self._release(conn)
         with contextlib.suppress(KeyError, ValueError, OSError):
             self.selector.unregister(conn.sock)
@@ -426,6 +482,7 @@ class FrameServer:
             except Exception as exc:  # a hook of the served object's: its failure ends nothing else
                 log.warning("error in clientDisconnect: %s", exc)
         conn.close()
+        self._accept_on()
 
     def _count(self, reason: str, text: str) -> None:
         """Count a refusal by rule, and log it (at most :data:`_LOG_BURST` lines per rule per second, so that
@@ -497,6 +554,13 @@ class FrameServer:
         except Pyro5.errors.TimeoutError as exc:
             log.warning("error during handleRequest: %s", exc)
             conn.closing = True
+
+
+def _host_of(address: Any) -> str:
+    """The client's host, as its connections are counted: its IP address (a Unix socket's peers are one)."""
+    if isinstance(address, tuple) and address:
+        return str(address[0])
+    return "unix socket"
 
 
 def _send_some(conn: FramedConnection) -> bool:

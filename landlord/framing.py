@@ -86,7 +86,7 @@ class FrameRefused(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class FrameLimits:
-    """What one message may be. Sizes in bytes, the deadline in seconds.
+    """What one message may be, and how many connections a server holds. Sizes in bytes, the deadline in seconds.
 
     Args:
         deadline: seconds from a message's first byte to its last.
@@ -94,6 +94,10 @@ class FrameLimits:
         serpent_bytes: the most data a serpent message may carry after it (inflated).
         json_bytes: the same for json.
         annotation_bytes: the most annotation bytes any message may carry.
+        connections_per_host: the most connections one client address may hold open; one more is
+            refused with a ``CONNECTFAIL`` naming the limit.
+        connections: the most connections the server holds open; beyond, it stops accepting (new
+            clients wait in the listening socket's backlog) until one closes.
 
     Raises:
         ValueError: a limit that is not positive (a deadline that is not a finite number).
@@ -104,12 +108,15 @@ class FrameLimits:
     serpent_bytes: int = 64 * KiB
     json_bytes: int = 256 * KiB
     annotation_bytes: int = 4 * KiB
+    connections_per_host: int = 1024
+    connections: int = 16384
 
     def __post_init__(self) -> None:
         if isinstance(self.deadline, bool) or not isinstance(self.deadline, (int, float)) \
                 or not 0 < self.deadline < float("inf"):
             raise ValueError(f"deadline must be a positive number of seconds, got {self.deadline!r}")
-        for name in ("handshake_bytes", "serpent_bytes", "json_bytes", "annotation_bytes"):
+        for name in ("handshake_bytes", "serpent_bytes", "json_bytes", "annotation_bytes", "connections_per_host",
+                     "connections"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")

@@ -42,7 +42,7 @@ from attacks import (
     read_message,
     serpent_bomb,
 )
-from conftest import ChildProcess, free_port
+from conftest import ChildProcess, free_port, open_files_for_many_clients  # noqa: F401 (a fixture)
 
 import landlord
 from landlord.framing import FrameLimits
@@ -237,3 +237,15 @@ def test_a_message_over_the_cap_is_refused_from_its_header(target: Target) -> No
                 refused = read_message(sock)
                 assert refused is not None and f"message of {claimed} bytes" in answer_text(refused)
                 assert closed_by_server(sock, 5)
+
+
+def test_a_flood_of_connections_from_one_address_is_refused_past_its_limit(
+        target: Target, open_files_for_many_clients: None) -> None:
+    per_host = FrameLimits().connections_per_host
+    with watched(target), contextlib.ExitStack() as stack:
+        flood = [stack.enter_context(_connect(target)) for _ in range(per_host + 100)]
+        for sock in flood:
+            sock.send(b"P")  # each holds its place with a message begun
+        refused = [sock for sock in flood[-100:] if closed_by_server(sock, 5)]
+        assert len(refused) == 100  # the canary's own connection and the flood's first ones fill the rest
+    assert "the most one address may" in "\n".join(target.process.output)

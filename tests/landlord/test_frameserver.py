@@ -140,3 +140,39 @@ def test_guard_takes_only_a_multiplex_daemon_and_checks_its_arguments() -> None:
     with pytest.raises(ValueError, match="workers"):
         serve_landlord(Landlord(), workers=0)
     assert FrameServer.__doc__
+
+
+def test_one_connection_more_than_an_address_may_hold_is_refused_by_name_and_a_closed_one_makes_room() -> None:
+    with served(FrameLimits(connections_per_host=3)) as (landlord, uri, port):
+        with contextlib.ExitStack() as held:
+            for _ in range(3):
+                held.enter_context(greeted(port, "landlord.framed"))
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as extra:
+                refused = read_message(extra)
+                assert refused is not None and refused.type == Pyro5.protocol.MSG_CONNECTFAIL
+                assert "too many connections from 127.0.0.1: at most 3 per address" in answer_text(refused)
+            with pytest.raises(Pyro5.errors.CommunicationError, match="too many connections"):
+                with Pyro5.api.Proxy(uri) as proxy:
+                    proxy._pyroBind()
+        lease = landlord.new_lease("room", 10)
+        with Pyro5.api.Proxy(uri) as proxy:  # the three closed: room again
+            assert proxy.renew(lease.cookie, 4) == 4
+
+
+def test_past_its_connections_the_server_stops_accepting_until_one_closes() -> None:
+    with served(FrameLimits(connections=2)) as (landlord, uri, port):
+        lease = landlord.new_lease("room", 10)
+        first = greeted(port, "landlord.framed")
+        with greeted(port, "landlord.framed"):
+            first.__enter__()
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as waiting:
+                waiting.sendall(connect_message("landlord.framed"))
+                waiting.settimeout(0.5)
+                with pytest.raises(TimeoutError):  # in the backlog: not accepted, not refused
+                    waiting.recv(1)
+                first.__exit__(None, None, None)  # one closes: the waiting one is accepted and greeted
+                waiting.settimeout(5)
+                welcome = read_message(waiting)
+                assert welcome is not None and welcome.type == Pyro5.protocol.MSG_CONNECTOK
+        with Pyro5.api.Proxy(uri) as proxy:
+            assert proxy.renew(lease.cookie, 4) == 4
