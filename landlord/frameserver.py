@@ -81,6 +81,7 @@ WORKERS = 16                 # workers for small messages: enough that calls wai
 _READ_CHUNK = 256 * 1024     # the most one read takes
 _ACCEPTS_PER_TURN = 64       # connections accepted per turn of the loop, so a flood of them delays no reading
 _TURN = 1.0                  # longest wait of the selector when no deadline is nearer
+_MOST_REST = 0.1             # the longest the large-message worker rests after a message
 _ACCEPT_PAUSE = 0.1          # seconds of not accepting after running out of file descriptors
 _LOG_BURST = 10              # warnings per rule per second; the rest are counted
 
@@ -499,11 +500,13 @@ class FrameServer:
     # -- the workers --------------------------------------------------------------------------------
 
     def _work(self, lane: queue.SimpleQueue[tuple[FramedConnection, Frame] | None]) -> None:
+        paced = lane is self._bulk
         while True:
             item = lane.get()
             if item is None or self.shutting_down:
                 return
             conn, frame = item
+            started = time.monotonic()
             try:
                 self._serve(conn, frame)
             except Exception as exc:  # whatever a message does, the worker goes on
@@ -515,6 +518,12 @@ class FrameServer:
             if not self._read_on(conn):
                 self._done.append(conn)
                 self.wakeup()
+            if paced:
+                # A parse holds the GIL from start to end, and with a next large message ready this worker
+                # would start its parse before a small call that waited through this one got the GIL:
+                # resting as long as it worked keeps large messages to half of the server's time, and a
+                # renewal waits behind one parse at most, never two.
+                time.sleep(min(time.monotonic() - started, _MOST_REST))
 
     def _read_on(self, conn: FramedConnection) -> bool:
         """The common end of a call, taken by the worker itself, saving the gathering thread a turn: the
@@ -549,6 +558,9 @@ class FrameServer:
             return
         try:
             self.daemon.handleRequest(conn)
+        except Pyro5.errors.SerializeError as exc:  # answered, by Pyro5: then closed, as any broken rule
+            self._count("malformed", f"closed {conn.peer()} after answering: {exc}")
+            conn.closing = True
         except (OSError, Pyro5.errors.ConnectionClosedError, Pyro5.errors.SecurityError):
             conn.closing = True
         except Pyro5.errors.TimeoutError as exc:
