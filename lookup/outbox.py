@@ -188,6 +188,11 @@ class Outbox:
         lane = self._lanes.pop(key, None)
         return lane.listener if lane is not None else None
 
+    def wanted(self, key: Hashable) -> bool:
+        """Whether the attempt out for ``key`` is still wanted (its registration was not forgotten meanwhile)."""
+        lane = self._lanes.get(key)
+        return lane is not None and lane.state == "busy"
+
     def serves(self, listener: Any) -> bool:
         """Whether some registration's mail still goes to ``listener``."""
         return any(lane.listener == listener for lane in self._lanes.values())

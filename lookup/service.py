@@ -43,6 +43,7 @@ from .entry import Entry, entry_class_name, entry_fields, entry_matches, modifie
 from .events import ALL_TRANSITIONS, EventMailer, EventRegistration
 from .fanout import EventFanout, EventRecord
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from .outbox import MailLimits
 from .ownership import check_claim, check_proof, new_registration_secret, service_id_for
 from .registration import ServiceRegistration
 from .registry import Registry, ServiceRecord
@@ -90,20 +91,23 @@ class LookupService(Landlord):
         callback_hosts: the only hosts an event listener's URI may name
             (``None``: any host); every listener URI must be ``PYRO:`` with a
             host and port whatever this says (:func:`landlord.check_callback_uri`).
+        mail_limits: the bounds of its own mailer's delivery (a
+            :class:`~lookup.outbox.MailLimits`: queue per listener, deadline,
+            attempt timeout, attempts at once); not with ``mailer``.
 
     Raises:
         TypeError: ``callback_hosts`` is a str, or not a list of str.
-        ValueError: an empty host in ``callback_hosts``.
+        ValueError: an empty host in ``callback_hosts``, or both ``mailer`` and ``mail_limits``.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, landlord_id: str | None = None,
                  mailer: EventMailer | None = None, store: Store | None = None,
-                 callback_hosts: Iterable[str] | None = None) -> None:
+                 callback_hosts: Iterable[str] | None = None, mail_limits: MailLimits | None = None) -> None:
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self.registry = Registry(clock=clock)
-        self.fanout = EventFanout(clock=clock, cancel=self._cancel_lease, mailer=mailer,
+        self.fanout = EventFanout(clock=clock, cancel=self._cancel_lease, mailer=mailer, limits=mail_limits,
                                   persist=self._store_record if store is not None else None)
         super().__init__(policy=policy or LeaseDurationPolicy(maximum=DEFAULT_MAX_LEASE, default=DEFAULT_LEASE),
                          reaper=reaper, clock=clock, on_expire=self._lease_ended, on_cancel=self._lease_ended,
