@@ -122,6 +122,13 @@ def _count(text: str) -> int:
     return count
 
 
+def _positive_count(text: str) -> int:
+    count = _count(text)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {count}")
+    return count
+
+
 def _advertise(text: str) -> str:
     """An address to advertise: a host name or IP address (a usage error otherwise)."""
     try:
@@ -249,9 +256,9 @@ def _add_event_options(parser: argparse.ArgumentParser) -> None:
                        help="seconds one delivery attempt may take, connecting included (default %(default)g)")
     group.add_argument("--event-deadline", type=seconds_argument, default=limits.deadline, metavar="S",
                        help="seconds an event may wait to be delivered, then it is dropped (default %(default)g)")
-    group.add_argument("--event-queue", type=_count, default=limits.queue, metavar="N",
+    group.add_argument("--event-queue", type=_positive_count, default=limits.queue, metavar="N",
                        help="events waiting per listener; beyond, its oldest is dropped (default %(default)d)")
-    group.add_argument("--event-attempts", type=_count, default=limits.in_flight, metavar="N",
+    group.add_argument("--event-attempts", type=_positive_count, default=limits.in_flight, metavar="N",
                        help="delivery attempts at once (sockets), a quarter of them kept for listeners "
                             "known to be live (default %(default)d)")
     group.add_argument("--callback-hosts", type=_hosts, metavar="H1,H2",

@@ -198,10 +198,22 @@ def test_an_event_registration_is_read_only_and_equal_only_to_itself() -> None:
 
 # -- hostile: 300 dead listeners on a lookup service in a process of its own ---------------------
 
+@Pyro5.api.expose
+class Stalled:
+    """A listener that takes the call and never returns (until released)."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+
+    def notify(self, event: ServiceEvent) -> None:
+        self.released.wait(60)
+
+
 class DeadListeners:
-    """Ports that take event deliveries and never answer, ``count`` URIs in all, in three kinds:
+    """Listeners that take event deliveries and never answer, ``count`` URIs in all, in four kinds:
     a socket that accepts and then says nothing, one that never accepts (its backlog full),
-    and a closed port (connections refused)."""
+    a closed port (connections refused), and a Pyro5 object whose ``notify`` never returns
+    (all registrations of that kind name the one URI)."""
 
     def __init__(self, count: int) -> None:
         self._silent = socket.create_server(("127.0.0.1", 0), backlog=count)
@@ -209,8 +221,12 @@ class DeadListeners:
         self._held: list[socket.socket] = []
         self._accepting = threading.Thread(target=self._accept_and_hold, name="silent-listener", daemon=True)
         self._accepting.start()
+        self._stalled = Stalled()
+        self._daemon = ServingDaemon()
+        stalled = self._daemon.register(self._stalled, "stalled")
         ports = [self._silent.getsockname()[1], self._unaccepted.getsockname()[1], free_port()]
-        self.uris = [f"PYRO:dead.{number}@127.0.0.1:{ports[number % 3]}" for number in range(count)]
+        self.uris = [stalled if number % 4 == 3 else f"PYRO:dead.{number}@127.0.0.1:{ports[number % 4]}"
+                     for number in range(count)]
 
     def _accept_and_hold(self) -> None:
         while True:
@@ -226,6 +242,8 @@ class DeadListeners:
         self._accepting.join(10)
         for connection in self._held:
             connection.close()
+        self._stalled.released.set()
+        self._daemon.close()
 
 
 @Pyro5.api.expose
@@ -290,7 +308,7 @@ def test_300_dead_listeners_hold_up_neither_a_live_listener_nor_a_renewal(
                   f"{min(threads)}-{max(threads)}, sockets {min(sockets)}-{max(sockets)}")
             assert lost == [] and registrar.lookup(ServiceTemplate(service_id=canary.service_id)) is not None
             assert max(threads) < 30  # no thread per listener
-            for gone in watches[:3]:  # one of each kind: their registrations ended
+            for gone in watches[:4]:  # one of each kind: their registrations ended
                 with pytest.raises(UnknownLeaseError):
                     gone.lease.renew(10)
             assert watch.lease.renew(10) > 0
