@@ -19,7 +19,10 @@ The outbox decides delivery so that no listener can hold up another:
   reached yet, or whose last attempt failed) may take at most ``unproven``
   of the slots: the rest are kept for listeners whose last event got
   through, so however many dead listeners there are, a live one waits for at
-  most the other live ones;
+  most the other live ones. Of the others, those never tried go before the
+  retries of those that failed, so a new listener's first event waits for
+  dead listeners' first attempts at most (none at all while fewer than
+  ``unproven`` listeners are new);
 * **giving up** on a listener after ``len(retry_delays) + 1`` attempts in a row
   failed (the registration then ends, as before), its mail dropped.
 
@@ -40,6 +43,7 @@ from typing import Any
 __all__ = ["MailLimits", "Attempt", "Outbox", "DELIVERED", "RETRY", "GAVE_UP"]
 
 DELIVERED, RETRY, GAVE_UP = "delivered", "retry", "gave up"  # what :meth:`Outbox.report` says happened
+_RANKS = ("proven", "untried", "failing")  # who gets a free slot first
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +110,10 @@ class _Lane:
         self.proven = False    # its last attempt got through
         self.state = "idle"    # idle (no mail), ready, parked (a retry pause), or busy (an attempt out)
 
+    def rank(self) -> str:
+        """Its place in the line for a slot: ``proven``, ``untried`` or ``failing``."""
+        return "proven" if self.proven else "untried" if self.failures == 0 else "failing"
+
 
 class Outbox:
     """Per-listener queues of events, and which attempts may go out now (see the module's docstring).
@@ -117,7 +125,7 @@ class Outbox:
     def __init__(self, limits: MailLimits | None = None) -> None:
         self.limits = limits if limits is not None else MailLimits()
         self._lanes: dict[Hashable, _Lane] = {}
-        self._ready: dict[bool, collections.deque[Hashable]] = {True: collections.deque(), False: collections.deque()}
+        self._ready: dict[str, collections.deque[Hashable]] = {rank: collections.deque() for rank in _RANKS}
         self._parked: list[tuple[float, int, Hashable]] = []  # (ready again at, tie-break, key), a heap
         self._order = itertools.count()
         self._out: dict[Hashable, bool] = {}  # attempts out: key -> whether it took an unproven slot
@@ -231,7 +239,7 @@ class Outbox:
 
     def _make_ready(self, key: Hashable, lane: _Lane) -> None:
         lane.state = "ready"
-        self._ready[lane.proven].append(key)
+        self._ready[lane.rank()].append(key)
 
     def _unpark(self, now: float) -> None:
         while self._parked and self._parked[0][0] <= now:
@@ -241,15 +249,16 @@ class Outbox:
                 self._make_ready(key, lane)
 
     def _next_ready(self) -> Hashable | None:
-        """The next lane to try: proven listeners first; others while they hold fewer than ``unproven`` slots."""
-        for proven in (True, False):
-            if not proven and self._unproven_out >= self.limits.unproven:
+        """The next lane to try: proven listeners first; then, while the others hold fewer than
+        ``unproven`` slots, those never tried before the retries of those that failed."""
+        for rank in _RANKS:
+            if rank != "proven" and self._unproven_out >= self.limits.unproven:
                 return None
-            queue = self._ready[proven]
+            queue = self._ready[rank]
             while queue:
                 key = queue.popleft()
                 lane = self._lanes.get(key)
-                if lane is not None and lane.state == "ready" and lane.proven == proven:
+                if lane is not None and lane.state == "ready" and lane.rank() == rank:
                     return key
         return None
 

@@ -48,6 +48,19 @@ def test_dead_listeners_leave_slots_for_a_live_one_however_many_they_are() -> No
     assert outbox.out() == 4
 
 
+def test_a_new_listener_goes_before_the_retries_of_failing_ones() -> None:
+    outbox = Outbox(MailLimits(in_flight=2, unproven=2, retry_delays=(1.0, 1.0)))
+    for number in range(4):
+        outbox.post(f"dead{number}", f"PYRO:dead{number}@h:1", "e", 0.0)
+    for _ in range(2):
+        for attempt in outbox.take(0.0):
+            outbox.report(attempt.key, False, 0.0)
+    assert keys(outbox.take(1.0)) == ["dead0", "dead1"]  # all four due again; dead2 and dead3 wait
+    outbox.post("new", "PYRO:new@h:1", "e", 1.0)
+    outbox.report("dead0", False, 1.0)
+    assert keys(outbox.take(1.0)) == ["new"]  # not dead2, in line before it
+
+
 def test_a_proven_listener_that_fails_competes_with_the_unproven_again() -> None:
     outbox = Outbox(MailLimits(in_flight=2, unproven=1))
     prove(outbox, "flaky")
