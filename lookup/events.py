@@ -152,7 +152,8 @@ class EventMailer:
         self._wake = threading.Condition(self._lock)     # the pump waits here for work or a retry's time
         self._settled = threading.Condition(self._lock)  # wait_idle waits here
         self._closed = False
-        self._finishing = 0  # attempts back whose observers and on_undeliverable are being told
+        self._given_up: list[tuple[Hashable, BaseException | None]] = []  # for the pump to hand on
+        self._finishing = 0  # listeners given up on whose on_undeliverable has not yet been called
         self._threads: list[threading.Thread] = []
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -185,10 +186,11 @@ class EventMailer:
             return self._outbox.pending()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until every queued event is delivered or dropped, and whoever is told of it
-        (the observer, ``on_undeliverable``) has been; return whether that happened."""
+        """Block until every queued event is delivered or dropped (closing drops them all), and
+        ``on_undeliverable`` has been told of every listener given up on; return whether that happened."""
         with self._lock:
-            return self._settled.wait_for(lambda: self._outbox.idle() and not self._finishing, timeout)
+            return self._settled.wait_for(lambda: self._closed or (self._outbox.idle() and not self._finishing),
+                                          timeout)
 
     def close(self) -> None:
         """Stop delivering; undelivered mail is dropped, attempts out are abandoned."""
@@ -228,19 +230,22 @@ class EventMailer:
             thread.start()
 
     def _pump(self) -> None:
-        """Send what is due, then sleep until a retry's time or a change."""
+        """Send what is due and hand on the listeners given up on, then sleep until a retry's time or a change."""
         while True:
             with self._lock:
                 if self._closed:
                     return
                 attempts = self._outbox.take(self._clock.monotonic())
+                given_up, self._given_up = self._given_up, []
                 self._tell_dropped()
                 self._settled.notify_all()  # events past their deadline may have gone
-                if not attempts:
+                if not attempts and not given_up:
                     self._clock.wait(self._wake, self._outbox.next_due())
                     continue
             for attempt in attempts:  # not under the lock: a call done at once reports at once
                 self._send(attempt)
+            for key, error in given_up:  # here, not on the loop: ending a registration takes the service's lock
+                self._give_up(key, error)
 
     def _send(self, attempt: Attempt) -> None:
         """Start ``attempt``, over a stream where it can go on one, else on a worker."""
@@ -268,33 +273,25 @@ class EventMailer:
             _call_notify(attempt.listener, attempt.event)
 
     def _finished(self, attempt: Attempt, future: concurrent.futures.Future[None]) -> None:
-        """How ``attempt`` went, back to the outbox; then observers and ``on_undeliverable`` told,
-        before the mailer counts as idle again."""
+        """How ``attempt`` went, back to the outbox and its observer; a listener given up on is
+        handed to the pump, which tells ``on_undeliverable``."""
         if future.cancelled():
             return  # closing
         error = future.exception()
         delivered = not isinstance(error, _UNREACHED)
         if error is not None and delivered:  # logged before its next event can go
             log.warning("the listener of registration %r raised on %r", attempt.key, attempt.event, exc_info=error)
+        self._tell("delivered" if delivered else "failed")
         with self._lock:
             if self._closed:
                 return
-            outcome = self._outbox.report(attempt.key, delivered, self._clock.monotonic())
-            if outcome == GAVE_UP:
+            if self._outbox.report(attempt.key, delivered, self._clock.monotonic()) == GAVE_UP:
                 self._release(attempt.listener)
+                self._given_up.append((attempt.key, error))
+                self._finishing += 1  # idle again once told
             self._tell_dropped()
-            self._finishing += 1
             self._wake.notify()
-        try:
-            self._tell("delivered" if delivered else "failed")
-            if outcome == GAVE_UP:
-                log.info("giving up on the listener of registration %r: %s", attempt.key, error)
-                self._tell("gave_up")
-                self._give_up(attempt.key)
-        finally:
-            with self._lock:
-                self._finishing -= 1
-                self._settled.notify_all()
+            self._settled.notify_all()
 
     async def _abandon(self) -> None:
         """On the loop, closing: cancel the calls out and close the connections."""
@@ -329,12 +326,19 @@ class EventMailer:
         except Exception:
             log.exception("the delivery observer %r failed", observer)
 
-    def _give_up(self, key: Hashable) -> None:
-        if self._on_undeliverable is not None:
-            try:
+    def _give_up(self, key: Hashable, error: BaseException | None) -> None:
+        """On the pump: tell the observer and ``on_undeliverable`` that ``key``'s listener was given up on."""
+        log.info("giving up on the listener of registration %r: %s", key, error)
+        self._tell("gave_up")
+        try:
+            if self._on_undeliverable is not None:
                 self._on_undeliverable(key)
-            except Exception:
-                log.exception("on_undeliverable failed for %r", key)
+        except Exception:
+            log.exception("on_undeliverable failed for %r", key)
+        finally:
+            with self._lock:
+                self._finishing -= 1
+                self._settled.notify_all()
 
 
 # what says an attempt did not reach its listener (anything else came from the listener: it was reached)
