@@ -235,7 +235,9 @@ class EventMailer:
             with self._lock:
                 if self._closed:
                     return
-                attempts = self._outbox.take(self._clock.monotonic())
+                # on the workers alone (TLS), attempts at once are as many as they are
+                room = None if _streams_usable() else self._workers
+                attempts = self._outbox.take(self._clock.monotonic(), room=room)
                 given_up, self._given_up = self._given_up, []
                 self._tell_dropped()
                 self._settled.notify_all()  # events past their deadline may have gone

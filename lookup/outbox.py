@@ -149,13 +149,24 @@ class Outbox:
         if lane.state == "idle":
             self._make_ready(key, lane)
 
-    def take(self, now: float) -> list[Attempt]:
+    def take(self, now: float, *, room: int | None = None) -> list[Attempt]:
         """The attempts that may start now (each listener's oldest event), marked as out
-        until :meth:`report`; events past their deadline are dropped on the way."""
+        until :meth:`report`; events past their deadline are dropped on the way.
+
+        Args:
+            now: the time.
+            room: fewer attempts at once than ``in_flight`` (the calls at hand
+                are on a few threads): the unproven may then have as large a
+                share of them as of ``in_flight``, at least one, and never all
+                when there are two or more.
+        """
+        in_flight, unproven = self.limits.in_flight, self.limits.unproven
+        if room is not None and room < in_flight:
+            in_flight, unproven = room, max(1, min(room - 1, room * unproven // in_flight))
         self._unpark(now)
         attempts: list[Attempt] = []
-        while len(self._out) < self.limits.in_flight:
-            key = self._next_ready()
+        while len(self._out) < in_flight:
+            key = self._next_ready(unproven)
             if key is None:
                 break
             attempt = self._start(key, self._lanes[key], now)
@@ -248,11 +259,11 @@ class Outbox:
             if lane is not None and lane.state == "parked":
                 self._make_ready(key, lane)
 
-    def _next_ready(self) -> Hashable | None:
+    def _next_ready(self, unproven: int) -> Hashable | None:
         """The next lane to try: proven listeners first; then, while the others hold fewer than
         ``unproven`` slots, those never tried before the retries of those that failed."""
         for rank in _RANKS:
-            if rank != "proven" and self._unproven_out >= self.limits.unproven:
+            if rank != "proven" and self._unproven_out >= unproven:
                 return None
             queue = self._ready[rank]
             while queue:

@@ -17,6 +17,7 @@ import pytest
 from conftest import ServingDaemon, free_port, sockets_of
 from lookup_processes import serve_lookup  # noqa: F401  (a fixture)
 
+import lookup.events as events_module
 from landlord import FOREVER, FakeClock, LeaseRenewalEvent, LeaseRenewalManager, UnknownLeaseError
 from landlord.testing import WaitFailed
 from lookup import ServiceItem, ServiceTemplate, locate
@@ -237,6 +238,8 @@ class DeadListeners:
             self._held.append(connection)
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._silent.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread (closing alone does not)
         self._silent.close()
         self._unaccepted.close()
         self._accepting.join(10)
@@ -315,3 +318,27 @@ def test_300_dead_listeners_hold_up_neither_a_live_listener_nor_a_renewal(
     finally:
         dead.close()
         server.kill()
+
+
+def test_on_worker_threads_alone_too_dead_listeners_leave_a_live_one_a_thread(
+        daemon: ServingDaemon, monkeypatch: pytest.MonkeyPatch) -> None:
+    # as under TLS, where calls cannot go over streams: 4 threads, 3 of them for listeners not known live
+    monkeypatch.setattr(events_module, "_streams_usable", lambda: False)
+    mailer = EventMailer(workers=4, limits=MailLimits(attempt_timeout=2.0, retry_delays=(0.1, 0.1)))
+    dead = DeadListeners(20)
+    live = Arrivals()
+    live_uri = daemon.register(live)
+    try:
+        mailer.post("live", live_uri, ServiceEvent(1, 1, None, "first", TRANSITION_NOMATCH_MATCH, None))
+        assert live.wait_for("first", 10) is not None  # now known to be live
+        for number in range(3):
+            for key, uri in enumerate(dead.uris):
+                mailer.post(key, uri, event(number + 1, event_id=key))
+            sent = time.monotonic()
+            mailer.post("live", live_uri, ServiceEvent(1, number + 2, None, f"s{number}", TRANSITION_NOMATCH_MATCH,
+                                                       None))
+            arrived = live.wait_for(f"s{number}", PROMPT)
+            assert arrived is not None and arrived - sent < PROMPT, f"event {number} took over {PROMPT} s"
+    finally:
+        mailer.close()
+        dead.close()

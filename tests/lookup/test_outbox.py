@@ -61,6 +61,21 @@ def test_a_new_listener_goes_before_the_retries_of_failing_ones() -> None:
     assert keys(outbox.take(1.0)) == ["new"]  # not dead2, in line before it
 
 
+def test_less_room_keeps_the_same_share_for_live_listeners() -> None:
+    outbox = Outbox()  # 512 at once, 384 of them for the unproven
+    prove(outbox, "live")
+    for number in range(20):
+        outbox.post(f"dead{number}", f"PYRO:dead{number}@h:1", "e", 1.0)
+    assert len(outbox.take(1.0, room=8)) == 6  # 8 threads: 6 for the unproven, 2 kept
+    outbox.post("live", "PYRO:live@h:1", "e", 1.0)
+    assert keys(outbox.take(1.0, room=8)) == ["live"]
+    assert keys(outbox.take(1.0, room=8)) == []
+    small = Outbox()
+    small.post("one", "PYRO:one@h:1", "e", 0.0)
+    small.post("two", "PYRO:two@h:1", "e", 0.0)
+    assert keys(small.take(0.0, room=1)) == ["one"]  # one thread: the unproven may use it
+
+
 def test_a_proven_listener_that_fails_competes_with_the_unproven_again() -> None:
     outbox = Outbox(MailLimits(in_flight=2, unproven=1))
     prove(outbox, "flaky")
