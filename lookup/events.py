@@ -114,11 +114,13 @@ class EventMailer:
     call over asyncio streams (``landlord.aio.StreamCalls``: plain ``PYRO:``
     listeners, serpent, no TLS), so a dead listener costs a socket, never a
     thread, and a pool of ``workers`` threads for the rest (in-process
-    listeners, and every listener when TLS or another serializer is in force).
+    listeners, and every listener when TLS or another serializer is in force:
+    then no more attempts are out at once than there are workers, the same
+    share of them kept for live listeners).
 
     Args:
-        on_undeliverable: called with the key of a listener given up on (on a
-            mailer thread, under no lock of the mailer's).
+        on_undeliverable: called with the key of a listener given up on (on the
+            mailer's pump thread, under no lock of the mailer's).
         workers: threads for the calls that do not go over streams.
         retry_delays: seconds to wait before each retry of an unreachable
             listener (default: ``limits.retry_delays``).
