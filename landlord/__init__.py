@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .adaptive import AdaptivePolicy
 from .backoff import Backoff, OutageLog, PeerErrors
+from .callbacks import check_callback_hosts, check_callback_uri
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
@@ -39,7 +40,7 @@ from .wire import register_exception
 __version__ = "0.1.0"
 
 __all__ = [
-    "ANY", "FOREVER", "check_duration",
+    "ANY", "FOREVER", "check_duration", "check_callback_uri", "check_callback_hosts",
     "Lease", "AbstractLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",

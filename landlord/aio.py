@@ -427,13 +427,27 @@ class StreamCalls:
             connection.close()
             raise
         except Exception:  # the landlord's own answer: the connection is fine
-            idle.append(connection)
+            self._keep(uri, idle, connection)
             raise
         except BaseException:  # cancelled, or timed out: an answer may still be on its way
             connection.close()
             raise
-        idle.append(connection)
+        self._keep(uri, idle, connection)
         return result
+
+    def _keep(self, uri: str, idle: list[_Connection], connection: _Connection) -> None:
+        """Keep ``connection`` for ``uri``'s next call, unless ``uri`` was dropped meanwhile."""
+        if self._idle.get(uri) is idle:
+            idle.append(connection)
+        else:
+            connection.close()
+
+    def drop(self, uri: str) -> None:
+        """Close ``uri``'s idle connections and forget it (nothing will call it again; a call in
+        flight closes its connection when it ends)."""
+        for connection in self._idle.pop(uri, []):
+            connection.close()
+        self._slots.pop(uri, None)
 
     def close(self) -> None:
         """Close the idle connections (those in use close when their calls end, or are collected)."""

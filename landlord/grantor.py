@@ -7,13 +7,14 @@ import logging
 import math
 import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import Pyro5.core
 import Pyro5.server
 
+from .callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, check_duration
 from .errors import LeaseDeniedError
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 COOKIE_BYTES = 16  # 128 random bits: holding the cookie is the capability to renew or cancel
 MAX_REASON = 1000  # characters of a revocation's reason
-MAX_LISTENER_URI = 512  # characters of a revocation listener's URI
+MAX_LISTENER_URI = MAX_CALLBACK_URI  # characters of a revocation listener's URI (the older name)
 
 
 def served_uri(obj: object) -> str | None:
@@ -150,13 +151,18 @@ class Landlord:
             it makes carries them as :attr:`~landlord.LandlordLease.landlords`,
             so its holders follow the group's leader. Give every replica the
             same ``landlord_id``. ``None``: a plain landlord.
+        callback_hosts: the only hosts a listener given to it (:meth:`listen`,
+            a subclass's callbacks: :meth:`check_callback`) may name; ``None``:
+            any host. Every callback must be a ``PYRO:`` URI with a host and
+            port whatever this says (see :mod:`landlord.callbacks`).
 
     Raises:
         ValueError: the policy already serves another landlord, an unknown
             reaper, a ``landlord_id`` other than the one ``store`` belongs to,
             or ``replicas`` empty, too many (``MAX_LANDLORDS``), repeated, or
             not ``PYRO:`` URIs.
-        TypeError: ``replicas`` not a list or tuple of URI strings, or ``hooks`` not LeaseHooks.
+        TypeError: ``replicas`` not a list or tuple of URI strings, ``hooks`` not LeaseHooks,
+            or ``callback_hosts`` a str or not a list of str.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
@@ -164,9 +170,11 @@ class Landlord:
                  on_cancel: FreeCallback | None = None, landlord_id: str | None = None,
                  replicas: Sequence[str] | None = None,
                  store: Store | None = None, codec: ResourceCodec | None = None,
-                 hooks: LeaseHooks | Sequence[LeaseHooks] | None = None) -> None:
+                 hooks: LeaseHooks | Sequence[LeaseHooks] | None = None,
+                 callback_hosts: Iterable[str] | None = None) -> None:
         # checked before anything is claimed: a bad option leaves the store as it was
         self._replicas = None if replicas is None else check_landlords(replicas, name="replicas")
+        self._callback_hosts = check_callback_hosts(callback_hosts)
         if store is not None:
             stored_id = store.landlord_id()
             if landlord_id is not None and stored_id is not None and landlord_id != stored_id:
@@ -195,6 +203,16 @@ class Landlord:
     @property
     def manager(self) -> LeaseManager:
         return self._manager
+
+    def check_callback(self, uri: object) -> str:
+        """``uri`` if this landlord may call it back: a ``PYRO:`` URI with a host
+        and port, naming one of its ``callback_hosts`` if it was given them.
+
+        Raises:
+            TypeError: ``uri`` is not a str.
+            ValueError: any other URI (see :func:`landlord.callbacks.check_callback_uri`).
+        """
+        return check_callback_uri(uri, allowed_hosts=self._callback_hosts)
 
     @property
     def replicas(self) -> tuple[str, ...] | None:
@@ -391,11 +409,12 @@ class Landlord:
         replaces the listener. Not kept across a restart of the landlord.
 
         Raises:
-            TypeError, ValueError: not a cookie, or ``listener`` not a ``PYRO:`` URI.
+            TypeError, ValueError: not a cookie, or ``listener`` not a callback
+                this landlord takes (:meth:`check_callback`).
             UnknownLeaseError: no live lease has that cookie.
         """
         cookie = check_cookie(cookie)
-        self._manager.listen(cookie, _check_listener(listener))
+        self._manager.listen(cookie, self.check_callback(listener))
 
     @Pyro5.server.expose
     def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
@@ -433,20 +452,6 @@ class Landlord:
         """
         cookies = [check_cookie(c) for c in _check_batch(cookies, "cookies")]
         return self._manager.cancel_all(cookies)
-
-
-def _check_listener(listener: object) -> str:
-    if not isinstance(listener, str):
-        raise TypeError(f"listener must be a URI str, got {type(listener).__name__}")
-    if len(listener) > MAX_LISTENER_URI:
-        raise ValueError(f"listener must be at most {MAX_LISTENER_URI} characters")
-    try:
-        uri = Pyro5.core.URI(listener)
-    except Exception:
-        raise ValueError(f"listener must be a PYRO: URI, got {listener!r:.80}") from None
-    if uri.protocol != "PYRO":
-        raise ValueError(f"listener must be a PYRO: URI, got {listener!r:.80}")
-    return listener
 
 
 def _check_batch(items: object, name: str) -> list[Any]:

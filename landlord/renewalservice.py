@@ -41,6 +41,7 @@ import math
 import os
 import threading
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 import Pyro5.server
@@ -48,7 +49,7 @@ import Pyro5.server
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import FOREVER, check_duration
 from .errors import UnknownLeaseError
-from .grantor import Landlord, _check_listener
+from .grantor import Landlord
 from .landlordlease import LandlordLease
 from .lease import Lease
 from .notices import Notices
@@ -87,6 +88,8 @@ class LeaseRenewalService(Landlord):
         store: an SQLite file to keep the sets in (``None``: in memory only).
         renewal_manager: renews the sets' leases (default: one of the service's own, closed with it).
         reaper: how ended sets are found (see :class:`~landlord.LeaseManager`).
+        callback_hosts: the only hosts its clients' listeners may name (``None``: any;
+            see :meth:`~landlord.Landlord.check_callback`).
 
     Raises:
         sqlite3.Error, StoreInUseError: the store cannot be opened, or another service has it open.
@@ -94,7 +97,8 @@ class LeaseRenewalService(Landlord):
 
     def __init__(self, *, policy: LeasePolicy | None = None, clock: Clock = SYSTEM_CLOCK,
                  store: str | os.PathLike[str] | None = None,
-                 renewal_manager: LeaseRenewalManager | None = None, reaper: str = "sleeper") -> None:
+                 renewal_manager: LeaseRenewalManager | None = None, reaper: str = "sleeper",
+                 callback_hosts: Iterable[str] | None = None) -> None:
         self._lock = threading.RLock()  # before the landlord restores, whose reaper may end a set at once
         self._sets: dict[str, RenewalSet] = {}
         self._owner: dict[Lease, str] = {}  # each lease is in one set at most
@@ -106,7 +110,8 @@ class LeaseRenewalService(Landlord):
         self._alarms = _Alarms(clock, self._warn)
         try:
             super().__init__(policy=policy or LeaseDurationPolicy(MAX_SET_LEASE, DEFAULT_SET_LEASE), clock=clock,
-                             on_expire=self._set_ended, reaper=reaper, store=lease_store)
+                             on_expire=self._set_ended, reaper=reaper, store=lease_store,
+                             callback_hosts=callback_hosts)
             if self._set_store is not None:
                 self._take_back(self._set_store)
         except BaseException:
@@ -216,10 +221,11 @@ class LeaseRenewalService(Landlord):
         """Tell the Pyro5 object at ``listener`` (``None``: nobody) of each lease the set loses.
 
         Raises:
-            TypeError, ValueError: ``listener`` is not a ``PYRO:`` URI.
+            TypeError, ValueError: ``listener`` is not a callback this service takes
+                (:meth:`~landlord.Landlord.check_callback`).
             UnknownLeaseError: no live set has that cookie.
         """
-        listener = None if listener is None else _check_listener(listener)
+        listener = None if listener is None else self.check_callback(listener)
         renewal_set = self._set_of(cookie)
         with self._lock:
             renewal_set.failure_listener = listener
@@ -231,11 +237,11 @@ class LeaseRenewalService(Landlord):
         the set's lease ends, once per term: ``expiration_warning(set_id, lease, expiration)``.
 
         Raises:
-            TypeError, ValueError: ``listener`` is not a ``PYRO:`` URI, or ``warn_before``
+            TypeError, ValueError: ``listener`` is not a callback this service takes, or ``warn_before``
                 not a positive, finite number of seconds.
             UnknownLeaseError: no live set has that cookie.
         """
-        listener = None if listener is None else _check_listener(listener)
+        listener = None if listener is None else self.check_callback(listener)
         before = check_duration(warn_before, name="warn_before", allow_any=False)
         if listener is not None and not 0 < before < math.inf:
             raise ValueError(f"warn_before must be positive and finite, got {before!r}")

@@ -9,6 +9,8 @@
                            [--admin-token-file PATH] [--admin-name NAME ...]
                            [--groups G1,G2] [--no-announce] [--announce-interval S]
                            [--discovery-port PORT] [--discovery-interface ADDR] [--broadcast]
+                           [--event-timeout S] [--event-deadline S] [--event-queue N] [--event-attempts N]
+                           [--callback-hosts H1,H2]
     python -m lookup leases|evict ...   (an operator's: as python -m landlord list|evict)
     python -m lookup list [--host 127.0.0.1] [--port 4160] [--etcd URL[,URL...] --group NAME]
                           [--timeout S] [--limit N] [--cert PATH --key PATH --ca PATH]
@@ -43,6 +45,10 @@ serves an admin object beside the service (:class:`landlord.admin.LandlordAdmin`
 ``python -m lookup leases`` lists its leases by a prefix of their cookies and
 ``python -m lookup evict PREFIX`` revokes one, for a caller with the token
 (``--token-file`` or ``LANDLORD_ADMIN_TOKEN``) or an admin certificate.
+
+``--event-timeout``, ``--event-deadline``, ``--event-queue`` and
+``--event-attempts`` bound event delivery (see :mod:`lookup.outbox`);
+``--callback-hosts`` names the only hosts event listeners may be on.
 
 ``serve`` announces the service for discovery (see :mod:`lookup.announce`),
 to the public group unless ``--groups`` names others, every
@@ -87,6 +93,7 @@ from landlord.serving import check_advertise
 from landlord.tls import TLSConfig, tls_settings
 
 from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
+from .outbox import MailLimits
 from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE
 
 __all__ = ["main", "build_parser", "format_table", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE"]
@@ -112,6 +119,13 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if count < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, not {count}")
+    return count
+
+
+def _positive_count(text: str) -> int:
+    count = _count(text)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {count}")
     return count
 
 
@@ -234,6 +248,39 @@ def _tls_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> TL
     return None  # pragma: no cover (parser.error exits)
 
 
+def _add_event_options(parser: argparse.ArgumentParser) -> None:
+    """``serve``'s bounds on event delivery (see :mod:`lookup.outbox`) and on where events may go."""
+    limits = MailLimits()
+    group = parser.add_argument_group("events", "bounds on delivering events, so that no listener holds up another")
+    group.add_argument("--event-timeout", type=seconds_argument, default=limits.attempt_timeout, metavar="S",
+                       help="seconds one delivery attempt may take, connecting included (default %(default)g)")
+    group.add_argument("--event-deadline", type=seconds_argument, default=limits.deadline, metavar="S",
+                       help="seconds an event may wait to be delivered, then it is dropped (default %(default)g)")
+    group.add_argument("--event-queue", type=_positive_count, default=limits.queue, metavar="N",
+                       help="events waiting per listener; beyond, its oldest is dropped (default %(default)d)")
+    group.add_argument("--event-attempts", type=_positive_count, default=limits.in_flight, metavar="N",
+                       help="delivery attempts at once (sockets), a quarter of them kept for listeners "
+                            "known to be live (default %(default)d)")
+    group.add_argument("--callback-hosts", type=_hosts, metavar="H1,H2",
+                       help="the only hosts event listeners may be on (default: any)")
+
+
+def _mail_limits(args: argparse.Namespace, parser: argparse.ArgumentParser) -> MailLimits:
+    try:
+        return MailLimits(queue=args.event_queue, deadline=args.event_deadline, attempt_timeout=args.event_timeout,
+                          in_flight=args.event_attempts, unproven=max(1, args.event_attempts * 3 // 4))
+    except (TypeError, ValueError) as exc:
+        parser.error(f"events: {exc}")
+    raise AssertionError("parser.error exits")  # pragma: no cover
+
+
+def _hosts(text: str) -> list[str]:
+    hosts = [host.strip() for host in text.split(",")]
+    if not all(hosts):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of host names or addresses, got {text!r}")
+    return hosts
+
+
 def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     """The command line's parser: ``serve``, ``list``, and the admin commands ``leases`` and ``evict``."""
     parser = argparse.ArgumentParser(
@@ -282,6 +329,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     admin.add_argument("--admin-name", action="append", default=[], metavar="NAME",
                        help="a commonName whose certificate (of --ca, over two-way TLS) is an admin's; "
                             "repeatable")
+    _add_event_options(serve)
     _add_discovery_options(serve)
     _add_etcd_options(serve, serving=True)
     _add_tls_options(serve, side="server")
@@ -336,6 +384,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
         elif args.default_lease > args.max_lease:
             parser.error(f"--default-lease ({args.default_lease:g}) exceeds --max-lease ({args.max_lease:g})")
         args.discovery_network = _discovery_network(args, parser)
+        args.mail_limits = _mail_limits(args, parser)
         replicated = [args.etcd, args.group, args.replicas]
         if any(option is not None for option in replicated):
             if None in replicated:
@@ -392,7 +441,8 @@ def _serve(args: argparse.Namespace) -> int:
         serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease,
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
-              admin_names=args.admin_name, **_discovery(args))
+              admin_names=args.admin_name, mail_limits=args.mail_limits, callback_hosts=args.callback_hosts,
+              **_discovery(args))
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE

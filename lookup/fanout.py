@@ -27,6 +27,7 @@ from .events import (
     ServiceEvent,
 )
 from .item import ServiceItem, ServiceTemplate
+from .outbox import MailLimits
 
 __all__ = ["EventRecord", "EventFanout"]
 
@@ -82,14 +83,21 @@ class EventFanout:
         persist: if given, called with a registration after its sequence
             number moved on and before the event goes out, to store it, so a
             restart never sends a number twice.
+        limits: the default mailer's bounds (see :class:`~lookup.outbox.MailLimits`).
+
+    Raises:
+        ValueError: both ``mailer`` and ``limits`` given (a mailer has its own).
     """
 
     def __init__(self, *, clock: Clock, cancel: Callable[[str], None], mailer: EventMailer | None = None,
-                 persist: Callable[[EventRecord], None] | None = None) -> None:
+                 persist: Callable[[EventRecord], None] | None = None, limits: MailLimits | None = None) -> None:
+        if mailer is not None and limits is not None:
+            raise ValueError("give a mailer or its limits, not both")
         self.clock = clock
         self._cancel = cancel
         self._persist = persist
-        self._mailer = mailer if mailer is not None else EventMailer(on_undeliverable=self.listener_gone)
+        self._mailer = mailer if mailer is not None else EventMailer(on_undeliverable=self.listener_gone,
+                                                                     limits=limits)
         self._records: dict[int, EventRecord] = {}
         self._ids = itertools.count(1)
 

@@ -68,6 +68,7 @@ from .disconet import DiscoveryNetwork
 from .entry import Entry, entry_class_name, entry_fields
 from .events import DeliveryObserver
 from .locate import DEFAULT_HOST, DEFAULT_PORT, LOOKUP_OBJECT_ID
+from .outbox import MailLimits
 from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, LookupService
 
 if TYPE_CHECKING:
@@ -179,8 +180,10 @@ class LookupMetrics(LeaseMetrics):
     registrations and event registrations are its leases) and its event mail's:
     ``lookup_event_deliveries_total`` (events that reached their listener),
     ``lookup_event_delivery_failures_total`` (attempts that could not reach it; each retry
-    counts) and ``lookup_event_listeners_dropped_total`` (listeners given up on, their
-    registrations ended). Attach it to a :class:`~lookup.service.LookupService` or a
+    counts), ``lookup_event_listeners_dropped_total`` (listeners given up on, their
+    registrations ended) and ``lookup_events_dropped_total`` (events dropped undelivered:
+    a full queue, a deadline passed, a listener given up on; see :mod:`lookup.outbox`).
+    Attach it to a :class:`~lookup.service.LookupService` or a
     :class:`~lookup.replicated.ReplicatedLookupService` (every term's service is counted).
 
     Raises:
@@ -196,7 +199,9 @@ class LookupMetrics(LeaseMetrics):
             Counter("lookup_event_delivery_failures", "Event deliveries that could not reach the listener "
                     "(each attempt, retries too).", registry=self.registry),
             Counter("lookup_event_listeners_dropped", "Listeners given up on after their last retry "
-                    "(their event registrations ended).", registry=self.registry))
+                    "(their event registrations ended).", registry=self.registry),
+            Counter("lookup_events_dropped", "Events dropped undelivered: their listener's queue was full, "
+                    "their deadline passed, or their listener was given up on.", registry=self.registry))
 
     def landlord_attached(self, landlord: Landlord) -> None:
         if isinstance(landlord, LookupService):
@@ -206,8 +211,8 @@ class LookupMetrics(LeaseMetrics):
 class _CountedMail(DeliveryObserver):
     """Each outcome one ``inc``: a delivery costs its mailer thread a lock and an add."""
 
-    def __init__(self, delivered: Counter, failed: Counter, dropped: Counter) -> None:
-        self._delivered, self._failed, self._dropped = delivered, failed, dropped
+    def __init__(self, delivered: Counter, failed: Counter, gave_up: Counter, dropped: Counter) -> None:
+        self._delivered, self._failed, self._gave_up, self._dropped = delivered, failed, gave_up, dropped
 
     def delivered(self) -> None:
         self._delivered.inc()
@@ -216,6 +221,9 @@ class _CountedMail(DeliveryObserver):
         self._failed.inc()
 
     def gave_up(self) -> None:
+        self._gave_up.inc()
+
+    def dropped(self) -> None:
         self._dropped.inc()
 
 
@@ -226,7 +234,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
           ready: Callable[[str], None] | None = None, announce: bool = True, metrics_port: int | None = None,
           metrics_host: str | None = None, admin_token: str | None = None,
           admin_names: Iterable[str] = (), discovery: bool = True, groups: Iterable[str] = PUBLIC_GROUPS,
-          announce_interval: float = DEFAULT_INTERVAL, discovery_network: DiscoveryNetwork | None = None) -> None:
+          announce_interval: float = DEFAULT_INTERVAL, discovery_network: DiscoveryNetwork | None = None,
+          mail_limits: MailLimits | None = None, callback_hosts: Iterable[str] | None = None) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
@@ -275,6 +284,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         announce_interval: seconds between announcements.
         discovery_network: the discovery port, interface and mode (default: port 4160; every
             interface, or loopback only when ``host`` is a loopback address; multicast).
+        mail_limits: the bounds of event delivery (see :class:`~lookup.outbox.MailLimits`).
+        callback_hosts: the only hosts event listeners may be served on (``None``: any).
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an
@@ -296,7 +307,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
     announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
     metrics = LookupMetrics() if metrics_port is not None else None  # before the store is opened
-    service = ServedLookupService(policy=policy, reaper=reaper,
+    service = ServedLookupService(policy=policy, reaper=reaper, mail_limits=mail_limits, callback_hosts=callback_hosts,
                                   store=LeaseStore(store, name=STORE_NAME) if store is not None else None)
     kept = f"kept in {os.fspath(store)} ({len(service)} lease(s) taken back)" if store is not None else "in memory"
     try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import Pyro5.client
@@ -43,6 +43,7 @@ from .entry import Entry, entry_class_name, entry_fields, entry_matches, modifie
 from .events import ALL_TRANSITIONS, EventMailer, EventRegistration
 from .fanout import EventFanout, EventRecord
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from .outbox import MailLimits
 from .ownership import check_claim, check_proof, new_registration_secret, service_id_for
 from .registration import ServiceRegistration
 from .registry import Registry, ServiceRecord
@@ -87,19 +88,31 @@ class LookupService(Landlord):
             cut short: a listener may then hear of one end twice, with two
             sequence numbers. Event registrations whose listener is an
             in-process object (not a URI) are kept in memory only.
+        callback_hosts: the only hosts an event listener's URI may name
+            (``None``: any host); every listener URI must be ``PYRO:`` with a
+            host and port whatever this says (:func:`landlord.check_callback_uri`).
+        mail_limits: the bounds of its own mailer's delivery (a
+            :class:`~lookup.outbox.MailLimits`: queue per listener, deadline,
+            attempt timeout, attempts at once); not with ``mailer``.
+
+    Raises:
+        TypeError: ``callback_hosts`` is a str, or not a list of str.
+        ValueError: an empty host in ``callback_hosts``, or both ``mailer`` and ``mail_limits``.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, landlord_id: str | None = None,
-                 mailer: EventMailer | None = None, store: Store | None = None) -> None:
+                 mailer: EventMailer | None = None, store: Store | None = None,
+                 callback_hosts: Iterable[str] | None = None, mail_limits: MailLimits | None = None) -> None:
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self.registry = Registry(clock=clock)
-        self.fanout = EventFanout(clock=clock, cancel=self._cancel_lease, mailer=mailer,
+        self.fanout = EventFanout(clock=clock, cancel=self._cancel_lease, mailer=mailer, limits=mail_limits,
                                   persist=self._store_record if store is not None else None)
         super().__init__(policy=policy or LeaseDurationPolicy(maximum=DEFAULT_MAX_LEASE, default=DEFAULT_LEASE),
                          reaper=reaper, clock=clock, on_expire=self._lease_ended, on_cancel=self._lease_ended,
-                         landlord_id=landlord_id, store=store, codec=_StoredRecords(self.registry, self.fanout))
+                         landlord_id=landlord_id, store=store, codec=_StoredRecords(self.registry, self.fanout),
+                         callback_hosts=callback_hosts)
         if store is not None:  # event ids are never reused, not even those of registrations that ended
             self.fanout.ids_from(store.get_setting(_NEXT_EVENT_ID, 1))
 
@@ -252,20 +265,22 @@ class LookupService(Landlord):
         Args:
             template: which items to watch.
             transitions: a bitwise or of the ``TRANSITION_*`` constants.
-            listener: a Pyro5 proxy or URI of an object with ``notify(event)``
-                (in-process: the object itself).
+            listener: a Pyro5 proxy or ``PYRO:`` URI, with a host and port,
+                of an object with ``notify(event)`` (in-process: the object
+                itself); see :meth:`~landlord.Landlord.check_callback`.
             handback: returned unchanged in every event.
             duration: the registration's lease.
 
         Raises:
-            TypeError: a bad template or listener.
-            ValueError: ``transitions`` not in 1..7, or an invalid duration.
+            TypeError: a bad template, or a listener neither a proxy, a URI nor an object with ``notify``.
+            ValueError: ``transitions`` not in 1..7, an invalid duration, or a listener
+                URI that is not ``PYRO:``, names no host and port, or a host not allowed.
             LeaseDeniedError: the policy refused.
         """
         _check_template(template)
         if not 1 <= _check_int(transitions, "transitions") <= ALL_TRANSITIONS:
             raise ValueError(f"transitions must combine TRANSITION_* values (1 to 7), got {transitions}")
-        listener, duration = _listener_address(listener), check_duration(duration)
+        listener, duration = self._listener_address(listener), check_duration(duration)
         with self._lock:
             record = self.fanout.new_record(template, transitions, listener, handback)
             if self.store is not None:
@@ -275,6 +290,19 @@ class LookupService(Landlord):
             self.fanout.add(record)
         log.info("event registration %d for %r", record.event_id, template)
         return EventRegistration(record.event_id, lease, record.sequence_number)
+
+    def _listener_address(self, listener: Any) -> Any:
+        """A listener as the mailer reaches it: a URI string this service may call back, or an in-process object."""
+        if not isinstance(listener, (str, Pyro5.core.URI, Pyro5.client.Proxy)) and callable(
+                getattr(listener, "notify", None)):
+            return listener
+        try:
+            uri = uri_of(listener)
+        except TypeError as exc:
+            raise TypeError(f"listener must be a Pyro5 proxy or URI: {exc}") from exc
+        except ValueError as exc:
+            raise ValueError(f"listener must be a PYRO: URI: {exc}") from exc
+        return self.check_callback(uri)
 
     # -- leases ending -----------------------------------------------------------------
 
@@ -418,13 +446,3 @@ def _check_entries(entries: object) -> list[Entry]:
             raise TypeError(f"expected entries, got a {type(entry).__name__}")
     return list(entries)
 
-
-def _listener_address(listener: Any) -> Any:
-    """A listener as the mailer reaches it: a URI string, or an in-process object."""
-    if not isinstance(listener, (str, Pyro5.core.URI, Pyro5.client.Proxy)) and callable(
-            getattr(listener, "notify", None)):
-        return listener
-    try:
-        return uri_of(listener)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"listener must be a Pyro5 proxy or URI: {exc}") from exc

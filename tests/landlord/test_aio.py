@@ -367,3 +367,30 @@ async def test_a_plain_listener_runs_on_the_loop_too_and_cancel_gives_the_lease_
 def test_the_manager_needs_a_running_loop() -> None:
     with pytest.raises(RuntimeError):
         aio.AsyncLeaseRenewalManager()
+
+
+@pytest.mark.asyncio
+async def test_a_dropped_uri_keeps_no_connection_not_even_one_in_use_when_dropped(served: tuple[Rooms, str]) -> None:
+    rooms, uri = served
+    cookie = rooms.new_lease("109", 30).cookie
+    streams = aio.StreamCalls(connections=1)
+    try:
+        await streams.call(uri, "renew", cookie, 10, timeout=5)
+        await streams.call(uri, "renew", cookie, 10, timeout=5)
+        first, again = rooms.clients[-2:]
+        assert again is first  # kept between calls
+        streams.drop(uri)
+        await streams.call(uri, "renew", cookie, 10, timeout=5)
+        assert rooms.clients[-1] is not first
+        rooms.slow = True
+        in_flight = asyncio.ensure_future(streams.call(uri, "renew", cookie, 10, timeout=5))
+        await asyncio.to_thread(rooms.entered.wait_for, 1)
+        streams.drop(uri)  # while its call is out
+        rooms.slow = False
+        rooms.release.set()
+        assert await in_flight == 10
+        used = rooms.clients[-1]
+        await streams.call(uri, "renew", cookie, 10, timeout=5)
+        assert rooms.clients[-1] is not used  # the one in use when dropped was not kept
+    finally:
+        streams.close()

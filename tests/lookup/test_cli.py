@@ -352,3 +352,16 @@ def test_bad_discovery_options_are_usage_errors(args: list[str], message: str) -
     done = run_lookup("serve", "--port", "0", *args)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert message in done.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--event-timeout", "0"], "event-timeout"),
+    (["--event-deadline", "inf"], "event-deadline"),
+    (["--event-queue", "0"], "event-queue"),
+    (["--event-attempts", "-1"], "event-attempts"),
+    (["--callback-hosts", "a,,b"], "callback-hosts"),
+])
+def test_bad_event_options_are_usage_errors(args: list[str], message: str) -> None:
+    done = run_lookup("serve", "--port", "0", "--no-announce", *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr and "Traceback" not in done.stderr

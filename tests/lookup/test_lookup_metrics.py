@@ -26,6 +26,7 @@ from landlord.testing_etcd import EtcdCluster
 from lookup import ALL_TRANSITIONS, LookupService, Name, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.events import DeliveryObserver, EventMailer
 from lookup.locate import locate
+from lookup.outbox import MailLimits
 from lookup.server import LookupMetrics
 
 METRICS_LINE = r"lookup service metrics at (?P<url>http://\S+/metrics)"
@@ -129,6 +130,22 @@ def test_lookup_metrics_count_a_services_registrations_and_mail() -> None:
         assert sample("lookup_event_delivery_failures_total") == 0
         assert sample("landlord_leases_granted_total") == 2  # the event registration and the service's
         assert sample("landlord_leases_active") == 2
+    finally:
+        service.close()
+
+
+def test_lookup_metrics_count_the_events_dropped_with_a_listener_given_up_on() -> None:
+    service = LookupService(reaper="lazy", mail_limits=MailLimits(retry_delays=()))
+    metrics = LookupMetrics().attach(service)
+    try:
+        service.notify(ServiceTemplate(), ALL_TRANSITIONS, f"PYRO:gone@127.0.0.1:{free_port()}", None, 60)
+        service.register(quoter("one"), 60)
+        assert service.fanout.mailer.wait_idle(10)
+        sample = metrics.registry.get_sample_value
+        assert sample("lookup_event_listeners_dropped_total") == 1
+        assert sample("lookup_event_delivery_failures_total") == 1
+        assert sample("lookup_events_dropped_total") == 1  # the one event, never delivered
+        assert len(service.fanout) == 0  # its registration ended
     finally:
         service.close()
 

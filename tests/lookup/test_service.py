@@ -293,6 +293,21 @@ def test_an_ended_event_registration_sends_nothing_more(clock: FakeClock, servic
     assert listener.transitions() == [TRANSITION_NOMATCH_MATCH]
 
 
+def test_listeners_must_name_an_allowed_host_and_a_refusal_registers_nothing(clock: FakeClock) -> None:
+    service = LookupService(clock=clock, reaper="lazy", callback_hosts=["10.0.0.5"])
+    try:
+        for refused in ["PYRO:listener@127.0.0.1:9", "PYRONAME:listener", "PYRO:listener@./u:/tmp/events.sock",
+                        Pyro5.api.Proxy("PYRONAME:listener")]:
+            with pytest.raises(ValueError):
+                service.notify(ServiceTemplate(), ALL, refused, None, 10)
+        assert len(service.fanout) == 0 and len(service) == 0
+        watch = service.notify(ServiceTemplate(), ALL, "PYRO:listener@10.0.0.5:9", None, 10)
+        assert list(service.fanout.records) == [watch.event_id]
+        assert service.notify(ServiceTemplate(), ALL, Events(), None, 10).event_id != watch.event_id  # in-process
+    finally:
+        service.close()
+
+
 def test_a_listener_that_cannot_be_reached_loses_its_registration(clock: FakeClock) -> None:
     # the default mailer's way, but giving up at the first failure
     mailer = EventMailer(on_undeliverable=lambda event_id: service.fanout.listener_gone(event_id), retry_delays=())
@@ -333,7 +348,8 @@ def test_entry_classes_field_values_and_service_types(service: LookupService) ->
     (lambda s: s.notify(ServiceTemplate(), 0, Events(), None, 10), ValueError),
     (lambda s: s.notify(ServiceTemplate(), 8, Events(), None, 10), ValueError),
     (lambda s: s.notify(ServiceTemplate(), ALL, 42, None, 10), TypeError),
-    (lambda s: s.notify(ServiceTemplate(), ALL, "not a uri", None, 10), TypeError),
+    (lambda s: s.notify(ServiceTemplate(), ALL, "not a uri", None, 10), ValueError),
+    (lambda s: s.notify(ServiceTemplate(), ALL, "PYRONAME:listener", None, 10), ValueError),
     (lambda s: s.add_attributes(17, []), TypeError),
     (lambda s: s.service_types(ServiceTemplate(), 3), TypeError),
 ])
