@@ -16,6 +16,7 @@ from .callbacks import check_callback_hosts, check_callback_uri
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
+from .framing import FrameLimits
 from .grantor import Landlord, RenewResults, ResourceCodec
 from .hooks import LeaseHooks
 from .landlordlease import LandlordLease, call_group, known_leader
@@ -52,5 +53,5 @@ __all__ = [
     "LeaseRenewalService", "RenewalSetClient", "RenewalSetListener",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
     "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "discard_proxy", "register_exception",
-    "serve_landlord", "serve_replica", "TLSConfig", "apply_tls", "tls_settings",
+    "serve_landlord", "serve_replica", "FrameLimits", "TLSConfig", "apply_tls", "tls_settings",
 ]

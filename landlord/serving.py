@@ -119,7 +119,7 @@ except ImportError:  # pragma: no cover
 __all__ = [
     "serve_landlord", "serve_replica", "serve_object", "landlord_object_id", "pyro_settings", "raise_open_files_limit",
     "SERVER_TYPE", "SERVER_TYPES", "MAX_MESSAGE_SIZE", "COMM_TIMEOUT", "THREADPOOL_SIZE", "WANTED_OPEN_FILES",
-    "DEFAULT_HOST", "WILDCARD_HOSTS", "advertised_host", "check_advertise", "own_address", "uri_host",
+    "FrameLimits", "DEFAULT_HOST", "WILDCARD_HOSTS", "advertised_host", "check_advertise", "own_address", "uri_host",
 ]
 
 log = logging.getLogger(__name__)
@@ -500,7 +500,8 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
                   threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                   ready: Callable[[str], None] | None = None, announce: bool = True,
                   name: str = "replica", metrics_port: int | None = None, metrics_host: str | None = None,
-                  metrics: LeaseMetrics | None = None, admin: LandlordAdmin | None = None) -> None:
+                  metrics: LeaseMetrics | None = None, admin: LandlordAdmin | None = None,
+                  limits: FrameLimits | None = None, workers: int = WORKERS) -> None:
     """Serve one replica of a replicated landlord at ``host:port`` until SIGTERM or SIGINT (or ``stop``),
     as :func:`serve_landlord` serves a landlord; then close it (it resigns: another replica leads at once).
 
@@ -527,7 +528,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
         metrics_port, metrics_host: as for :func:`serve_landlord`.
         metrics: the :class:`~landlord.metrics.LeaseMetrics` to serve, attached to
             ``replica`` here (default: a new one). Only with ``metrics_port``.
-        admin: as for :func:`serve_landlord`.
+        admin, limits, workers: as for :func:`serve_landlord`.
 
     Raises:
         TypeError: ``replica`` is not a :class:`~landlord.ReplicatedLandlord`.
@@ -549,7 +550,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=joined,
                      name=name, details=f"replica of group {replica.group}", announce=announce,
                      metrics=metrics, metrics_host=metrics_host, metrics_port=metrics_port or 0,
-                     admin=_admin_of(replica, admin))
+                     admin=_admin_of(replica, admin), limits=limits, workers=workers)
     finally:
         replica.close()
 

@@ -89,7 +89,7 @@ from landlord.admin import (
     run_admin,
     seconds_argument,
 )
-from landlord.serving import check_advertise
+from landlord.serving import FrameLimits, check_advertise
 from landlord.tls import TLSConfig, tls_settings
 
 from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
@@ -265,6 +265,25 @@ def _add_event_options(parser: argparse.ArgumentParser) -> None:
                        help="the only hosts event listeners may be on (default: any)")
 
 
+def _add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """``serve``'s bounds on what one client may hold (see :class:`landlord.FrameLimits`)."""
+    limits = FrameLimits()
+    group = parser.add_argument_group("connections", "bounds on what one client may hold")
+    group.add_argument("--connections-per-host", type=_positive_count, default=limits.connections_per_host,
+                       metavar="N", help="connections one client address may hold open (default %(default)d)")
+    group.add_argument("--message-deadline", type=seconds_argument, default=limits.deadline, metavar="S",
+                       help="seconds a message may take to arrive whole, from its first byte; a slower one is "
+                            "refused and its connection closed (default %(default)g)")
+
+
+def _frame_limits(args: argparse.Namespace, parser: argparse.ArgumentParser) -> FrameLimits:
+    try:
+        return FrameLimits(deadline=args.message_deadline, connections_per_host=args.connections_per_host)
+    except (TypeError, ValueError) as exc:
+        parser.error(f"connections: {exc}")
+    raise AssertionError("parser.error exits")  # pragma: no cover
+
+
 def _mail_limits(args: argparse.Namespace, parser: argparse.ArgumentParser) -> MailLimits:
     try:
         return MailLimits(queue=args.event_queue, deadline=args.event_deadline, attempt_timeout=args.event_timeout,
@@ -330,6 +349,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                        help="a commonName whose certificate (of --ca, over two-way TLS) is an admin's; "
                             "repeatable")
     _add_event_options(serve)
+    _add_connection_options(serve)
     _add_discovery_options(serve)
     _add_etcd_options(serve, serving=True)
     _add_tls_options(serve, side="server")
@@ -385,6 +405,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
             parser.error(f"--default-lease ({args.default_lease:g}) exceeds --max-lease ({args.max_lease:g})")
         args.discovery_network = _discovery_network(args, parser)
         args.mail_limits = _mail_limits(args, parser)
+        args.frame_limits = _frame_limits(args, parser)
         replicated = [args.etcd, args.group, args.replicas]
         if any(option is not None for option in replicated):
             if None in replicated:
@@ -442,7 +463,7 @@ def _serve(args: argparse.Namespace) -> int:
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
               admin_names=args.admin_name, mail_limits=args.mail_limits, callback_hosts=args.callback_hosts,
-              **_discovery(args))
+              limits=args.frame_limits, **_discovery(args))
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -461,7 +482,7 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                          advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
                          reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
                          metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name,
-                         **_discovery(args))
+                         limits=args.frame_limits, **_discovery(args))
     except ValueError as exc:  # this replica not among --replicas
         parser.error(str(exc))
     except ImportError as exc:

@@ -43,7 +43,7 @@ from landlord import (
 from landlord.admin import LandlordAdmin
 from landlord.election import connect, etcd_errors, leader_key
 from landlord.replicated import ReplicaTerm
-from landlord.serving import advertised_host
+from landlord.serving import FrameLimits, advertised_host
 from landlord.tls import TLSConfig
 
 from .announce import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
@@ -233,7 +233,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
                      metrics_port: int | None = None, metrics_host: str | None = None,
                      admin_token: str | None = None, admin_names: Iterable[str] = (), discovery: bool = True,
                      groups: Iterable[str] = PUBLIC_GROUPS, announce_interval: float = DEFAULT_INTERVAL,
-                     discovery_network: DiscoveryNetwork | None = None) -> None:
+                     discovery_network: DiscoveryNetwork | None = None, limits: FrameLimits | None = None) -> None:
     """Serve one replica of lookup group ``group`` at ``host:port`` until SIGTERM or SIGINT (or ``stop``).
 
     Discovery: every replica, leading or not, announces the whole group (every replica's URI, under
@@ -242,7 +242,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
 
     Args:
         host, port, advertise, max_lease, default_lease, reaper, tls, stop, ready, announce,
-        metrics_port, metrics_host, admin_token, admin_names, discovery, groups, announce_interval,
+        metrics_port, metrics_host, admin_token, admin_names, discovery, groups, announce_interval, limits,
         discovery_network:
             as for :func:`lookup.server.serve` (the metrics count every term this replica leads;
             the admin object answers on the leader).
@@ -280,7 +280,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
         announcing.open(advertised_host(host, advertise))
         serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=answering,
                       announce=announce, name="lookup service", metrics=metrics, metrics_port=metrics_port,
-                      metrics_host=metrics_host, admin=admin)
+                      metrics_host=metrics_host, admin=admin, limits=limits)
     finally:
         announcing.close()
 

@@ -55,6 +55,7 @@ from landlord.serving import (
     SERVER_TYPES,
     THREADPOOL_SIZE,
     WANTED_OPEN_FILES,
+    FrameLimits,
     advertised_host,
     check_advertise,
     pyro_settings,
@@ -235,7 +236,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
           metrics_host: str | None = None, admin_token: str | None = None,
           admin_names: Iterable[str] = (), discovery: bool = True, groups: Iterable[str] = PUBLIC_GROUPS,
           announce_interval: float = DEFAULT_INTERVAL, discovery_network: DiscoveryNetwork | None = None,
-          mail_limits: MailLimits | None = None, callback_hosts: Iterable[str] | None = None) -> None:
+          mail_limits: MailLimits | None = None, callback_hosts: Iterable[str] | None = None,
+          limits: FrameLimits | None = None) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
@@ -286,6 +288,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             interface, or loopback only when ``host`` is a loopback address; multicast).
         mail_limits: the bounds of event delivery (see :class:`~lookup.outbox.MailLimits`).
         callback_hosts: the only hosts event listeners may be served on (``None``: any).
+        limits: what one message may be and how many connections are held, on the ``"guarded"``
+            server (see :class:`landlord.FrameLimits`; default: its defaults).
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an
@@ -326,7 +330,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=answering,
                      name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,
-                     metrics_port=metrics_port or 0, admin=admin,
+                     metrics_port=metrics_port or 0, admin=admin, limits=limits,
                      details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
         announcing.close()  # first: no client should be sent to a service that is going

@@ -365,3 +365,25 @@ def test_bad_event_options_are_usage_errors(args: list[str], message: str) -> No
     done = run_lookup("serve", "--port", "0", "--no-announce", *args)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--connections-per-host", "0"], "connections-per-host"),
+    (["--message-deadline", "0"], "message-deadline"),
+    (["--message-deadline", "inf"], "message-deadline"),
+])
+def test_bad_connection_options_are_usage_errors(args: list[str], message: str) -> None:
+    done = run_lookup("serve", "--port", "0", "--no-announce", *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_serve_holds_no_more_connections_per_host_than_told(serve_lookup: Serve) -> None:
+    server, port = serve_lookup("--no-announce", "--connections-per-host", "2")
+    with locate(port=port) as first, locate(port=port) as second:
+        assert first.lookup(ServiceTemplate(types=["x.None"])) is None
+        assert second.lookup(ServiceTemplate(types=["x.None"])) is None
+        with pytest.raises(Pyro5.errors.CommunicationError, match="too many connections from 127.0.0.1: at most 2"):
+            with locate(port=port) as third:
+                third.lookup(ServiceTemplate(types=["x.None"]))
+    server.wait_for("the most one address may")
