@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import hmac
 import io
 import os
 import pathlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -52,8 +55,10 @@ from landlord.admin import (
     AdminListing,
     AdminRefusedError,
     AdminRow,
+    Challenge,
     LandlordAdmin,
     admin_object_id,
+    admin_proof,
     format_table,
     prefix_behind_dashes,
     read_token,
@@ -92,12 +97,29 @@ class Served:
     def client(self, token: str | None = TOKEN) -> AdminClient:
         return AdminClient(self.admin_uri, token=token)
 
+    @property
+    def admin_id(self) -> str:
+        """The admin object's id."""
+        return str(Pyro5.api.URI(self.admin_uri).object)
+
+    def raw(self) -> Pyro5.api.Proxy:
+        """A plain Pyro5 proxy of the admin object: calls carry what the test gives, nothing more."""
+        return Pyro5.api.Proxy(self.admin_uri)
+
     def unchanged(self, leases: list[landlord.LandlordLease]) -> None:
         """Nothing was freed, and every lease is still held and renewable by its holder."""
         assert self.expired.items == [] and self.cancelled.items == []
         assert len(self.rooms) == len(leases)
         for lease in leases:
             assert lease.renew(TERM) == TERM
+
+
+def proved(proxy: Pyro5.api.Proxy, method: str, *arguments: Any, token: str = TOKEN, sequence: int = 1) -> Any:
+    """``method(*arguments)`` on a plain proxy of an admin object, with a proof made as AdminClient makes
+    it: a challenge on the proxy's connection, then the proof for this call."""
+    nonce = proxy.challenge()
+    proof = admin_proof(token, nonce, sequence, proxy._pyroUri.object, method, arguments)
+    return getattr(proxy, method)(*arguments, sequence=sequence, proof=proof)
 
 
 def _serve(daemon: ServingDaemon, **admin: Any) -> Served:
@@ -142,8 +164,8 @@ def test_a_listing_with_the_token_shows_every_lease_by_a_cookie_prefix(served: S
 
 def test_a_listing_never_carries_a_whole_cookie(served: Served) -> None:
     leases = [served.rent(f"room {number}") for number in range(5)]
-    with Pyro5.api.Proxy(served.admin_uri) as proxy:
-        answer = proxy.list(10, token=TOKEN)
+    with served.raw() as proxy:
+        answer = proved(proxy, "list", 10)
     sent = serpent.dumps(answer).decode()  # what crossed the wire, as it crossed
     assert len(answer["leases"]) == 5
     for lease in leases:
@@ -181,25 +203,41 @@ def test_a_limit_out_of_range_is_refused_and_the_server_goes_on(served: Served, 
 
 @pytest.mark.parametrize("limit", [True, "5", 1.5, None, [1]])
 def test_a_limit_of_another_type_is_refused(served: Served, limit: Any) -> None:
-    with Pyro5.api.Proxy(served.admin_uri) as proxy:
+    with served.raw() as proxy:
         with pytest.raises(TypeError, match="limit is an int"):
-            proxy.list(limit, token=TOKEN)
-        assert proxy.list(token=TOKEN) == {"total": 0, "leases": []}
+            proved(proxy, "list", limit)  # by the admin object, for a caller proving the token
+        assert proved(proxy, "list", 10) == {"total": 0, "leases": []}
+    with served.client() as admin, pytest.raises(TypeError, match="limit is an int"):
+        admin.list(limit)  # by the client, before it sends anything
 
 
 # -- refusals ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("token", [None, WRONG, TOKEN[:-1], TOKEN + "x", "", 12345, ["x"], "é" * 30, "\ud800" * 20])
-def test_without_the_token_nothing_is_listed_or_evicted(served: Served, token: Any) -> None:
+@pytest.mark.parametrize("token", [None, TOKEN, WRONG, TOKEN[:-1], TOKEN + "x", "", 12345, ["x"], "é" * 30,
+                                   "\ud800" * 20])
+def test_a_token_sent_itself_lists_and_evicts_nothing(served: Served, token: Any) -> None:
+    # over a connection the token itself is refused, the right one too: it crossed the wire in clear
     leases = [served.rent("room 101"), served.rent("room 102")]
-    with Pyro5.api.Proxy(served.admin_uri) as proxy:
-        with pytest.raises(AdminRefusedError, match="list refused: this needs the landlord's admin token"):
+    with served.raw() as proxy:
+        with pytest.raises(AdminRefusedError, match=r"list refused \(.*\): this needs a proof of the landlord's "
+                                                    r"admin token$"):
             proxy.list(10, token=token)
         with pytest.raises(AdminRefusedError, match="evict refused"):
             proxy.evict(leases[0].cookie[:8], token=token)
         with pytest.raises(AdminRefusedError):  # refused before its arguments are looked at
             proxy.evict(None, token=token)
+    served.unchanged(leases)
+
+
+@pytest.mark.parametrize("token", [WRONG, TOKEN[:-1], TOKEN + "x", "é" * 30])
+def test_a_proof_of_a_wrong_token_lists_and_evicts_nothing(served: Served, token: str) -> None:
+    leases = [served.rent("room 101"), served.rent("room 102")]
+    with served.client(token) as admin:
+        with pytest.raises(AdminRefusedError, match=r"list refused \(a wrong proof: not made with the admin token"):
+            admin.list()
+        with pytest.raises(AdminRefusedError, match="evict refused"):
+            admin.evict(leases[0].cookie[:8])
     served.unchanged(leases)
 
 
@@ -210,7 +248,7 @@ def test_a_refusal_crosses_the_wire_as_itself_and_is_logged(served: Served,
     assert type(refused.value) is AdminRefusedError
     assert TOKEN not in str(refused.value) and WRONG not in str(refused.value)
     assert any("refused an admin call (list) from 127.0.0.1:" in record.getMessage()
-               and "a wrong admin token" in record.getMessage() for record in caplog.records)
+               and "a wrong proof" in record.getMessage() for record in caplog.records)
 
 
 def test_called_in_process_without_the_token_it_is_refused(served: Served) -> None:
@@ -257,6 +295,153 @@ def test_a_token_file_holds_the_token(tmp_path: pathlib.Path) -> None:
         read_token(path)
     with pytest.raises(FileNotFoundError):
         read_token(tmp_path / "none")
+
+
+# -- the proof, on given nonces (no sockets) ---------------------------------------------------------
+
+NONCE = "a1" * 32
+OTHER_NONCE = "b2" * 32
+OBJECT = ADMIN_PREFIX + "rooms"
+KEY = TOKEN.encode()
+
+
+def test_a_proof_is_the_hmac_of_the_call_and_the_challenge_keyed_by_the_token() -> None:
+    # the format, written out: a client in another language can make the same
+    message = f'["landlord-admin-proof/1","{OBJECT}","{NONCE}",1,"list",[10]]'.encode()
+    assert admin_proof(TOKEN, NONCE, 1, OBJECT, "list", [10]) == hmac.new(KEY, message, hashlib.sha256).hexdigest()
+
+
+def test_a_good_proof_authorises_its_call_once() -> None:
+    challenge = Challenge(NONCE)
+    first = admin_proof(TOKEN, NONCE, 1, OBJECT, "list", [10])
+    assert challenge.verify(KEY, OBJECT, "list", [10], 1, first) is None
+    assert challenge.verify(KEY, OBJECT, "list", [10], 1, first) == \
+        "a replayed proof: sequence number 1 is used up (the last was 1)"
+    assert challenge.verify(KEY, OBJECT, "list", [10], 3, admin_proof(TOKEN, NONCE, 3, OBJECT, "list", [10])) is None
+    assert "sequence number 2 is used up (the last was 3)" in \
+        challenge.verify(KEY, OBJECT, "list", [10], 2, admin_proof(TOKEN, NONCE, 2, OBJECT, "list", [10]))
+    assert challenge.last_sequence == 3
+
+
+def test_a_proof_is_good_on_its_own_challenge_only() -> None:
+    proof = admin_proof(TOKEN, NONCE, 1, OBJECT, "list", [10])
+    elsewhere = Challenge(OTHER_NONCE)  # another connection's
+    assert elsewhere.verify(KEY, OBJECT, "list", [10], 1, proof) == (
+        "a wrong proof: not made with the admin token for this connection's challenge "
+        "(a wrong token, or bytes replayed from another connection)")
+    assert elsewhere.last_sequence == 0
+
+
+@pytest.mark.parametrize("call", [
+    dict(object_id=ADMIN_PREFIX + "other"), dict(method="evict", arguments=["AAAAAAAA"]),
+    dict(arguments=[11]), dict(arguments=["10"]), dict(arguments=[10.0]), dict(arguments=[True]),
+    dict(arguments=[]), dict(arguments=[10, 10]), dict(sequence=2), dict(key=WRONG.encode()),
+])
+def test_a_proof_is_good_for_its_own_call_only(call: dict[str, Any]) -> None:
+    challenge = Challenge(NONCE)
+    proof = admin_proof(TOKEN, NONCE, 1, OBJECT, "list", [10])
+    received: dict[str, Any] = dict(key=KEY, object_id=OBJECT, method="list", arguments=[10], sequence=1) | call
+    why = challenge.verify(received["key"], received["object_id"], received["method"], received["arguments"],
+                           received["sequence"], proof)
+    assert why is not None and why.startswith("a wrong proof: not made with the admin token")
+    assert challenge.verify(KEY, OBJECT, "list", [10], 1, proof) is None  # the refusal used nothing up
+
+
+@pytest.mark.parametrize(("sequence", "proof", "why"), [
+    (0, "0" * 64, "sequence number is 1 to"), (-1, "0" * 64, "sequence number is 1 to"),
+    (2**63, "0" * 64, "sequence number is 1 to"), (True, "0" * 64, "sequence number is an int"),
+    ("1", "0" * 64, "sequence number is an int"), (None, "0" * 64, "sequence number is an int"),
+    (1, None, "64 lowercase hex digits"), (1, "0" * 63, "64 lowercase hex digits"),
+    (1, "A" * 64, "64 lowercase hex digits"), (1, "g" * 64, "64 lowercase hex digits"),
+    (1, "0" * 64 + "\n", "64 lowercase hex digits"), (1, b"0" * 64, "64 lowercase hex digits"),
+])
+def test_a_malformed_proof_is_refused_and_changes_nothing(sequence: Any, proof: Any, why: str) -> None:
+    challenge = Challenge(NONCE)
+    assert why in (challenge.verify(KEY, OBJECT, "list", [10], sequence, proof) or "")
+    assert challenge.last_sequence == 0
+
+
+@pytest.mark.parametrize("argument", [float("nan"), b"AAAAAAAA", object()])
+def test_arguments_that_cannot_be_proved_are_refused(argument: Any) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        admin_proof(TOKEN, NONCE, 1, OBJECT, "evict", [argument])
+    assert "cannot be proved" in (Challenge(NONCE).verify(KEY, OBJECT, "evict", [argument], 1, "0" * 64) or "")
+
+
+def test_every_challenge_draws_a_fresh_nonce_and_bad_parts_make_no_proof() -> None:
+    nonces = {Challenge().nonce for _ in range(100)}
+    assert len(nonces) == 100 and all(re.fullmatch("[0-9a-f]{64}", nonce) for nonce in nonces)
+    for bad in ("a1" * 31, "A1" * 32, "", 12345):
+        with pytest.raises(ValueError, match="32 bytes in lowercase hex"):
+            Challenge(bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="32 bytes in lowercase hex"):
+            admin_proof(TOKEN, bad, 1, OBJECT, "list", [10])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="16 to 4096 characters"):
+        admin_proof("short", NONCE, 1, OBJECT, "list", [10])
+    with pytest.raises(ValueError, match="sequence number is 1 to"):
+        admin_proof(TOKEN, NONCE, 0, OBJECT, "list", [10])
+
+
+# -- challenges over real connections (in this process) ----------------------------------------------
+
+
+def test_a_proof_is_good_on_its_own_connection_only(served: Served) -> None:
+    lease = served.rent("room 101")
+    with served.raw() as first, served.raw() as second:
+        nonce = first.challenge()
+        proof = admin_proof(TOKEN, nonce, 1, served.admin_id, "list", [10])
+        with pytest.raises(AdminRefusedError, match=r"a proof without a challenge on this connection"):
+            second.list(10, sequence=1, proof=proof)
+        assert second.challenge() != nonce
+        with pytest.raises(AdminRefusedError, match=r"a wrong proof: .*replayed from another connection"):
+            second.list(10, sequence=1, proof=proof)
+        assert first.list(10, sequence=1, proof=proof)["total"] == 1
+        with pytest.raises(AdminRefusedError, match="a replayed proof: sequence number 1 is used up"):
+            first.list(10, sequence=1, proof=proof)
+        with pytest.raises(AdminRefusedError, match="a wrong proof"):  # the proof of a listing evicts nothing
+            first.evict(lease.cookie[:8], sequence=2, proof=proof)
+        first.challenge()  # a new challenge voids the connection's proofs
+        with pytest.raises(AdminRefusedError, match="a wrong proof"):
+            first.list(10, sequence=2, proof=admin_proof(TOKEN, nonce, 2, served.admin_id, "list", [10]))
+    served.unchanged([lease])
+
+
+def test_the_client_asks_a_new_connection_for_a_challenge(served: Served) -> None:
+    served.rent("room 101")
+    with served.client() as admin:
+        assert admin.list().total == 1
+        assert admin.list().total == 1  # the same connection, the next sequence number
+        admin._proxy._pyroRelease()  # the connection is lost; the next call makes another
+        assert admin.list().total == 1
+
+
+def test_the_right_token_sent_itself_is_refused_and_reported_exposed(served: Served,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    with served.raw() as proxy, pytest.raises(AdminRefusedError, match="the admin token was sent itself"):
+        proxy.list(10, token=TOKEN)
+    assert any("sent the admin token itself" in record.getMessage() and "change the token" in record.getMessage()
+               for record in caplog.records)
+    assert TOKEN not in caplog.text
+
+
+def test_an_admin_object_without_a_token_refuses_proofs(daemon: ServingDaemon) -> None:
+    rooms = Rooms()
+    try:
+        uri = register_admin(daemon.daemon, rooms, admin_names=["ops-admin"])
+        with Pyro5.api.Proxy(uri) as proxy:
+            with pytest.raises(AdminRefusedError, match="this admin object has no admin token"):
+                proved(proxy, "list", 10)
+    finally:
+        rooms.close()
+
+
+def test_in_this_process_there_is_no_challenge(served: Served) -> None:
+    admin = LandlordAdmin(served.rooms, token=TOKEN)
+    with pytest.raises(AdminRefusedError, match="a challenge is for callers over a connection"):
+        admin.challenge()
+    with pytest.raises(AdminRefusedError, match="a proof without a challenge"):
+        admin.list(10, sequence=1, proof=admin_proof(TOKEN, NONCE, 1, admin.object_id, "list", [10]))
+    assert admin.list(10, token=TOKEN)["total"] == 0
 
 
 # -- eviction -------------------------------------------------------------------------------------
@@ -495,7 +680,7 @@ def test_the_command_refused_prints_one_error_line_and_exits_1(token_file: pathl
         _one_error_line(_run("list", "--port", str(port), "--token-file", str(wrong)), 1, "list refused")
         _one_error_line(_run("evict", lease.cookie[:8], "--port", str(port), env={TOKEN_ENV: WRONG}), 1,
                         "evict refused")
-        child.wait_for(r"refused an admin call \(evict\) from 127\.0\.0\.1:\d+: a wrong admin token")
+        child.wait_for(r"refused an admin call \(evict\) from 127\.0\.0\.1:\d+: a wrong proof")
         assert lease.renew(60) == 60
 
 
