@@ -1,15 +1,20 @@
 """The admin object of a landlord (``landlord.admin``) and ``python -m landlord list|evict``.
 
-In this process, over a real Pyro5 daemon: a listing with the admin token shows every lease by a
-prefix of its cookie (never the whole), a wrong or missing token is refused (and nothing is listed
-or ended), an eviction revokes the lease (its holder's next renewal is denied with the reason), bad prefixes
-change nothing, and two-way TLS lets in an admin certificate and no other. Then the command line, run
-as a real process against a landlord served in another (``tests/processes/admin_landlord.py``).
+In this process, over a real Pyro5 daemon: a listing with a proof of the admin token shows every lease
+by a prefix of its cookie (never the whole), a wrong proof, no proof or the token itself is refused (and
+nothing is listed or ended), an eviction revokes the lease (its holder's next renewal is denied with the
+reason), bad prefixes change nothing, and two-way TLS lets in an admin certificate and no other. The
+proof itself on given nonces, without sockets: good once, on its own challenge and for its own call only.
+Then the command line, run as a real process against a landlord served in another
+(``tests/processes/admin_landlord.py``), with a canary holder renewing through the hostile calls: bytes
+of a legitimate call captured by a relay and replayed on a new connection list and evict nothing, and the
+token never crosses the wire.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import hmac
@@ -17,13 +22,17 @@ import io
 import os
 import pathlib
 import re
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
+import Pyro5.protocol
+import Pyro5.serializers
 import Pyro5.socketutil
 import pytest
 import serpent
@@ -67,10 +76,15 @@ from landlord.admin import (
 from landlord.testing import Recorder, ServingDaemon
 from landlord.tls import PYRO_SSL_SETTINGS
 
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "hostile"))
+from attacks import Canary, read_message  # noqa: E402 (the hostile suite's canary and reader)
+
 TOKEN = "admin-token-0123456789-abcdef"
 WRONG = "admin-token-0123456789-abcdeX"  # as long as TOKEN, one character off
 TERM = 30.0
 CLI_TIMEOUT = 60.0  # seconds a command-line process may take (a cold interpreter on a busy machine)
+CANARY_TERM = 2.0  # seconds: the canary holder's lease, renewed every 0.1 s
+HEADER = 40  # bytes of a Pyro5 message's header
 
 
 class Rooms(Landlord):
@@ -626,10 +640,37 @@ def _start(*args: str) -> tuple[Child, str, int]:
     return child, f"PYRO:landlord.{location.object[len(ADMIN_PREFIX):]}@127.0.0.1:{location.port}", location.port
 
 
-def _rent(landlord_uri: str, room: str) -> landlord.LandlordLease:
+def _rent(landlord_uri: str, room: str, duration: float = 300) -> landlord.LandlordLease:
     with Pyro5.api.Proxy(landlord_uri) as proxy:
-        lease: landlord.LandlordLease = proxy.rent(room, 300)
+        lease: landlord.LandlordLease = proxy.rent(room, duration)
     return lease
+
+
+def _admin_uri(landlord_uri: str) -> str:
+    location = Pyro5.api.URI(landlord_uri)
+    return f"PYRO:{ADMIN_PREFIX}{location.object.removeprefix('landlord.')}@127.0.0.1:{location.port}"
+
+
+@contextlib.contextmanager
+def _canary(landlord_uri: str) -> Iterator[Canary]:
+    """A holder renewing a 2 s lease every 0.1 s throughout the block; checked after it: it never
+    missed a renewal, and none took half its term."""
+    canary = Canary(_rent(landlord_uri, "canary", CANARY_TERM), term=CANARY_TERM).start()
+    try:
+        canary.renew_more(2)
+        yield canary
+        canary.renew_more(3)  # and it is served on
+    finally:
+        canary.stop()
+    canary.check(CANARY_TERM / 2)
+
+
+def _still_held(child: Child, landlord_uri: str, leases: list[landlord.LandlordLease]) -> None:
+    """Nothing of the child's was freed, and its admin object, asked with the token, lists every lease."""
+    assert child.matches(r"^(freed|cancelled) ") == []
+    with AdminClient(_admin_uri(landlord_uri), token=TOKEN) as admin:
+        listed = {row.cookie for row in admin.list().rows}
+    assert listed == {lease.cookie[:8] for lease in leases}
 
 
 @pytest.fixture
@@ -677,11 +718,153 @@ def test_the_command_refused_prints_one_error_line_and_exits_1(token_file: pathl
     child, landlord_uri, port = _start("--token-file", str(token_file))
     with child:
         lease = _rent(landlord_uri, "room 101")
-        _one_error_line(_run("list", "--port", str(port), "--token-file", str(wrong)), 1, "list refused")
-        _one_error_line(_run("evict", lease.cookie[:8], "--port", str(port), env={TOKEN_ENV: WRONG}), 1,
-                        "evict refused")
-        child.wait_for(r"refused an admin call \(evict\) from 127\.0\.0\.1:\d+: a wrong proof")
+        with _canary(landlord_uri) as canary:
+            _one_error_line(_run("list", "--port", str(port), "--token-file", str(wrong)), 1, "list refused",
+                            "a wrong proof")
+            _one_error_line(_run("evict", lease.cookie[:8], "--port", str(port), env={TOKEN_ENV: WRONG}), 1,
+                            "evict refused")
+            child.wait_for(r"refused an admin call \(evict\) from 127\.0\.0\.1:\d+: a wrong proof")
+            with Pyro5.api.Proxy(_admin_uri(landlord_uri)) as proxy:  # no token, or the token itself
+                for call in (lambda: proxy.list(10), lambda: proxy.evict(lease.cookie[:8]),
+                             lambda: proxy.list(10, token=TOKEN), lambda: proxy.evict(lease.cookie[:8], token=TOKEN)):
+                    with pytest.raises(AdminRefusedError, match="refused"):
+                        call()
+        _still_held(child, landlord_uri, [lease, canary.lease])
         assert lease.renew(60) == 60
+
+
+class RecordingRelay:
+    """A TCP relay on loopback to ``target`` that records what passes, as one who captured the traffic
+    would have it: per connection, the bytes the client sent and the bytes it was answered."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self._target = target
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._recorded: list[tuple[bytearray, bytearray]] = []
+        self._pumps: list[threading.Thread] = []
+        self._sockets: list[socket.socket] = []
+        self._accepting = threading.Thread(target=self._accept, name="relay-accept", daemon=True)
+        self._accepting.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(self._target, timeout=10)
+            upstream.settimeout(None)
+            sent, answered = bytearray(), bytearray()
+            pumps = [threading.Thread(target=_pump, args=(client, upstream, sent), daemon=True),
+                     threading.Thread(target=_pump, args=(upstream, client, answered), daemon=True)]
+            with self._lock:
+                self._recorded.append((sent, answered))
+                self._pumps += pumps
+                self._sockets += [client, upstream]
+            for pump in pumps:
+                pump.start()
+
+    def recorded(self, timeout: float = 10.0) -> list[tuple[bytes, bytes]]:
+        """Every connection's bytes, sent and answered, once its traffic has ended both ways."""
+        with self._lock:
+            pumps, recorded = list(self._pumps), list(self._recorded)
+        for pump in pumps:
+            pump.join(timeout)
+            assert not pump.is_alive(), "a relayed connection is still open"
+        return [(bytes(sent), bytes(answered)) for sent, answered in recorded]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread: close() alone would not
+        self._listener.close()
+        self._accepting.join(10)
+        assert not self._accepting.is_alive()
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+
+    def __enter__(self) -> RecordingRelay:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _pump(source: socket.socket, sink: socket.socket, record: bytearray) -> None:
+    try:
+        while chunk := source.recv(65536):
+            record += chunk
+            sink.sendall(chunk)
+    except OSError:
+        pass  # either side went away
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)  # pass the close on
+
+
+def _messages(stream: bytes) -> list[bytes]:
+    """A recorded stream cut into its Pyro5 messages."""
+    messages = []
+    while stream:
+        header = Pyro5.protocol.ReceivingMessage(stream[:HEADER])
+        size = HEADER + header.data_size + header.annotations_size
+        messages.append(stream[:size])
+        stream = stream[size:]
+    return messages
+
+
+def _replay(port: int, stream: bytes) -> list[Pyro5.protocol.ReceivingMessage]:
+    """Send a recorded connection's messages again on a new raw connection, one at a time as its
+    client did; the server's answers."""
+    answers = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        for raw in _messages(stream):
+            sock.sendall(raw)
+            answer = read_message(sock)
+            assert answer is not None, f"the server closed the connection after {len(answers)} answers"
+            answers.append(answer)
+    return answers
+
+
+def _decoded(message: Pyro5.protocol.ReceivingMessage) -> Any:
+    return Pyro5.serializers.serializers_by_id[message.serializer_id].loads(bytes(message.data))
+
+
+def test_captured_admin_bytes_replayed_on_a_new_connection_list_and_evict_nothing(token_file: pathlib.Path) -> None:
+    child, landlord_uri, port = _start("--token-file", str(token_file))
+    with child, RecordingRelay(("127.0.0.1", port)) as relay:
+        leases = [_rent(landlord_uri, "room 101"), _rent(landlord_uri, "room 102")]
+        with _canary(landlord_uri) as canary:
+            listed = _run("list", "--port", str(relay.port), "--id", leases[0].landlord_id,
+                          "--token-file", str(token_file))  # a legitimate call, through the relay
+            assert listed.returncode == 0 and leases[0].cookie[:8] in listed.stdout, listed
+            [(sent, answered)] = relay.recorded()
+
+            answers = _replay(port, sent)
+            refusal = _decoded(answers[-1])
+            assert answers[-1].flags & Pyro5.protocol.FLAGS_EXCEPTION, f"the replay was answered: {refusal!r:.300}"
+            assert isinstance(refusal, AdminRefusedError) and "replayed from another connection" in str(refusal)
+            assert not any(lease.cookie[:8].encode() in bytes(answer.data) for answer in answers for lease in leases)
+            child.wait_for(r"refused an admin call \(list\) from 127\.0\.0\.1:\d+: a wrong proof")
+
+            # the captured proof, for an eviction: refused on a connection of its own, challenged or not
+            invoke = _messages(sent)[-1]
+            received = Pyro5.protocol.ReceivingMessage(invoke[:HEADER])
+            received.add_payload(invoke[HEADER:])
+            _, method, _, captured = Pyro5.serializers.serializers_by_id[received.serializer_id].loadsCall(
+                bytes(received.data))
+            assert method == "list" and set(captured) == {"sequence", "proof"}
+            with Pyro5.api.Proxy(_admin_uri(landlord_uri)) as proxy:
+                with pytest.raises(AdminRefusedError, match="a proof without a challenge on this connection"):
+                    proxy.evict(leases[0].cookie[:8], **captured)
+                proxy.challenge()
+                with pytest.raises(AdminRefusedError, match="a wrong proof"):
+                    proxy.evict(leases[0].cookie[:8], **captured)
+
+            # and the token itself never crossed, either way
+            assert TOKEN.encode() not in sent and TOKEN.encode() not in answered
+        _still_held(child, landlord_uri, [*leases, canary.lease])
 
 
 def test_the_command_over_tls_with_an_admin_certificate(certs: Certs) -> None:
