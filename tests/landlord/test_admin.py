@@ -21,6 +21,7 @@ import hmac
 import io
 import os
 import pathlib
+import queue
 import re
 import socket
 import subprocess
@@ -418,6 +419,34 @@ def test_a_proof_is_good_on_its_own_connection_only(served: Served) -> None:
         with pytest.raises(AdminRefusedError, match="a wrong proof"):
             first.list(10, sequence=2, proof=admin_proof(TOKEN, nonce, 2, served.admin_id, "list", [10]))
     served.unchanged([lease])
+
+
+@pytest.mark.parametrize("server_type", landlord.serving.SERVER_TYPES)
+def test_every_server_type_keeps_a_challenge_per_connection(server_type: str) -> None:
+    # the challenge lives on Pyro5's object for the connection, which each server makes its own way
+    rooms = Rooms(policy=LeaseDurationPolicy(maximum=600), reaper="lazy")
+    admin = LandlordAdmin(rooms, token=TOKEN)
+    stop, uris = threading.Event(), queue.SimpleQueue[str]()
+    thread = threading.Thread(target=landlord.serve_landlord, args=(rooms, "127.0.0.1", 0), daemon=True,
+                              kwargs=dict(server_type=server_type, admin=admin, stop=stop, ready=uris.put,
+                                          announce=False))
+    thread.start()
+    try:
+        admin_uri = _admin_uri(uris.get(timeout=10))
+        rooms.new_lease("room 101", 30)
+        with Pyro5.api.Proxy(admin_uri) as first, Pyro5.api.Proxy(admin_uri) as second:
+            proof = admin_proof(TOKEN, first.challenge(), 1, admin.object_id, "list", [10])
+            second.challenge()
+            with pytest.raises(AdminRefusedError, match="replayed from another connection"):
+                second.list(10, sequence=1, proof=proof)
+            assert first.list(10, sequence=1, proof=proof)["total"] == 1
+        with AdminClient(admin_uri, token=TOKEN) as client:
+            assert client.list().total == client.list().total == 1
+    finally:
+        stop.set()
+        thread.join(15)
+        rooms.close()
+    assert not thread.is_alive()
 
 
 def test_the_client_asks_a_new_connection_for_a_challenge(served: Served) -> None:
