@@ -762,6 +762,34 @@ def test_the_command_refused_prints_one_error_line_and_exits_1(token_file: pathl
         assert lease.renew(60) == 60
 
 
+def test_a_flood_of_challenges_and_wrong_proofs_holds_no_holder_up(token_file: pathlib.Path) -> None:
+    # anyone may ask for a challenge: 10 connections each ask 50 and send a wrong proof after each
+    child, landlord_uri, _ = _start("--token-file", str(token_file))
+    with child:
+        lease = _rent(landlord_uri, "room 101")
+        refused: list[int] = []
+
+        def attack() -> None:
+            with Pyro5.api.Proxy(_admin_uri(landlord_uri)) as proxy:
+                for sequence in range(1, 51):
+                    nonce = proxy.challenge()
+                    with pytest.raises(AdminRefusedError, match="a wrong proof"):
+                        proxy.evict(lease.cookie[:8], sequence=sequence,
+                                    proof=admin_proof(WRONG, nonce, sequence, proxy._pyroUri.object, "evict",
+                                                      [lease.cookie[:8]]))
+                    refused.append(sequence)
+
+        with _canary(landlord_uri) as canary:
+            attackers = [threading.Thread(target=attack, daemon=True) for _ in range(10)]
+            for attacker in attackers:
+                attacker.start()
+            for attacker in attackers:
+                attacker.join(60)
+            assert not any(attacker.is_alive() for attacker in attackers)
+        assert len(refused) == 500
+        _still_held(child, landlord_uri, [lease, canary.lease])
+
+
 class RecordingRelay:
     """A TCP relay on loopback to ``target`` that records what passes, as one who captured the traffic
     would have it: per connection, the bytes the client sent and the bytes it was answered."""
