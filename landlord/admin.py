@@ -259,7 +259,9 @@ def _check_sequence(sequence: object) -> int:
     if isinstance(sequence, bool) or not isinstance(sequence, int):
         raise TypeError(f"a proof's sequence number is an int, got {type(sequence).__name__}")
     if not 1 <= sequence <= MAX_SEQUENCE:
-        raise ValueError(f"a proof's sequence number is 1 to {MAX_SEQUENCE}, got {sequence}")
+        shown = sequence if sequence > -MAX_SEQUENCE else "a lower one"  # a huge int has no str (Python 3.11+)
+        raise ValueError(f"a proof's sequence number is 1 to {MAX_SEQUENCE}, "
+                         f"got {shown if sequence <= MAX_SEQUENCE else 'a higher one'}")
     return sequence
 
 
@@ -267,10 +269,13 @@ def _proved_message(object_id: str, nonce: str, sequence: int, method: str, argu
     """What a proof is the HMAC of: one canonical JSON line naming everything the call does and where.
 
     Raises:
-        TypeError, ValueError: an argument JSON cannot write (a NaN, bytes...).
+        TypeError, ValueError: an argument JSON cannot write (a NaN, bytes, lists nested too deep...).
     """
-    return json.dumps([_PROOF_CONTEXT, object_id, nonce, sequence, method, list(arguments)],
-                      ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+    try:
+        return json.dumps([_PROOF_CONTEXT, object_id, nonce, sequence, method, list(arguments)],
+                          ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+    except RecursionError:  # a caller's argument nested past the stack: refused like any other it cannot write
+        raise ValueError("an argument is nested too deep to prove") from None
 
 
 def _mac(key: bytes, message: bytes) -> str:

@@ -364,7 +364,9 @@ def test_a_proof_is_good_for_its_own_call_only(call: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(("sequence", "proof", "why"), [
     (0, "0" * 64, "sequence number is 1 to"), (-1, "0" * 64, "sequence number is 1 to"),
-    (2**63, "0" * 64, "sequence number is 1 to"), (True, "0" * 64, "sequence number is an int"),
+    (2**63, "0" * 64, "sequence number is 1 to"),
+    pytest.param(10**5000, "0" * 64, "got a higher one", id="huge"),  # too long for str(): never shown
+    pytest.param(-(10**5000), "0" * 64, "got a lower one", id="-huge"), (True, "0" * 64, "sequence number is an int"),
     ("1", "0" * 64, "sequence number is an int"), (None, "0" * 64, "sequence number is an int"),
     (1, None, "64 lowercase hex digits"), (1, "0" * 63, "64 lowercase hex digits"),
     (1, "A" * 64, "64 lowercase hex digits"), (1, "g" * 64, "64 lowercase hex digits"),
@@ -376,7 +378,14 @@ def test_a_malformed_proof_is_refused_and_changes_nothing(sequence: Any, proof: 
     assert challenge.last_sequence == 0
 
 
-@pytest.mark.parametrize("argument", [float("nan"), b"AAAAAAAA", object()])
+def _nested(depth: int) -> list[Any]:
+    nested: list[Any] = []
+    for _ in range(depth):
+        nested = [nested]
+    return nested
+
+
+@pytest.mark.parametrize("argument", [float("nan"), b"AAAAAAAA", object(), _nested(100_000)])
 def test_arguments_that_cannot_be_proved_are_refused(argument: Any) -> None:
     with pytest.raises((TypeError, ValueError)):
         admin_proof(TOKEN, NONCE, 1, OBJECT, "evict", [argument])
