@@ -704,7 +704,8 @@ def _canary(landlord_uri: str) -> Iterator[Canary]:
 
 
 def _still_held(child: Child, landlord_uri: str, leases: list[landlord.LandlordLease]) -> None:
-    """Nothing of the child's was freed, and its admin object, asked with the token, lists every lease."""
+    """Nothing of the child's was freed, and its admin object, asked with the token, lists every lease
+    (call it while the canary renews: its lease is short)."""
     assert child.matches(r"^(freed|cancelled) ") == []
     with AdminClient(_admin_uri(landlord_uri), token=TOKEN) as admin:
         listed = {row.cookie for row in admin.list().rows}
@@ -767,7 +768,7 @@ def test_the_command_refused_prints_one_error_line_and_exits_1(token_file: pathl
                              lambda: proxy.list(10, token=TOKEN), lambda: proxy.evict(lease.cookie[:8], token=TOKEN)):
                     with pytest.raises(AdminRefusedError, match="refused"):
                         call()
-        _still_held(child, landlord_uri, [lease, canary.lease])
+            _still_held(child, landlord_uri, [lease, canary.lease])
         assert lease.renew(60) == 60
 
 
@@ -795,8 +796,8 @@ def test_a_flood_of_challenges_and_wrong_proofs_holds_no_holder_up(token_file: p
             for attacker in attackers:
                 attacker.join(60)
             assert not any(attacker.is_alive() for attacker in attackers)
-        assert len(refused) == 500
-        _still_held(child, landlord_uri, [lease, canary.lease])
+            assert len(refused) == 500
+            _still_held(child, landlord_uri, [lease, canary.lease])
 
 
 class RecordingRelay:
@@ -930,7 +931,7 @@ def test_captured_admin_bytes_replayed_on_a_new_connection_list_and_evict_nothin
 
             # and the token itself never crossed, either way
             assert TOKEN.encode() not in sent and TOKEN.encode() not in answered
-        _still_held(child, landlord_uri, [*leases, canary.lease])
+            _still_held(child, landlord_uri, [*leases, canary.lease])  # while the canary still renews
 
 
 def test_the_command_over_tls_with_an_admin_certificate(certs: Certs) -> None:
