@@ -625,7 +625,8 @@ class AdminClient:
         timeout: seconds each call may take.
 
     Raises:
-        TypeError, ValueError: a token :func:`check_token` refuses, or a malformed URI.
+        TypeError, ValueError: a token :func:`check_token` refuses.
+        Pyro5.errors.PyroError: a malformed URI.
     """
 
     def __init__(self, uri: str, *, token: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:

@@ -291,6 +291,8 @@ def test_an_admin_object_checks_its_options() -> None:
             LandlordAdmin(rooms, admin_names=["ops-admin", ""])
         with pytest.raises(TypeError, match="expected a Landlord"):
             LandlordAdmin(object(), token=TOKEN)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="16 to 4096 characters, got 5"):
+            AdminClient(f"PYRO:{ADMIN_PREFIX}x@127.0.0.1:9", token="short")  # a client too: before it connects
         admin = LandlordAdmin(rooms, token=TOKEN, admin_names=["ops-admin"])
         assert TOKEN not in repr(admin) and "ops-admin" in repr(admin)
         assert admin.object_id == admin_object_id(rooms) == ADMIN_PREFIX + rooms.landlord_id
