@@ -20,7 +20,8 @@ Both call the landlord's admin object (:mod:`landlord.admin`), served beside
 it when it is served with an admin token or admin names. Credentials: the
 admin token from ``--token-file`` (else the ``LANDLORD_ADMIN_TOKEN``
 variable), never from the arguments, which every user of the host sees in
-``ps``; and/or an admin certificate for two-way TLS (``--cert``, ``--key``,
+``ps``, and never sent: each call carries a proof of it good for that call on
+that connection only (see :mod:`landlord.admin`); and/or an admin certificate for two-way TLS (``--cert``, ``--key``,
 ``--ca``). Without ``--id`` or ``--object-id`` the command asks the daemon
 which admin object it serves.
 

@@ -8,11 +8,11 @@ and the landlord's id; :func:`register_admin`), which shows only the first
 :data:`PREFIX_SHOWN` characters of each cookie and answers only callers it
 authorises. Every call must carry one of:
 
-* **the admin token** given at start (``token=``, at least
-  :data:`MIN_TOKEN_LENGTH` characters), passed with each call and compared in
-  constant time (``hmac.compare_digest``). The command line reads it from a
-  file (``--token-file``) or the ``LANDLORD_ADMIN_TOKEN`` variable, never
-  from its arguments, which ``ps`` shows to every user of the host;
+* **a proof of the admin token** given at start (``token=``, at least
+  :data:`MIN_TOKEN_LENGTH` characters), never the token itself (see *The
+  proof*, below). The command line reads the token from a file
+  (``--token-file``) or the ``LANDLORD_ADMIN_TOKEN`` variable, never from its
+  arguments, which ``ps`` shows to every user of the host;
 * **an admin certificate**: the landlord is served over two-way TLS
   (:mod:`landlord.tls`), so the client's certificate is already signed by the
   CA; it is an admin's when its subject has exactly one commonName and that
@@ -21,9 +21,46 @@ authorises. Every call must carry one of:
   leases, not this object.
 
 A call with neither is refused with :class:`AdminRefusedError` (it crosses
-the wire as itself) before its arguments are read: nothing is listed or
-evicted, and the refusal is logged with the caller's address. Given both
-options, either authorises. Every eviction is logged at INFO, with who asked.
+the wire as itself, saying why) before its arguments are used: nothing is
+listed or evicted, and the refusal is logged with the caller's address. Given
+both options, either authorises. Every eviction is logged at INFO, with who asked.
+
+The proof
+---------
+The token used to travel with each call. Without TLS anyone who could read
+the traffic had it, and bytes captured from one admin call, sent again on a
+new connection, did the call again (a hostile probe listed the leases so).
+Requiring TLS for admin calls would close that too, but then a landlord
+served on plain TCP, on loopback or inside a private network, would need
+certificates for its operators or an opt-out, which is the same hole
+again. So the token never leaves the client, and a proof is good for one
+call on one connection only:
+
+1. on each new connection the client first calls :meth:`LandlordAdmin.challenge`,
+   which draws a nonce (:data:`NONCE_BYTES` random bytes) and keeps it for
+   that connection alone (Pyro5's per-connection object, ``current_context.client``;
+   a new challenge on the same connection replaces it);
+2. each admin call then carries a ``sequence`` number, higher than the
+   last one the connection used, and a ``proof``: HMAC-SHA256, keyed by the
+   token, over the admin object's id, the nonce, the sequence number, the
+   method and its arguments (:func:`admin_proof`);
+3. the server computes the same from the connection's nonce and what it
+   received, compares them in constant time, and uses the sequence number up
+   (:class:`Challenge`).
+
+So captured bytes sent again on another connection are refused (that
+connection's nonce is another), sent again on the same one are refused (the
+sequence number is used up), and a captured proof is good for no other call
+or arguments (not an eviction of another lease). A client that sends the
+token itself (``token=`` over Pyro5, as clients before the proof did) is
+refused, and the server warns that the token was exposed and should be changed.
+Called in its own process (no connection), the admin object takes the token itself.
+
+What the proof does not do: the token can still be guessed offline against
+one captured proof, so it must be random (``secrets.token_urlsafe()``: 256
+bits); and whoever reads the wire still sees the listing (cookie prefixes,
+resources), and whoever sits in the middle can drop a call or forge an
+answer. Serve over two-way TLS against those.
 
 An eviction ends the lease now through the landlord's manager, as a holder's
 ``cancel`` would: its resources are freed through ``on_cancel`` (else
@@ -40,14 +77,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import hmac
+import json
 import logging
 import math
 import os
 import pathlib
 import re
 import reprlib
+import secrets
 import sys
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TextIO, TypeVar
 
@@ -65,11 +107,12 @@ from .tls import TLSConfig, tls_settings
 from .wire import checked_fields, register_exception
 
 __all__ = [
-    "LandlordAdmin", "AdminClient", "AdminRefusedError", "AdminRow", "AdminListing",
-    "admin_object_id", "register_admin", "find_admin", "read_token", "check_token", "check_prefix",
+    "LandlordAdmin", "AdminClient", "AdminRefusedError", "AdminRow", "AdminListing", "Challenge",
+    "admin_object_id", "register_admin", "find_admin", "read_token", "check_token", "check_prefix", "admin_proof",
     "format_table", "add_admin_commands", "EVICT_OPTIONS", "prefix_behind_dashes", "run_admin",
     "ADMIN_PREFIX", "MIN_TOKEN_LENGTH", "MAX_TOKEN_LENGTH", "MIN_PREFIX", "PREFIX_SHOWN", "DEFAULT_LIMIT",
     "MAX_LIMIT", "RESOURCE_WIDTH", "TOKEN_ENV", "DEFAULT_TIMEOUT", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE",
+    "NONCE_BYTES", "MAX_SEQUENCE",
 ]
 
 log = logging.getLogger(__name__)
@@ -89,6 +132,11 @@ RESOURCE_WIDTH = 60  # characters of a resource's repr a listing shows
 TOKEN_ENV = "LANDLORD_ADMIN_TOKEN"
 DEFAULT_TIMEOUT = 10.0  # seconds the command waits for the landlord
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+NONCE_BYTES = 32  # random bytes of a connection's challenge: never drawn twice
+MAX_SEQUENCE = 2**63 - 1  # the highest sequence number a proof may carry
+_PROOF_CONTEXT = "landlord-admin-proof/1"  # first in every proved message: a proof means nothing elsewhere
+_HEX_NONCE = re.compile(r"[0-9a-f]{64}\Z")  # NONCE_BYTES, in hex
+_HEX_PROOF = re.compile(r"[0-9a-f]{64}\Z")  # an HMAC-SHA256, in hex
 
 _COOKIE_CHARACTERS = re.compile(r"[A-Za-z0-9_-]+\Z")  # secrets.token_urlsafe's alphabet: every cookie's
 _REPR = reprlib.Repr()
@@ -198,6 +246,108 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
+# -- the proof ----------------------------------------------------------------------------------------
+
+
+def _check_nonce(nonce: object) -> str:
+    if not isinstance(nonce, str) or not _HEX_NONCE.match(nonce):
+        raise ValueError(f"a challenge's nonce is {NONCE_BYTES} bytes in lowercase hex, got {nonce!r:.80}")
+    return nonce
+
+
+def _check_sequence(sequence: object) -> int:
+    if isinstance(sequence, bool) or not isinstance(sequence, int):
+        raise TypeError(f"a proof's sequence number is an int, got {type(sequence).__name__}")
+    if not 1 <= sequence <= MAX_SEQUENCE:
+        shown = sequence if sequence > -MAX_SEQUENCE else "a lower one"  # a huge int has no str (Python 3.11+)
+        raise ValueError(f"a proof's sequence number is 1 to {MAX_SEQUENCE}, "
+                         f"got {shown if sequence <= MAX_SEQUENCE else 'a higher one'}")
+    return sequence
+
+
+def _proved_message(object_id: str, nonce: str, sequence: int, method: str, arguments: Sequence[object]) -> bytes:
+    """What a proof is the HMAC of: one canonical JSON line naming everything the call does and where.
+
+    Raises:
+        TypeError, ValueError: an argument JSON cannot write (a NaN, bytes, lists nested too deep...).
+    """
+    try:
+        return json.dumps([_PROOF_CONTEXT, object_id, nonce, sequence, method, list(arguments)],
+                          ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+    except RecursionError:  # a caller's argument nested past the stack: refused like any other it cannot write
+        raise ValueError("an argument is nested too deep to prove") from None
+
+
+def _mac(key: bytes, message: bytes) -> str:
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def admin_proof(token: str, nonce: str, sequence: int, object_id: str, method: str,
+                arguments: Sequence[object]) -> str:
+    """The proof a caller of an admin object sends instead of its token (see the module docstring):
+    HMAC-SHA256 keyed by ``token`` over the admin object's id, the connection's ``nonce``, the call's
+    ``sequence`` number, ``method`` and its positional ``arguments``; 64 hex digits.
+
+    Args:
+        token: the admin token (see :func:`check_token`).
+        nonce: what :meth:`LandlordAdmin.challenge` gave on this connection.
+        sequence: the call's number on this connection, above every one used on it before.
+        object_id: the admin object's id.
+        method: ``"list"`` or ``"evict"``.
+        arguments: the call's positional arguments, as sent (``[limit]``, ``[cookie_prefix]``).
+
+    Raises:
+        TypeError, ValueError: a bad token, nonce or sequence number, or an argument JSON cannot write.
+    """
+    key = check_token(token).encode("utf-8")
+    return _mac(key, _proved_message(object_id, _check_nonce(nonce), _check_sequence(sequence), method, arguments))
+
+
+class Challenge:
+    """One connection's challenge (the server's side of the proof): its nonce, and the highest sequence
+    number a proof has used on the connection. Holds no clock and no socket.
+
+    Args:
+        nonce: the nonce (:data:`NONCE_BYTES` bytes in lowercase hex); ``None`` draws a fresh one.
+
+    Raises:
+        ValueError: a malformed ``nonce``.
+    """
+
+    def __init__(self, nonce: str | None = None) -> None:
+        self.nonce = secrets.token_hex(NONCE_BYTES) if nonce is None else _check_nonce(nonce)
+        self.last_sequence = 0
+
+    def verify(self, key: bytes, object_id: str, method: str, arguments: Sequence[object], sequence: object,
+               proof: object) -> str | None:
+        """Why ``proof`` does not authorise this call of ``method`` with ``arguments`` on ``object_id``,
+        or ``None`` when it does: then ``sequence`` is used up, and the same proof is refused next time.
+        A refused proof changes nothing.
+
+        Args:
+            key: the admin token, UTF-8 encoded.
+            object_id, method, arguments: the call, as received.
+            sequence, proof: what the call carried.
+        """
+        try:
+            number = _check_sequence(sequence)
+        except (TypeError, ValueError) as exc:
+            return f"a malformed proof: {exc}"
+        if not isinstance(proof, str) or not _HEX_PROOF.match(proof):
+            return "a malformed proof: not 64 lowercase hex digits"
+        try:
+            expected = _mac(key, _proved_message(object_id, self.nonce, number, method, arguments))
+        except (TypeError, ValueError):
+            return "a wrong proof: its arguments cannot be proved (not JSON)"
+        if not hmac.compare_digest(expected, proof):
+            return ("a wrong proof: not made with the admin token for this connection's challenge "
+                    "(a wrong token, or bytes replayed from another connection)")
+        if number <= self.last_sequence:
+            return f"a replayed proof: sequence number {number} is used up (the last was {self.last_sequence})"
+        self.last_sequence = number
+        return None
+
+
 def admin_object_id(landlord: AdminTarget) -> str:
     """The object id an admin object of ``landlord`` is served under: ``"landlord-admin."`` and the
     landlord's id (a replicated landlord's: its group's name, the same on every replica).
@@ -214,7 +364,8 @@ def admin_object_id(landlord: AdminTarget) -> str:
 
 class LandlordAdmin:
     """The admin object of one landlord (see the module docstring): :meth:`list` and :meth:`evict`,
-    over Pyro5, for callers with the admin token or an admin certificate.
+    over Pyro5, for callers with a proof of the admin token (after :meth:`challenge`) or an admin
+    certificate; in this process, for callers with the token itself.
 
     Args:
         landlord: whose leases it lists and evicts.
@@ -241,36 +392,82 @@ class LandlordAdmin:
         self.admin_names = names
         if self._token is None and not names:
             raise ValueError("give the admin object a token or admin_names: without one, nobody may call it")
+        # per connection (Pyro5's object for it), dropped with it
+        self._challenges: weakref.WeakKeyDictionary[Any, Challenge] = weakref.WeakKeyDictionary()
+        self._challenges_lock = threading.Lock()
 
     def __repr__(self) -> str:  # never the token
         how = (["token"] if self._token is not None else []) + ([f"admin_names={sorted(self.admin_names)}"]
                                                                if self.admin_names else [])
         return f"LandlordAdmin({self.object_id!r}, {', '.join(how)})"
 
-    def _authorise(self, call: str, token: object) -> str:
-        """Who the caller is (for the log), if it may call; the caller's token is checked first.
+    @Pyro5.server.expose
+    def challenge(self) -> str:
+        """A fresh nonce for this connection (:data:`NONCE_BYTES` bytes, in hex), which the proofs of
+        its next calls are made with (see :func:`admin_proof`); it replaces the connection's last one.
+        Anyone may ask: a nonce grants nothing.
 
         Raises:
-            AdminRefusedError: neither the token nor an admin certificate.
+            AdminRefusedError: called in this process, not over a connection (give the token itself).
+        """
+        connection = Pyro5.callcontext.current_context.client
+        if connection is None:
+            raise AdminRefusedError("a challenge is for callers over a connection: in this process, give the token")
+        fresh = Challenge()
+        with self._challenges_lock:
+            self._challenges[connection] = fresh
+        return fresh.nonce
+
+    def _authorise(self, call: str, arguments: Sequence[object], token: object, sequence: object,
+                   proof: object) -> str:
+        """Who the caller is (for the log), if it may make this call: a good proof (or, in this process
+        only, the token itself), else an admin certificate.
+
+        Raises:
+            AdminRefusedError: none of those; why, in its message (and logged).
         """
         context = Pyro5.callcontext.current_context
-        if self._token is not None and isinstance(token, str):
-            try:
-                given = token.encode("utf-8")
-            except UnicodeEncodeError:
-                given = b""
-            if hmac.compare_digest(given, self._token):
-                return "the admin token"
+        whys = []
+        if token is not None:
+            if context.client is None and self._token is not None and _same_token(token, self._token):
+                return "the admin token, in this process"
+            whys.append(self._token_given(token, context))
+        if sequence is not None or proof is not None:
+            why = self._verify(context.client, call, arguments, sequence, proof)
+            if why is None:
+                return f"a proof of the admin token (call {sequence} of its connection)"
+            whys.append(why)
         names = _common_names(context.client) if self.admin_names else []
         if len(names) == 1 and names[0] in self.admin_names:
             return f"admin certificate {names[0]!r}"
         if names:
-            why = f"its certificate's commonName {names!r:.80} is no admin's"
-        else:
-            why = "a wrong admin token" if token is not None else "no admin token or certificate"
+            whys.append(f"its certificate's commonName {names!r:.80} is no admin's")
+        why = "; ".join(whys) or "no proof of the admin token, and no admin certificate"
         log.warning("refused an admin call (%s) from %s: %s", call, _peer(context.client_sock_addr), why)
-        raise AdminRefusedError(f"{call} refused: this needs the landlord's admin token"
+        raise AdminRefusedError(f"{call} refused ({why}): this needs a proof of the landlord's admin token"
                                 + (" or an admin certificate" if self.admin_names else ""))
+
+    def _token_given(self, token: object, context: Any) -> str:
+        """Why a token given as it is does not authorise: a wrong one in this process; over a connection,
+        any, for it crossed the wire in clear (a right one is then exposed: the log says so)."""
+        if context.client is None:
+            return "a wrong admin token"
+        if self._token is not None and _same_token(token, self._token):
+            log.warning("a caller at %s sent the admin token itself, which anyone on the way could read: "
+                        "change the token (clients of this release send a proof of it)",
+                        _peer(context.client_sock_addr))
+        return "the admin token was sent itself, not a proof of it (a client of this release sends a proof)"
+
+    def _verify(self, connection: Any, call: str, arguments: Sequence[object], sequence: object,
+                proof: object) -> str | None:
+        """Why a proof does not authorise this call on this connection, or ``None`` when it does."""
+        if self._token is None:
+            return "a proof, but this admin object has no admin token (only admin certificates)"
+        with self._challenges_lock:
+            challenge = None if connection is None else self._challenges.get(connection)
+            if challenge is None:
+                return "a proof without a challenge on this connection (ask challenge() first)"
+            return challenge.verify(self._token, self.object_id, call, arguments, sequence, proof)
 
     def _on_landlord(self, action: Callable[[Landlord], T]) -> T:
         """``action`` on the landlord (a replicated one's leader: on a follower, NotLeaderError)."""
@@ -279,19 +476,26 @@ class LandlordAdmin:
         return action(self._landlord)
 
     @Pyro5.server.expose
-    def evict(self, cookie_prefix: str, *, token: str | None = None) -> dict[str, Any]:
+    def evict(self, cookie_prefix: str, *, sequence: int | None = None, proof: str | None = None,
+              token: str | None = None) -> dict[str, Any]:
         """Revoke the one lease whose cookie starts with ``cookie_prefix`` now, freeing its resources
         (through ``on_expire``; :meth:`landlord.Landlord.revoke`, with the reason
         :data:`EVICTED`): a holder that listens hears at once, any other at its next
         renewal, which is denied with the reason. Return its row (as :meth:`list`'s).
 
+        Args:
+            cookie_prefix: the start of its cookie (see :func:`check_prefix`).
+            sequence, proof: the proof of the admin token for this call (see :func:`admin_proof`).
+            token: the admin token itself, in this process only (over a connection it is refused).
+
         Raises:
-            AdminRefusedError: no admin token or certificate (nothing is read or ended).
+            AdminRefusedError: no good proof of the admin token, nor an admin certificate (nothing is
+                read or ended).
             TypeError, ValueError: not a prefix (see :func:`check_prefix`), or one that several
                 leases' cookies start with (nothing is ended).
             UnknownLeaseError: no lease's cookie starts with it (or it ended meanwhile).
         """
-        who = self._authorise("evict", token)
+        who = self._authorise("evict", [cookie_prefix], token, sequence, proof)
         prefix = check_prefix(cookie_prefix)
 
         def end(landlord: Landlord) -> HeldLease:
@@ -312,18 +516,34 @@ class LandlordAdmin:
         return row
 
     @Pyro5.server.expose
-    def list(self, limit: int = DEFAULT_LIMIT, *, token: str | None = None) -> dict[str, Any]:
+    def list(self, limit: int = DEFAULT_LIMIT, *, sequence: int | None = None, proof: str | None = None,
+             token: str | None = None) -> dict[str, Any]:
         """The first ``limit`` leases held, earliest expiration first, and how many in all:
         ``{"total": int, "leases": [{"cookie": prefix, "remaining": s, "resource": repr, "attached": n}]}``.
 
+        Args:
+            limit: how many leases to list at most (0 to :data:`MAX_LIMIT`).
+            sequence, proof, token: as for :meth:`evict`.
+
         Raises:
-            AdminRefusedError: no admin token or certificate (nothing is listed).
+            AdminRefusedError: no good proof of the admin token, nor an admin certificate (nothing is listed).
             TypeError, ValueError: ``limit`` not an int of 0 to ``MAX_LIMIT``.
         """
-        self._authorise("list", token)
+        self._authorise("list", [limit], token, sequence, proof)
         limit = _check_limit(limit)
         held, total = self._on_landlord(lambda landlord: (landlord.held(limit=limit), len(landlord)))
         return {"total": total, "leases": [_row(lease) for lease in held]}
+
+
+def _same_token(given: object, token: bytes) -> bool:
+    """Whether ``given`` is the admin token (compared in constant time)."""
+    if not isinstance(given, str):
+        return False
+    try:
+        encoded = given.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return hmac.compare_digest(encoded, token)
 
 
 def _row(held: HeldLease) -> dict[str, Any]:
@@ -395,19 +615,27 @@ def find_admin(host: str, port: int, *, timeout: float = DEFAULT_TIMEOUT) -> str
 
 
 class AdminClient:
-    """Calls a landlord's admin object (see :class:`LandlordAdmin`). TLS, if used, is the
-    process's (:func:`~landlord.tls.tls_settings`) while it calls.
+    """Calls a landlord's admin object (see :class:`LandlordAdmin`). With a token it never sends the
+    token: it asks each new connection for a challenge and sends a proof with each call (see
+    :func:`admin_proof`). TLS, if used, is the process's (:func:`~landlord.tls.tls_settings`) while it calls.
 
     Args:
         uri: the admin object's URI (``PYRO:landlord-admin.<id>@host:port``).
-        token: the admin token to send with each call, or ``None`` (an admin certificate then).
+        token: the admin token to prove, or ``None`` (an admin certificate then).
         timeout: seconds each call may take.
+
+    Raises:
+        TypeError, ValueError: a token :func:`check_token` refuses.
+        Pyro5.errors.PyroError: a malformed URI.
     """
 
     def __init__(self, uri: str, *, token: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._token = None if token is None else check_token(token)
         self._proxy = Pyro5.api.Proxy(uri)
         self._proxy._pyroTimeout = timeout
-        self._token = token
+        self._challenged: Any = None  # the proxy's connection the nonce was drawn on
+        self._nonce = ""
+        self._sequence = 0  # the last call's number on that connection
 
     def close(self) -> None:
         self._proxy._pyroRelease()
@@ -418,23 +646,42 @@ class AdminClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def _credentials(self, method: str, arguments: Sequence[object]) -> dict[str, Any]:
+        """What a call of ``method`` with ``arguments`` carries to be authorised: a fresh proof (asking
+        for a challenge first when the proxy is on a connection without one), or nothing."""
+        if self._token is None:
+            return {}
+        if self._proxy._pyroConnection is None or self._proxy._pyroConnection is not self._challenged:
+            nonce = self._proxy.challenge()  # connects, if need be
+            self._nonce = _check_nonce(nonce)
+            self._challenged, self._sequence = self._proxy._pyroConnection, 0
+        self._sequence += 1
+        proof = admin_proof(self._token, self._nonce, self._sequence, self._proxy._pyroUri.object, method, arguments)
+        return {"sequence": self._sequence, "proof": proof}
+
     def evict(self, cookie_prefix: str) -> AdminRow:
         """End the lease whose cookie starts with ``cookie_prefix``; what was ended.
 
         Raises:
-            AdminRefusedError, TypeError, ValueError, UnknownLeaseError: as :meth:`LandlordAdmin.evict`.
+            TypeError, ValueError: not a prefix (:func:`check_prefix`; checked before anything is sent),
+                or as :meth:`LandlordAdmin.evict`.
+            AdminRefusedError, UnknownLeaseError: as :meth:`LandlordAdmin.evict`.
             Pyro5.errors.CommunicationError: the landlord cannot be reached.
         """
-        return _admin_row(self._proxy.evict(cookie_prefix, token=self._token))
+        prefix = check_prefix(cookie_prefix)
+        return _admin_row(self._proxy.evict(prefix, **self._credentials("evict", [prefix])))
 
     def list(self, limit: int = DEFAULT_LIMIT) -> AdminListing:
         """The first ``limit`` leases, earliest expiration first, and the total held.
 
         Raises:
-            AdminRefusedError, TypeError, ValueError: as :meth:`LandlordAdmin.list`.
+            TypeError, ValueError: ``limit`` not an int of 0 to ``MAX_LIMIT`` (checked before anything
+                is sent), or a malformed answer.
+            AdminRefusedError: as :meth:`LandlordAdmin.list`.
             Pyro5.errors.CommunicationError: the landlord cannot be reached.
         """
-        answer = self._proxy.list(limit, token=self._token)
+        limit = _check_limit(limit)
+        answer = self._proxy.list(limit, **self._credentials("list", [limit]))
         if not isinstance(answer, dict):
             raise TypeError(f"malformed admin listing: {type(answer).__name__}")
         leases, total = checked_fields(answer, "admin listing", {"leases": list, "total": int})

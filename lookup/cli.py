@@ -44,7 +44,8 @@ it, exit 2). See :class:`lookup.server.LookupMetrics`.
 serves an admin object beside the service (:class:`landlord.admin.LandlordAdmin`):
 ``python -m lookup leases`` lists its leases by a prefix of their cookies and
 ``python -m lookup evict PREFIX`` revokes one, for a caller with the token
-(``--token-file`` or ``LANDLORD_ADMIN_TOKEN``) or an admin certificate.
+(``--token-file`` or ``LANDLORD_ADMIN_TOKEN``; the command sends a proof of it
+for its connection, never the token) or an admin certificate.
 
 ``--event-timeout``, ``--event-deadline``, ``--event-queue`` and
 ``--event-attempts`` bound event delivery (see :mod:`lookup.outbox`);

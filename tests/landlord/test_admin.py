@@ -1,26 +1,39 @@
 """The admin object of a landlord (``landlord.admin``) and ``python -m landlord list|evict``.
 
-In this process, over a real Pyro5 daemon: a listing with the admin token shows every lease by a
-prefix of its cookie (never the whole), a wrong or missing token is refused (and nothing is listed
-or ended), an eviction revokes the lease (its holder's next renewal is denied with the reason), bad prefixes
-change nothing, and two-way TLS lets in an admin certificate and no other. Then the command line, run
-as a real process against a landlord served in another (``tests/processes/admin_landlord.py``).
+In this process, over a real Pyro5 daemon: a listing with a proof of the admin token shows every lease
+by a prefix of its cookie (never the whole), a wrong proof, no proof or the token itself is refused (and
+nothing is listed or ended), an eviction revokes the lease (its holder's next renewal is denied with the
+reason), bad prefixes change nothing, and two-way TLS lets in an admin certificate and no other. The
+proof itself on given nonces, without sockets: good once, on its own challenge and for its own call only.
+Then the command line, run as a real process against a landlord served in another
+(``tests/processes/admin_landlord.py``), with a canary holder renewing through the hostile calls: bytes
+of a legitimate call captured by a relay and replayed on a new connection list and evict nothing, and the
+token never crosses the wire.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import hashlib
+import hmac
 import io
 import os
 import pathlib
+import queue
+import re
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import Pyro5.api
 import Pyro5.errors
+import Pyro5.protocol
+import Pyro5.serializers
 import Pyro5.socketutil
 import pytest
 import serpent
@@ -52,8 +65,10 @@ from landlord.admin import (
     AdminListing,
     AdminRefusedError,
     AdminRow,
+    Challenge,
     LandlordAdmin,
     admin_object_id,
+    admin_proof,
     format_table,
     prefix_behind_dashes,
     read_token,
@@ -62,10 +77,15 @@ from landlord.admin import (
 from landlord.testing import Recorder, ServingDaemon
 from landlord.tls import PYRO_SSL_SETTINGS
 
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "hostile"))
+from attacks import Canary, read_message  # noqa: E402 (the hostile suite's canary and reader)
+
 TOKEN = "admin-token-0123456789-abcdef"
 WRONG = "admin-token-0123456789-abcdeX"  # as long as TOKEN, one character off
 TERM = 30.0
 CLI_TIMEOUT = 60.0  # seconds a command-line process may take (a cold interpreter on a busy machine)
+CANARY_TERM = 2.0  # seconds: the canary holder's lease, renewed every 0.1 s
+HEADER = 40  # bytes of a Pyro5 message's header
 
 
 class Rooms(Landlord):
@@ -92,12 +112,29 @@ class Served:
     def client(self, token: str | None = TOKEN) -> AdminClient:
         return AdminClient(self.admin_uri, token=token)
 
+    @property
+    def admin_id(self) -> str:
+        """The admin object's id."""
+        return str(Pyro5.api.URI(self.admin_uri).object)
+
+    def raw(self) -> Pyro5.api.Proxy:
+        """A plain Pyro5 proxy of the admin object: calls carry what the test gives, nothing more."""
+        return Pyro5.api.Proxy(self.admin_uri)
+
     def unchanged(self, leases: list[landlord.LandlordLease]) -> None:
         """Nothing was freed, and every lease is still held and renewable by its holder."""
         assert self.expired.items == [] and self.cancelled.items == []
         assert len(self.rooms) == len(leases)
         for lease in leases:
             assert lease.renew(TERM) == TERM
+
+
+def proved(proxy: Pyro5.api.Proxy, method: str, *arguments: Any, token: str = TOKEN, sequence: int = 1) -> Any:
+    """``method(*arguments)`` on a plain proxy of an admin object, with a proof made as AdminClient makes
+    it: a challenge on the proxy's connection, then the proof for this call."""
+    nonce = proxy.challenge()
+    proof = admin_proof(token, nonce, sequence, proxy._pyroUri.object, method, arguments)
+    return getattr(proxy, method)(*arguments, sequence=sequence, proof=proof)
 
 
 def _serve(daemon: ServingDaemon, **admin: Any) -> Served:
@@ -142,8 +179,8 @@ def test_a_listing_with_the_token_shows_every_lease_by_a_cookie_prefix(served: S
 
 def test_a_listing_never_carries_a_whole_cookie(served: Served) -> None:
     leases = [served.rent(f"room {number}") for number in range(5)]
-    with Pyro5.api.Proxy(served.admin_uri) as proxy:
-        answer = proxy.list(10, token=TOKEN)
+    with served.raw() as proxy:
+        answer = proved(proxy, "list", 10)
     sent = serpent.dumps(answer).decode()  # what crossed the wire, as it crossed
     assert len(answer["leases"]) == 5
     for lease in leases:
@@ -181,25 +218,41 @@ def test_a_limit_out_of_range_is_refused_and_the_server_goes_on(served: Served, 
 
 @pytest.mark.parametrize("limit", [True, "5", 1.5, None, [1]])
 def test_a_limit_of_another_type_is_refused(served: Served, limit: Any) -> None:
-    with Pyro5.api.Proxy(served.admin_uri) as proxy:
+    with served.raw() as proxy:
         with pytest.raises(TypeError, match="limit is an int"):
-            proxy.list(limit, token=TOKEN)
-        assert proxy.list(token=TOKEN) == {"total": 0, "leases": []}
+            proved(proxy, "list", limit)  # by the admin object, for a caller proving the token
+        assert proved(proxy, "list", 10) == {"total": 0, "leases": []}
+    with served.client() as admin, pytest.raises(TypeError, match="limit is an int"):
+        admin.list(limit)  # by the client, before it sends anything
 
 
 # -- refusals ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("token", [None, WRONG, TOKEN[:-1], TOKEN + "x", "", 12345, ["x"], "é" * 30, "\ud800" * 20])
-def test_without_the_token_nothing_is_listed_or_evicted(served: Served, token: Any) -> None:
+@pytest.mark.parametrize("token", [None, TOKEN, WRONG, TOKEN[:-1], TOKEN + "x", "", 12345, ["x"], "é" * 30,
+                                   "\ud800" * 20])
+def test_a_token_sent_itself_lists_and_evicts_nothing(served: Served, token: Any) -> None:
+    # over a connection the token itself is refused, the right one too: it crossed the wire in clear
     leases = [served.rent("room 101"), served.rent("room 102")]
-    with Pyro5.api.Proxy(served.admin_uri) as proxy:
-        with pytest.raises(AdminRefusedError, match="list refused: this needs the landlord's admin token"):
+    with served.raw() as proxy:
+        with pytest.raises(AdminRefusedError, match=r"list refused \(.*\): this needs a proof of the landlord's "
+                                                    r"admin token$"):
             proxy.list(10, token=token)
         with pytest.raises(AdminRefusedError, match="evict refused"):
             proxy.evict(leases[0].cookie[:8], token=token)
         with pytest.raises(AdminRefusedError):  # refused before its arguments are looked at
             proxy.evict(None, token=token)
+    served.unchanged(leases)
+
+
+@pytest.mark.parametrize("token", [WRONG, TOKEN[:-1], TOKEN + "x", "é" * 30])
+def test_a_proof_of_a_wrong_token_lists_and_evicts_nothing(served: Served, token: str) -> None:
+    leases = [served.rent("room 101"), served.rent("room 102")]
+    with served.client(token) as admin:
+        with pytest.raises(AdminRefusedError, match=r"list refused \(a wrong proof: not made with the admin token"):
+            admin.list()
+        with pytest.raises(AdminRefusedError, match="evict refused"):
+            admin.evict(leases[0].cookie[:8])
     served.unchanged(leases)
 
 
@@ -210,7 +263,7 @@ def test_a_refusal_crosses_the_wire_as_itself_and_is_logged(served: Served,
     assert type(refused.value) is AdminRefusedError
     assert TOKEN not in str(refused.value) and WRONG not in str(refused.value)
     assert any("refused an admin call (list) from 127.0.0.1:" in record.getMessage()
-               and "a wrong admin token" in record.getMessage() for record in caplog.records)
+               and "a wrong proof" in record.getMessage() for record in caplog.records)
 
 
 def test_called_in_process_without_the_token_it_is_refused(served: Served) -> None:
@@ -238,6 +291,8 @@ def test_an_admin_object_checks_its_options() -> None:
             LandlordAdmin(rooms, admin_names=["ops-admin", ""])
         with pytest.raises(TypeError, match="expected a Landlord"):
             LandlordAdmin(object(), token=TOKEN)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="16 to 4096 characters, got 5"):
+            AdminClient(f"PYRO:{ADMIN_PREFIX}x@127.0.0.1:9", token="short")  # a client too: before it connects
         admin = LandlordAdmin(rooms, token=TOKEN, admin_names=["ops-admin"])
         assert TOKEN not in repr(admin) and "ops-admin" in repr(admin)
         assert admin.object_id == admin_object_id(rooms) == ADMIN_PREFIX + rooms.landlord_id
@@ -257,6 +312,190 @@ def test_a_token_file_holds_the_token(tmp_path: pathlib.Path) -> None:
         read_token(path)
     with pytest.raises(FileNotFoundError):
         read_token(tmp_path / "none")
+
+
+# -- the proof, on given nonces (no sockets) ---------------------------------------------------------
+
+NONCE = "a1" * 32
+OTHER_NONCE = "b2" * 32
+OBJECT = ADMIN_PREFIX + "rooms"
+KEY = TOKEN.encode()
+
+
+def test_a_proof_is_the_hmac_of_the_call_and_the_challenge_keyed_by_the_token() -> None:
+    # the format, written out: a client in another language can make the same
+    message = f'["landlord-admin-proof/1","{OBJECT}","{NONCE}",1,"list",[10]]'.encode()
+    assert admin_proof(TOKEN, NONCE, 1, OBJECT, "list", [10]) == hmac.new(KEY, message, hashlib.sha256).hexdigest()
+
+
+def test_a_good_proof_authorises_its_call_once() -> None:
+    challenge = Challenge(NONCE)
+    first = admin_proof(TOKEN, NONCE, 1, OBJECT, "list", [10])
+    assert challenge.verify(KEY, OBJECT, "list", [10], 1, first) is None
+    assert challenge.verify(KEY, OBJECT, "list", [10], 1, first) == \
+        "a replayed proof: sequence number 1 is used up (the last was 1)"
+    assert challenge.verify(KEY, OBJECT, "list", [10], 3, admin_proof(TOKEN, NONCE, 3, OBJECT, "list", [10])) is None
+    assert "sequence number 2 is used up (the last was 3)" in \
+        challenge.verify(KEY, OBJECT, "list", [10], 2, admin_proof(TOKEN, NONCE, 2, OBJECT, "list", [10]))
+    assert challenge.last_sequence == 3
+
+
+def test_a_proof_is_good_on_its_own_challenge_only() -> None:
+    proof = admin_proof(TOKEN, NONCE, 1, OBJECT, "list", [10])
+    elsewhere = Challenge(OTHER_NONCE)  # another connection's
+    assert elsewhere.verify(KEY, OBJECT, "list", [10], 1, proof) == (
+        "a wrong proof: not made with the admin token for this connection's challenge "
+        "(a wrong token, or bytes replayed from another connection)")
+    assert elsewhere.last_sequence == 0
+
+
+@pytest.mark.parametrize("call", [
+    dict(object_id=ADMIN_PREFIX + "other"), dict(method="evict", arguments=["AAAAAAAA"]),
+    dict(arguments=[11]), dict(arguments=["10"]), dict(arguments=[10.0]), dict(arguments=[True]),
+    dict(arguments=[]), dict(arguments=[10, 10]), dict(sequence=2), dict(key=WRONG.encode()),
+])
+def test_a_proof_is_good_for_its_own_call_only(call: dict[str, Any]) -> None:
+    challenge = Challenge(NONCE)
+    proof = admin_proof(TOKEN, NONCE, 1, OBJECT, "list", [10])
+    received: dict[str, Any] = dict(key=KEY, object_id=OBJECT, method="list", arguments=[10], sequence=1) | call
+    why = challenge.verify(received["key"], received["object_id"], received["method"], received["arguments"],
+                           received["sequence"], proof)
+    assert why is not None and why.startswith("a wrong proof: not made with the admin token")
+    assert challenge.verify(KEY, OBJECT, "list", [10], 1, proof) is None  # the refusal used nothing up
+
+
+@pytest.mark.parametrize(("sequence", "proof", "why"), [
+    (0, "0" * 64, "sequence number is 1 to"), (-1, "0" * 64, "sequence number is 1 to"),
+    (2**63, "0" * 64, "sequence number is 1 to"),
+    pytest.param(10**5000, "0" * 64, "got a higher one", id="huge"),  # too long for str(): never shown
+    pytest.param(-(10**5000), "0" * 64, "got a lower one", id="-huge"), (True, "0" * 64, "sequence number is an int"),
+    ("1", "0" * 64, "sequence number is an int"), (None, "0" * 64, "sequence number is an int"),
+    (1, None, "64 lowercase hex digits"), (1, "0" * 63, "64 lowercase hex digits"),
+    (1, "A" * 64, "64 lowercase hex digits"), (1, "g" * 64, "64 lowercase hex digits"),
+    (1, "0" * 64 + "\n", "64 lowercase hex digits"), (1, b"0" * 64, "64 lowercase hex digits"),
+])
+def test_a_malformed_proof_is_refused_and_changes_nothing(sequence: Any, proof: Any, why: str) -> None:
+    challenge = Challenge(NONCE)
+    assert why in (challenge.verify(KEY, OBJECT, "list", [10], sequence, proof) or "")
+    assert challenge.last_sequence == 0
+
+
+def _nested(depth: int) -> list[Any]:
+    nested: list[Any] = []
+    for _ in range(depth):
+        nested = [nested]
+    return nested
+
+
+@pytest.mark.parametrize("argument", [float("nan"), b"AAAAAAAA", object(), _nested(100_000)])
+def test_arguments_that_cannot_be_proved_are_refused(argument: Any) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        admin_proof(TOKEN, NONCE, 1, OBJECT, "evict", [argument])
+    assert "cannot be proved" in (Challenge(NONCE).verify(KEY, OBJECT, "evict", [argument], 1, "0" * 64) or "")
+
+
+def test_every_challenge_draws_a_fresh_nonce_and_bad_parts_make_no_proof() -> None:
+    nonces = {Challenge().nonce for _ in range(100)}
+    assert len(nonces) == 100 and all(re.fullmatch("[0-9a-f]{64}", nonce) for nonce in nonces)
+    for bad in ("a1" * 31, "A1" * 32, "", 12345):
+        with pytest.raises(ValueError, match="32 bytes in lowercase hex"):
+            Challenge(bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="32 bytes in lowercase hex"):
+            admin_proof(TOKEN, bad, 1, OBJECT, "list", [10])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="16 to 4096 characters"):
+        admin_proof("short", NONCE, 1, OBJECT, "list", [10])
+    with pytest.raises(ValueError, match="sequence number is 1 to"):
+        admin_proof(TOKEN, NONCE, 0, OBJECT, "list", [10])
+
+
+# -- challenges over real connections (in this process) ----------------------------------------------
+
+
+def test_a_proof_is_good_on_its_own_connection_only(served: Served) -> None:
+    lease = served.rent("room 101")
+    with served.raw() as first, served.raw() as second:
+        nonce = first.challenge()
+        proof = admin_proof(TOKEN, nonce, 1, served.admin_id, "list", [10])
+        with pytest.raises(AdminRefusedError, match=r"a proof without a challenge on this connection"):
+            second.list(10, sequence=1, proof=proof)
+        assert second.challenge() != nonce
+        with pytest.raises(AdminRefusedError, match=r"a wrong proof: .*replayed from another connection"):
+            second.list(10, sequence=1, proof=proof)
+        assert first.list(10, sequence=1, proof=proof)["total"] == 1
+        with pytest.raises(AdminRefusedError, match="a replayed proof: sequence number 1 is used up"):
+            first.list(10, sequence=1, proof=proof)
+        with pytest.raises(AdminRefusedError, match="a wrong proof"):  # the proof of a listing evicts nothing
+            first.evict(lease.cookie[:8], sequence=2, proof=proof)
+        first.challenge()  # a new challenge voids the connection's proofs
+        with pytest.raises(AdminRefusedError, match="a wrong proof"):
+            first.list(10, sequence=2, proof=admin_proof(TOKEN, nonce, 2, served.admin_id, "list", [10]))
+    served.unchanged([lease])
+
+
+@pytest.mark.parametrize("server_type", landlord.serving.SERVER_TYPES)
+def test_every_server_type_keeps_a_challenge_per_connection(server_type: str) -> None:
+    # the challenge lives on Pyro5's object for the connection, which each server makes its own way
+    rooms = Rooms(policy=LeaseDurationPolicy(maximum=600), reaper="lazy")
+    admin = LandlordAdmin(rooms, token=TOKEN)
+    stop, uris = threading.Event(), queue.SimpleQueue[str]()
+    thread = threading.Thread(target=landlord.serve_landlord, args=(rooms, "127.0.0.1", 0), daemon=True,
+                              kwargs=dict(server_type=server_type, admin=admin, stop=stop, ready=uris.put,
+                                          announce=False))
+    thread.start()
+    try:
+        admin_uri = _admin_uri(uris.get(timeout=10))
+        rooms.new_lease("room 101", 30)
+        with Pyro5.api.Proxy(admin_uri) as first, Pyro5.api.Proxy(admin_uri) as second:
+            proof = admin_proof(TOKEN, first.challenge(), 1, admin.object_id, "list", [10])
+            second.challenge()
+            with pytest.raises(AdminRefusedError, match="replayed from another connection"):
+                second.list(10, sequence=1, proof=proof)
+            assert first.list(10, sequence=1, proof=proof)["total"] == 1
+        with AdminClient(admin_uri, token=TOKEN) as client:
+            assert client.list().total == client.list().total == 1
+    finally:
+        stop.set()
+        thread.join(15)
+        rooms.close()
+    assert not thread.is_alive()
+
+
+def test_the_client_asks_a_new_connection_for_a_challenge(served: Served) -> None:
+    served.rent("room 101")
+    with served.client() as admin:
+        assert admin.list().total == 1
+        assert admin.list().total == 1  # the same connection, the next sequence number
+        admin._proxy._pyroRelease()  # the connection is lost; the next call makes another
+        assert admin.list().total == 1
+
+
+def test_the_right_token_sent_itself_is_refused_and_reported_exposed(served: Served,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    with served.raw() as proxy, pytest.raises(AdminRefusedError, match="the admin token was sent itself"):
+        proxy.list(10, token=TOKEN)
+    assert any("sent the admin token itself" in record.getMessage() and "change the token" in record.getMessage()
+               for record in caplog.records)
+    assert TOKEN not in caplog.text
+
+
+def test_an_admin_object_without_a_token_refuses_proofs(daemon: ServingDaemon) -> None:
+    rooms = Rooms()
+    try:
+        uri = register_admin(daemon.daemon, rooms, admin_names=["ops-admin"])
+        with Pyro5.api.Proxy(uri) as proxy:
+            with pytest.raises(AdminRefusedError, match="this admin object has no admin token"):
+                proved(proxy, "list", 10)
+    finally:
+        rooms.close()
+
+
+def test_in_this_process_there_is_no_challenge(served: Served) -> None:
+    admin = LandlordAdmin(served.rooms, token=TOKEN)
+    with pytest.raises(AdminRefusedError, match="a challenge is for callers over a connection"):
+        admin.challenge()
+    with pytest.raises(AdminRefusedError, match="a proof without a challenge"):
+        admin.list(10, sequence=1, proof=admin_proof(TOKEN, NONCE, 1, admin.object_id, "list", [10]))
+    assert admin.list(10, token=TOKEN)["total"] == 0
 
 
 # -- eviction -------------------------------------------------------------------------------------
@@ -441,10 +680,38 @@ def _start(*args: str) -> tuple[Child, str, int]:
     return child, f"PYRO:landlord.{location.object[len(ADMIN_PREFIX):]}@127.0.0.1:{location.port}", location.port
 
 
-def _rent(landlord_uri: str, room: str) -> landlord.LandlordLease:
+def _rent(landlord_uri: str, room: str, duration: float = 300) -> landlord.LandlordLease:
     with Pyro5.api.Proxy(landlord_uri) as proxy:
-        lease: landlord.LandlordLease = proxy.rent(room, 300)
+        lease: landlord.LandlordLease = proxy.rent(room, duration)
     return lease
+
+
+def _admin_uri(landlord_uri: str) -> str:
+    location = Pyro5.api.URI(landlord_uri)
+    return f"PYRO:{ADMIN_PREFIX}{location.object.removeprefix('landlord.')}@127.0.0.1:{location.port}"
+
+
+@contextlib.contextmanager
+def _canary(landlord_uri: str) -> Iterator[Canary]:
+    """A holder renewing a 2 s lease every 0.1 s throughout the block; checked after it: it never
+    missed a renewal, and none took half its term."""
+    canary = Canary(_rent(landlord_uri, "canary", CANARY_TERM), term=CANARY_TERM).start()
+    try:
+        canary.renew_more(2)
+        yield canary
+        canary.renew_more(3)  # and it is served on
+    finally:
+        canary.stop()
+    canary.check(CANARY_TERM / 2)
+
+
+def _still_held(child: Child, landlord_uri: str, leases: list[landlord.LandlordLease]) -> None:
+    """Nothing of the child's was freed, and its admin object, asked with the token, lists every lease
+    (call it while the canary renews: its lease is short)."""
+    assert child.matches(r"^(freed|cancelled) ") == []
+    with AdminClient(_admin_uri(landlord_uri), token=TOKEN) as admin:
+        listed = {row.cookie for row in admin.list().rows}
+    assert listed == {lease.cookie[:8] for lease in leases}
 
 
 @pytest.fixture
@@ -492,11 +759,181 @@ def test_the_command_refused_prints_one_error_line_and_exits_1(token_file: pathl
     child, landlord_uri, port = _start("--token-file", str(token_file))
     with child:
         lease = _rent(landlord_uri, "room 101")
-        _one_error_line(_run("list", "--port", str(port), "--token-file", str(wrong)), 1, "list refused")
-        _one_error_line(_run("evict", lease.cookie[:8], "--port", str(port), env={TOKEN_ENV: WRONG}), 1,
-                        "evict refused")
-        child.wait_for(r"refused an admin call \(evict\) from 127\.0\.0\.1:\d+: a wrong admin token")
+        with _canary(landlord_uri) as canary:
+            _one_error_line(_run("list", "--port", str(port), "--token-file", str(wrong)), 1, "list refused",
+                            "a wrong proof")
+            _one_error_line(_run("evict", lease.cookie[:8], "--port", str(port), env={TOKEN_ENV: WRONG}), 1,
+                            "evict refused")
+            child.wait_for(r"refused an admin call \(evict\) from 127\.0\.0\.1:\d+: a wrong proof")
+            with Pyro5.api.Proxy(_admin_uri(landlord_uri)) as proxy:  # no token, or the token itself
+                for call in (lambda: proxy.list(10), lambda: proxy.evict(lease.cookie[:8]),
+                             lambda: proxy.list(10, token=TOKEN), lambda: proxy.evict(lease.cookie[:8], token=TOKEN)):
+                    with pytest.raises(AdminRefusedError, match="refused"):
+                        call()
+            _still_held(child, landlord_uri, [lease, canary.lease])
         assert lease.renew(60) == 60
+
+
+def test_a_flood_of_challenges_and_wrong_proofs_holds_no_holder_up(token_file: pathlib.Path) -> None:
+    # anyone may ask for a challenge: 10 connections each ask 50 and send a wrong proof after each
+    child, landlord_uri, _ = _start("--token-file", str(token_file))
+    with child:
+        lease = _rent(landlord_uri, "room 101")
+        refused: list[int] = []
+
+        def attack() -> None:
+            with Pyro5.api.Proxy(_admin_uri(landlord_uri)) as proxy:
+                for sequence in range(1, 51):
+                    nonce = proxy.challenge()
+                    with pytest.raises(AdminRefusedError, match="a wrong proof"):
+                        proxy.evict(lease.cookie[:8], sequence=sequence,
+                                    proof=admin_proof(WRONG, nonce, sequence, proxy._pyroUri.object, "evict",
+                                                      [lease.cookie[:8]]))
+                    refused.append(sequence)
+
+        with _canary(landlord_uri) as canary:
+            attackers = [threading.Thread(target=attack, daemon=True) for _ in range(10)]
+            for attacker in attackers:
+                attacker.start()
+            for attacker in attackers:
+                attacker.join(60)
+            assert not any(attacker.is_alive() for attacker in attackers)
+            assert len(refused) == 500
+            _still_held(child, landlord_uri, [lease, canary.lease])
+
+
+class RecordingRelay:
+    """A TCP relay on loopback to ``target`` that records what passes, as one who captured the traffic
+    would have it: per connection, the bytes the client sent and the bytes it was answered."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self._target = target
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._recorded: list[tuple[bytearray, bytearray]] = []
+        self._pumps: list[threading.Thread] = []
+        self._sockets: list[socket.socket] = []
+        self._accepting = threading.Thread(target=self._accept, name="relay-accept", daemon=True)
+        self._accepting.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(self._target, timeout=10)
+            upstream.settimeout(None)
+            sent, answered = bytearray(), bytearray()
+            pumps = [threading.Thread(target=_pump, args=(client, upstream, sent), daemon=True),
+                     threading.Thread(target=_pump, args=(upstream, client, answered), daemon=True)]
+            with self._lock:
+                self._recorded.append((sent, answered))
+                self._pumps += pumps
+                self._sockets += [client, upstream]
+            for pump in pumps:
+                pump.start()
+
+    def recorded(self, timeout: float = 10.0) -> list[tuple[bytes, bytes]]:
+        """Every connection's bytes, sent and answered, once its traffic has ended both ways."""
+        with self._lock:
+            pumps, recorded = list(self._pumps), list(self._recorded)
+        for pump in pumps:
+            pump.join(timeout)
+            assert not pump.is_alive(), "a relayed connection is still open"
+        return [(bytes(sent), bytes(answered)) for sent, answered in recorded]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread: close() alone would not
+        self._listener.close()
+        self._accepting.join(10)
+        assert not self._accepting.is_alive()
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+
+    def __enter__(self) -> RecordingRelay:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _pump(source: socket.socket, sink: socket.socket, record: bytearray) -> None:
+    try:
+        while chunk := source.recv(65536):
+            record += chunk
+            sink.sendall(chunk)
+    except OSError:
+        pass  # either side went away
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)  # pass the close on
+
+
+def _messages(stream: bytes) -> list[bytes]:
+    """A recorded stream cut into its Pyro5 messages."""
+    messages = []
+    while stream:
+        header = Pyro5.protocol.ReceivingMessage(stream[:HEADER])
+        size = HEADER + header.data_size + header.annotations_size
+        messages.append(stream[:size])
+        stream = stream[size:]
+    return messages
+
+
+def _replay(port: int, stream: bytes) -> list[Pyro5.protocol.ReceivingMessage]:
+    """Send a recorded connection's messages again on a new raw connection, one at a time as its
+    client did; the server's answers."""
+    answers = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        for raw in _messages(stream):
+            sock.sendall(raw)
+            answer = read_message(sock)
+            assert answer is not None, f"the server closed the connection after {len(answers)} answers"
+            answers.append(answer)
+    return answers
+
+
+def _decoded(message: Pyro5.protocol.ReceivingMessage) -> Any:
+    return Pyro5.serializers.serializers_by_id[message.serializer_id].loads(bytes(message.data))
+
+
+def test_captured_admin_bytes_replayed_on_a_new_connection_list_and_evict_nothing(token_file: pathlib.Path) -> None:
+    child, landlord_uri, port = _start("--token-file", str(token_file))
+    with child, RecordingRelay(("127.0.0.1", port)) as relay:
+        leases = [_rent(landlord_uri, "room 101"), _rent(landlord_uri, "room 102")]
+        with _canary(landlord_uri) as canary:
+            listed = _run("list", "--port", str(relay.port), "--id", leases[0].landlord_id,
+                          "--token-file", str(token_file))  # a legitimate call, through the relay
+            assert listed.returncode == 0 and leases[0].cookie[:8] in listed.stdout, listed
+            [(sent, answered)] = relay.recorded()
+
+            answers = _replay(port, sent)
+            refusal = _decoded(answers[-1])
+            assert answers[-1].flags & Pyro5.protocol.FLAGS_EXCEPTION, f"the replay was answered: {refusal!r:.300}"
+            assert isinstance(refusal, AdminRefusedError) and "replayed from another connection" in str(refusal)
+            assert not any(lease.cookie[:8].encode() in bytes(answer.data) for answer in answers for lease in leases)
+            child.wait_for(r"refused an admin call \(list\) from 127\.0\.0\.1:\d+: a wrong proof")
+
+            # the captured proof, for an eviction: refused on a connection of its own, challenged or not
+            invoke = _messages(sent)[-1]
+            received = Pyro5.protocol.ReceivingMessage(invoke[:HEADER])
+            received.add_payload(invoke[HEADER:])
+            _, method, _, captured = Pyro5.serializers.serializers_by_id[received.serializer_id].loadsCall(
+                bytes(received.data))
+            assert method == "list" and set(captured) == {"sequence", "proof"}
+            with Pyro5.api.Proxy(_admin_uri(landlord_uri)) as proxy:
+                with pytest.raises(AdminRefusedError, match="a proof without a challenge on this connection"):
+                    proxy.evict(leases[0].cookie[:8], **captured)
+                proxy.challenge()
+                with pytest.raises(AdminRefusedError, match="a wrong proof"):
+                    proxy.evict(leases[0].cookie[:8], **captured)
+
+            # and the token itself never crossed, either way
+            assert TOKEN.encode() not in sent and TOKEN.encode() not in answered
+            _still_held(child, landlord_uri, [*leases, canary.lease])  # while the canary still renews
 
 
 def test_the_command_over_tls_with_an_admin_certificate(certs: Certs) -> None:
