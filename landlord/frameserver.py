@@ -512,6 +512,7 @@ class FrameServer:
             except Exception as exc:  # whatever a message does, the worker goes on
                 log.warning("error serving %s: %s", conn.peer(), exc)
                 conn.closing = True
+            conn.load(b"")  # an idle connection keeps nothing of its last message
             if conn.outgoing and not _send_some(conn):
                 conn.closing = True
                 conn.outgoing.clear()
