@@ -32,7 +32,11 @@ Prometheus text format:
 - ``landlord_leases_active``: the leases held, read from the landlord when
   scraped (those in their grace, and those run out but not yet freed, among them);
 - ``landlord_renewal_duration_seconds``: a histogram of how long the landlord
-  took to answer one renewal call (``renew``, or a whole ``renew_all``).
+  took to answer one renewal call (``renew``, or a whole ``renew_all``);
+- ``landlord_transport_refused_total{rule}``: connections and messages its
+  guarded server refused, by the rule broken (``deadline``, ``too large``,
+  ``serializer``, ``connections``, ...; see :mod:`landlord.framing`), read from
+  the server when scraped.
 
 What it costs a renewal: renewals come to the hooks in batches, and each
 batch is one ``inc`` and one ``observe``, whatever its size (measured by
@@ -51,7 +55,7 @@ import http.server
 import logging
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .errors import LeaseDeniedError, UnknownLeaseError
@@ -132,6 +136,19 @@ class LeaseMetrics(LeaseHooks):
                                   buckets=list(buckets), registry=registry)
         self._lock = threading.Lock()
         self._watched: Landlord | ReplicatedLandlord | None = None
+        self._refusals: Callable[[], Mapping[str, int]] | None = None
+        registry.register(_RefusalCollector(self))
+
+    def count_refusals(self, refusals: Callable[[], Mapping[str, int]] | None) -> None:
+        """Read, when scraped, what its server refused so far by rule (``None``: nothing), as
+        ``landlord_transport_refused_total{rule}`` (see :attr:`landlord.frameserver.FrameServer.refusals`).
+        Read at scrape time only: a refusal costs the server nothing more."""
+        self._refusals = refusals
+
+    def refused(self) -> dict[str, int]:
+        """What its server has refused so far, by rule (empty when not counting)."""
+        reading = self._refusals
+        return dict(reading()) if reading is not None else {}
 
     # -- attaching --------------------------------------------------------------------------------
 
@@ -226,6 +243,26 @@ class LeaseMetrics(LeaseHooks):
 
     def __repr__(self) -> str:
         return f"LeaseMetrics(landlord={self._watched!r:.80})"
+
+
+class _RefusalCollector:
+    """``landlord_transport_refused_total{rule}``, read from the server when scraped."""
+
+    def __init__(self, metrics: LeaseMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily
+
+        family = CounterMetricFamily("landlord_transport_refused", "Connections and messages the server refused "
+                                     "and closed, by the rule they broke (deadline, too large, serializer, "
+                                     "connections, ...).", labels=["rule"])
+        for rule, count in sorted(self._metrics.refused().items()):
+            family.add_metric([rule], count)
+        yield family
+
+    def describe(self) -> list[Any]:
+        return []  # read when scraped: nothing to check at registration
 
 
 def find_metrics(landlord: Landlord) -> LeaseMetrics | None:

@@ -653,7 +653,10 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
             daemon = Pyro5.api.Daemon(host=host, port=port, nathost=nathost,
                                       natport=0 if translated else None)
         if server_type == "guarded":
-            guard(daemon, limits, workers=workers)
+            guarded = guard(daemon, limits, workers=workers)
+            if metrics is not None:
+                metrics.count_refusals(guarded.refusals.copy)
+                stack.callback(metrics.count_refusals, None)
         elif server_type == "multiplex":
             greet_when_spoken(daemon.transportServer)  # a silent connection must not stall the one thread
         stack.callback(daemon.close)

@@ -198,7 +198,8 @@ def test_the_exposition_names_and_types() -> None:
     families = {family.name: family.type
                 for family in text_string_to_metric_families(LeaseMetrics().exposition().decode())}
     expected = {f"landlord_leases_{name}": "counter" for name in (*COUNTERS, "denied")}
-    expected |= {"landlord_leases_active": "gauge", "landlord_renewal_duration_seconds": "histogram"}
+    expected |= {"landlord_leases_active": "gauge", "landlord_renewal_duration_seconds": "histogram",
+                 "landlord_transport_refused": "counter"}
     assert {name: kind for name, kind in families.items() if not name.endswith("_created")} == expected
     text = LeaseMetrics().exposition().decode()
     for line in ("landlord_leases_granted_total 0.0", 'landlord_leases_denied_total{reason="unknown"} 0.0',
@@ -328,6 +329,11 @@ def test_serve_landlord_serves_metrics_while_it_serves(clock: FakeClock, caplog:
             assert get(base(url) + "/readyz")[0] == 200
             landlord.new_lease(served, 10)
             assert f"landlord_leases_granted_total {served:.1f}" in get(url)[2].splitlines()
+            port = int(ready.items[0].rsplit(":", 1)[1])
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as garbage:
+                garbage.sendall(b"GET / HTTP/1.1\r\n\r\n")  # refused by the guarded server, and counted
+                assert garbage.recv(4096)  # its refusal, then the server closes
+            assert 'landlord_transport_refused_total{rule="not pyro"} 1.0' in get(url)[2].splitlines()
         finally:
             stop.set()
             thread.join(10)
