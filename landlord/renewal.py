@@ -125,7 +125,7 @@ class LeaseRenewalManager:
         retry_initial: the first delay's ceiling, in seconds, before retrying after a communication
             failure; it doubles with each further failure (jittered: :class:`~landlord.Backoff`)...
         retry_max: ...up to this many seconds.
-        max_batch: the most leases renewed in one call (default ``CALL_BATCH``, 10,000).
+        max_batch: the most leases renewed in one call (default ``CALL_BATCH``, 1,000).
         workers: the most remote calls in flight at once (to different landlords).
         name: the background thread's name.
         revocations: a :class:`~landlord.revocation.RevocationReceiver`: each

@@ -460,3 +460,44 @@ def test_a_lease_made_by_granted_is_the_lease_init_makes(granted: float, landlor
     clock.advance(10.0)
     assert fast.remaining == checked.remaining == (math.inf if math.isinf(granted) else granted - 10.0)
     landlord.close()
+
+
+# -- batches a holder sends fit the transport's smallest cap ------------------------------------
+
+class RecordingLandlord(Landlord):
+    """An in-process landlord that keeps each batch request as it was called."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.requests: list[tuple[str, tuple[Any, ...]]] = []
+
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
+        self.requests.append(("renew_all", (cookies, durations)))
+        return super().renew_all(cookies, durations)
+
+    def cancel_all(self, cookies: Sequence[str]) -> dict[str, Exception]:
+        self.requests.append(("cancel_all", (cookies,)))
+        return super().cancel_all(cookies)
+
+
+def test_a_holders_batch_calls_stay_well_under_64_kib_in_serpent_and_json() -> None:
+    import random
+
+    from Pyro5.serializers import JsonSerializer, SerpentSerializer
+
+    from landlord.grantor import MAX_BATCH
+    assert landlordlease.CALL_BATCH == 1000 and landlordlease.CALL_BATCH <= MAX_BATCH
+    landlord = RecordingLandlord(reaper="lazy", policy=LeaseDurationPolicy(maximum=3600))
+    try:
+        leases = LeaseMap({landlord.new_lease(i, 60): random.uniform(0.1, 3600) for i in range(2500)})
+        leases.renew_all()  # durations of 17 significant digits: the longest floats serpent writes
+        leases.cancel_all()
+    finally:
+        landlord.close()
+    assert [(method, len(args[0])) for method, args in landlord.requests] == \
+        [("renew_all", 1000), ("renew_all", 1000), ("renew_all", 500)] + \
+        [("cancel_all", 1000), ("cancel_all", 1000), ("cancel_all", 500)]
+    for serializer in (SerpentSerializer(), JsonSerializer()):
+        for method, args in landlord.requests:
+            size = len(serializer.dumpsCall("landlord.Landlord", method, args, {}))
+            assert size < 48 * 1024, (serializer.serializer_id, method, size)  # the cap is 64 KiB
