@@ -17,10 +17,10 @@ import Pyro5.api
 import pytest
 from conftest import Child, free_port
 
-from landlord import FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, UnknownLeaseError
+from landlord import AbstractLease, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, UnknownLeaseError
 from landlord import renewalservice as service_module
 from landlord.renewalclient import RenewalSetClient, RenewalSetListener
-from landlord.renewalservice import SERVICE_OBJECT_ID, LeaseRenewalService
+from landlord.renewalservice import IN_PROCESS, SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
 from landlord.testing import Recorder, ServingDaemon, start_server
 
 TERM = 10.0  # the rooms' leases
@@ -35,8 +35,9 @@ class Rooms(Landlord):
 class World:
     """A landlord of rooms and a renewal service on one fake clock, both served, and a listener."""
 
-    def __init__(self, clock: FakeClock, tmp_path: pathlib.Path) -> None:
+    def __init__(self, clock: FakeClock, tmp_path: pathlib.Path, limits: RenewalLimits | None = None) -> None:
         self.clock = clock
+        self.limits = limits
         self.freed: Recorder[str] = Recorder()
         self.rooms = Rooms(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=TERM),
                            on_expire=self.freed)
@@ -51,7 +52,7 @@ class World:
         self.listener_uri = self.serving.register(listener)
 
     def start_service(self) -> LeaseRenewalService:
-        self.service = LeaseRenewalService(clock=self.clock, store=self.store, reaper="lazy")
+        self.service = LeaseRenewalService(clock=self.clock, store=self.store, reaper="lazy", limits=self.limits)
         self.service_uri = self.serving.register(self.service, SERVICE_OBJECT_ID)
         return self.service
 
@@ -189,7 +190,7 @@ def test_sets_their_listeners_and_leases_survive_a_restart(world: World) -> None
     assert set_id == renewals.set_id
 
 
-def test_bad_calls_are_refused_and_change_nothing(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_calls_are_refused_and_change_nothing(world: World) -> None:
     renewals = _client(world, 60)
     lease = world.rent("room")
     renewals.renew_for(lease)
@@ -212,12 +213,160 @@ def test_bad_calls_are_refused_and_change_nothing(world: World, monkeypatch: pyt
     other = _client(world, 60)
     with pytest.raises(ValueError, match="in another renewal set"):
         other.renew_for(lease)
-    monkeypatch.setattr(service_module, "MAX_MEMBERS", 1)
-    with pytest.raises(ValueError, match="at most 1 leases"):
-        renewals.renew_for(world.rent("one too many"))
     assert renewals.leases() == [lease] and other.leases() == []
     with pytest.raises(TypeError):
         RenewalSetClient("id", "not a lease")  # type: ignore[arg-type]
+
+
+# -- what a client may hold, and where its leases may lead ------------------------------------
+
+LOOPBACK = "127.0.0.1"  # the host every call of these tests comes from
+
+
+@pytest.fixture
+def limited(clock: FakeClock, tmp_path: pathlib.Path) -> Iterator[World]:
+    made = World(clock, tmp_path, RenewalLimits(sets_per_client=2, leases_per_set=3, leases_per_client=4,
+                                                landlord_hosts=frozenset({"127.0.0.1"})))
+    yield made
+    made.close()
+
+
+def forged(landlord: str, landlords: list[str] | None = None) -> LandlordLease:
+    """A lease naming ``landlord``, as a stranger can make one (no landlord granted it)."""
+    return LandlordLease("c" * 22, landlord, f"id-{landlord}", time.time() + 60, landlords=landlords)
+
+
+def test_a_client_may_hold_only_so_many_sets(limited: World) -> None:
+    first, second = _client(limited, 60), _client(limited, 60)
+    with pytest.raises(ValueError, match=r"at most 2 renewal sets \(127.0.0.1 holds 2\)"):
+        _client(limited, 60)
+    assert limited.service.sets() == 2 and limited.service.held_by(LOOPBACK) == (2, 0)
+    first.lease.cancel()  # a set ended makes room for another
+    third = _client(limited, 60)
+    assert limited.service.held_by(LOOPBACK) == (2, 0) and third.leases() == [] and second.leases() == []
+    limited.service.create_set(60)  # a call made in the service's process is a client of its own
+    assert limited.service.held_by(IN_PROCESS) == (1, 0)
+
+
+def test_a_set_and_a_client_hold_only_so_many_leases(limited: World) -> None:
+    big, small = _client(limited, 60), _client(limited, 60)
+    kept = [limited.rent(f"room {n}") for n in range(3)]
+    for lease in kept:
+        big.renew_for(lease)
+    with pytest.raises(ValueError, match="a renewal set holds at most 3 leases"):
+        big.renew_for(limited.rent("a fourth"))
+    big.renew_for(kept[0], 30)  # a lease already held takes new settings: nothing more is held
+    small.renew_for(limited.rent("room 3"))
+    with pytest.raises(ValueError, match=r"hold at most 4 leases together \(127.0.0.1 holds 4\)"):
+        small.renew_for(limited.rent("a fifth"))
+    assert set(big.leases()) == set(kept) and len(small.leases()) == 1
+    assert limited.service.held_by(LOOPBACK) == (2, 4)
+    assert big.remove(kept[2])  # a lease let go makes room
+    small.renew_for(limited.rent("room 4"))
+    assert limited.service.held_by(LOOPBACK) == (2, 4)
+    big.lease.cancel()  # and a set ended frees what it held
+    limited.service.manager.reap()
+    assert limited.service.held_by(LOOPBACK) == (1, 2)
+
+
+def test_what_a_client_holds_is_counted_again_after_a_restart(limited: World) -> None:
+    renewals = _client(limited, 60)
+    renewals.renew_for(limited.rent("room"))
+    limited.restart_service()
+    assert limited.service.held_by(LOOPBACK) == (1, 1)
+    _client(limited, 60)
+    with pytest.raises(ValueError, match="at most 2 renewal sets"):
+        _client(limited, 60)
+
+
+@pytest.mark.parametrize("landlord, landlords, refusal", [
+    ("PYRONAME:rooms", None, "must be a PYRO: URI"),  # would send the service to a name server
+    ("PYROMETA:rooms.kind", None, "must be a PYRO: URI"),
+    ("PYRO:rooms@10.1.2.3:9", None, "does not renew with"),  # not among the landlord hosts
+    ("PYRO:rooms@localhost:9", None, "does not renew with"),  # hosts are compared as written
+    ("PYRO:rooms@127.0.0.1:9", ["PYRO:rooms@127.0.0.1:9", "PYRO:rooms@10.9.9.9:9"], "does not renew with"),
+])
+def test_a_lease_whose_landlord_the_service_may_not_call_is_refused(
+        limited: World, landlord: str, landlords: list[str] | None, refusal: str) -> None:
+    renewals = _client(limited, 60)
+    kept = limited.rent("kept")
+    renewals.renew_for(kept)
+    with pytest.raises(ValueError, match=refusal):
+        renewals.renew_for(forged(landlord, landlords))
+    assert renewals.leases() == [kept] and limited.service.held_by(LOOPBACK) == (1, 1)
+    assert len(limited.service._renewals) == 1  # nothing more is renewed
+
+
+def test_any_host_is_taken_without_landlord_hosts_but_never_a_name_server(world: World) -> None:
+    renewals = _client(world, 60)
+    renewals.renew_for(forged("PYRO:rooms@10.1.2.3:9"))
+    with pytest.raises(ValueError, match="must be a PYRO: URI"):
+        renewals.renew_for(forged("PYRONAME:rooms"))
+    assert len(renewals.leases()) == 1
+
+
+class ItsOwnLease(AbstractLease):
+    """A lease of a class of the user's: where it renews, the service cannot tell."""
+
+    def _do_renew(self, duration: float) -> float:
+        return duration
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_with_landlord_hosts_only_landlord_leases_are_taken(limited: World, close_later: list) -> None:
+    _, lease = limited.service.create_set(60)
+    with pytest.raises(ValueError, match="renews only LandlordLeases"):
+        limited.service.renew_for(lease.cookie, ItsOwnLease(time.time() + 60), 10)
+    assert limited.service.leases(lease.cookie) == []
+    anywhere = LeaseRenewalService(reaper="lazy")  # without landlord hosts: taken, as before
+    close_later.append(anywhere)
+    _, lease = anywhere.create_set(60)
+    anywhere.renew_for(lease.cookie, ItsOwnLease(time.time() + 60), 10)
+    assert len(anywhere.leases(lease.cookie)) == 1
+
+
+@pytest.mark.parametrize("listener", ["PYRONAME:listener", "PYROMETA:x.y", "not a uri",
+                                      "PYRO:obj@127.0.0.1:9" + "x" * 600])
+def test_a_listener_the_service_may_not_call_is_refused(world: World, listener: str) -> None:
+    renewals = _client(world, 60)
+    renewals.set_failure_listener(world.listener_uri)
+    with Pyro5.api.Proxy(world.service_uri) as service:
+        with pytest.raises(ValueError):
+            service.set_failure_listener(renewals.lease.cookie, listener)
+        with pytest.raises(ValueError):
+            service.set_warning_listener(renewals.lease.cookie, listener, 5)
+    kept = world.service._sets[renewals.set_id]
+    assert kept.failure_listener == world.listener_uri and kept.warning_listener is None
+
+
+@pytest.mark.parametrize("limits, error", [
+    (dict(sets_per_client=0), ValueError),
+    (dict(leases_per_set=-1), ValueError),
+    (dict(leases_per_client=1.5), TypeError),
+    (dict(sets_per_client=True), TypeError),
+    (dict(landlord_hosts="127.0.0.1"), TypeError),  # one string is not a list of hosts
+    (dict(landlord_hosts=frozenset({""})), ValueError),
+    (dict(landlord_hosts=[7]), TypeError),
+])
+def test_bad_limits_are_refused(limits: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        RenewalLimits(**limits)
+
+
+def test_the_command_takes_the_limits_and_refuses_bad_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    from landlord.__main__ import build_parser
+    args = build_parser().parse_args(["renewal-service", "--sets-per-client", "3", "--leases-per-set", "50",
+                                      "--leases-per-client", "70", "--landlord-host", "a.example",
+                                      "--landlord-host", "10.0.0.1"])
+    assert (args.sets_per_client, args.leases_per_set, args.leases_per_client) == (3, 50, 70)
+    assert args.landlord_hosts == ["a.example", "10.0.0.1"]
+    defaults = build_parser().parse_args(["renewal-service"])
+    assert defaults.landlord_hosts is None and defaults.sets_per_client == service_module.SETS_PER_CLIENT
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["renewal-service", "--sets-per-client", "0"])
+    assert exited.value.code == 2 and "must be at least 1" in capsys.readouterr().err
 
 
 # -- real processes ----------------------------------------------------------------------------
