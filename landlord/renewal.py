@@ -45,22 +45,31 @@ The manager is a driver. What is due when, batch by batch, is decided by its
 :class:`~landlord.schedule.Schedule`, which reads no clock and runs no
 thread. One thread sleeps until the schedule's next due time and takes what
 is due; the remote calls go out on a few worker threads, one
-:mod:`lane <landlord.lanes>` per landlord, so a landlord that hangs (until
-the call timeout, :func:`landlord.set_call_timeout`) holds up its own
-renewals and no one else's.
+:mod:`lane <landlord.lanes>` per *endpoint* (the host and port a landlord's
+URI names: :class:`Endpoints`), so a landlord that hangs (until the call
+timeout, :func:`landlord.set_call_timeout`) holds up its own renewals and no
+one else's, however many landlords are named at its address. Endpoints
+that answered their last call have workers of their own; the rest (not yet
+reached, or failing to communicate) share ``doubtful_workers`` others, so no
+number of dead or hung landlords can keep a worker from a landlord that
+answers. A lease renewal service, which renews whatever leases strangers
+hand it, relies on this.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import math
 import numbers
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from types import TracebackType
 from typing import Protocol
+
+import Pyro5.core
 
 from . import proxies
 from .classify import Verdict, classify
@@ -86,9 +95,13 @@ from .schedule import (
 )
 
 __all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time", "attempt_timeout",
-           "renew_duration_for", "RENEW_AFTER"]
+           "renew_duration_for", "RENEW_AFTER", "Endpoints"]
 
 log = logging.getLogger(__name__)
+
+# Endpoints remembered as answering: beyond this many, the one heard from longest ago
+# is forgotten (and its next call goes with the doubtful until it answers again).
+ANSWERING_ENDPOINTS = 4096
 
 
 class RevocationWatcher(Protocol):
@@ -126,7 +139,10 @@ class LeaseRenewalManager:
             failure; it doubles with each further failure (jittered: :class:`~landlord.Backoff`)...
         retry_max: ...up to this many seconds.
         max_batch: the most leases renewed in one call (default ``CALL_BATCH``, 1,000).
-        workers: the most remote calls in flight at once (to different landlords).
+        workers: the most remote calls in flight at once to landlords that answered their last call
+            (each endpoint, a host and port, one at a time).
+        doubtful_workers: the most in flight at once to the others (not yet reached, or failing to
+            communicate), on threads of their own: they never hold up a landlord that answers.
         name: the background thread's name.
         revocations: a :class:`~landlord.revocation.RevocationReceiver`: each
             :class:`~landlord.LandlordLease` kept is watched through it (one
@@ -139,13 +155,13 @@ class LeaseRenewalManager:
     Raises:
         ValueError: an option out of range (negative, NaN, infinite, or ``renew_after`` not strictly
             between 0 and 1, ``retry_initial`` not positive, ``retry_max < retry_initial``,
-            ``max_batch < 1``, ``workers < 1``).
+            ``max_batch < 1``, ``workers < 1``, ``doubtful_workers < 1``).
     """
 
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK, renew_after: float = RENEW_AFTER,
                  round_trip_allowance: float | None = None, batch_window: float = 1.0,
                  retry_initial: float = 1.0, retry_max: float = 60.0, max_batch: int = CALL_BATCH,
-                 workers: int = 4, name: str = "LeaseRenewalManager",
+                 workers: int = 4, doubtful_workers: int = 2, name: str = "LeaseRenewalManager",
                  revocations: RevocationWatcher | None = None) -> None:
         if round_trip_allowance is not None:
             check_finite(round_trip_allowance, "round_trip_allowance")
@@ -156,7 +172,13 @@ class LeaseRenewalManager:
         self._clock = clock
         self._cond = threading.Condition()  # guards the schedule and the fields below
         self._closed = False
+        self._endpoints = Endpoints()  # under self._cond
         self._lanes = Lanes(workers=workers, name=f"{name}-call")
+        try:
+            self._doubtful = Lanes(workers=doubtful_workers, name=f"{name}-doubtful")
+        except BaseException:
+            self._lanes.close()
+            raise
         self._state = _ThreadState(self._cond, clock)
         self._revocations = revocations
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -299,6 +321,7 @@ class LeaseRenewalManager:
         if self._thread is not threading.current_thread():
             self._thread.join()
         self._lanes.close()
+        self._doubtful.close()
 
     def __enter__(self) -> LeaseRenewalManager:
         return self
@@ -371,19 +394,22 @@ class LeaseRenewalManager:
                     calls, told = self._schedule.take_due(now)
                     warned = self._schedule.take_warnings(now)
                     self._state.out += len(calls)
+                    routes = [self._endpoints.route(call) for call in calls]
                 self._told(told)
                 _warn(warned)
-                for call in calls:
-                    if not self._lanes.submit(call.lane, functools.partial(self._renew, call)):
+                for call, (lane, answering) in zip(calls, routes):
+                    lanes = self._lanes if answering else self._doubtful
+                    if not lanes.submit(lane, functools.partial(self._renew, call, lane)):
                         self._state.returned()  # closed meanwhile (the schedule is cleared)
         except Exception:  # a bug: say so loudly, the leases are no longer renewed
             log.exception("%s stopped by an error; leases are no longer renewed", self._thread.name)
 
-    def _renew(self, call: Call) -> None:
+    def _renew(self, call: Call, lane: Hashable) -> None:
         """On the call's lane: make it, record the outcome, then run the callbacks."""
         started = self._clock.monotonic()
         failures, error = _send(call, self._clock)
         with self._cond:
+            self._endpoints.heard(lane, answered=error is None or classify(error) is not Verdict.RETRY)
             told = self._schedule.finished(call, self._clock.monotonic(), failures=failures, error=error,
                                            started=started)
             self._state.sooner(self._schedule.next_due())
@@ -394,6 +420,67 @@ class LeaseRenewalManager:
         """For tests on a fake clock: wait (``timeout`` real seconds at most) until nothing is left to do now."""
         with self._cond:
             return self._cond.wait_for(lambda: self._closed or self._state.idle(), timeout)
+
+
+class Endpoints:
+    """Where each renewal call goes, and whether that place answered its last call.
+
+    A call's lane is its *endpoint*: the host and port its landlord's URI names
+    (the first replica's, for a replicated landlord), so that leases naming one
+    address under many landlord ids share one lane, and hold one worker at most
+    however long that address takes to fail. Calls without such an address (an
+    in-process landlord, a lease of another class) keep their own lanes. An
+    endpoint *answers* once a call to it got an answer (granted or refused), and
+    stops when a call fails to communicate; at most ``remembered`` are kept, the
+    one heard from longest ago forgotten first. Pure: no clock, no thread.
+
+    Args:
+        remembered: how many answering endpoints to remember.
+    """
+
+    def __init__(self, remembered: int = ANSWERING_ENDPOINTS) -> None:
+        self._answering: collections.OrderedDict[Hashable, None] = collections.OrderedDict()
+        self._remembered = remembered
+        self._locations: dict[str, str] = {}  # URI -> host:port, parsed once
+
+    def route(self, call: Call) -> tuple[Hashable, bool]:
+        """The lane for ``call``, and whether its endpoint answered its last call."""
+        lane = self.lane_of(call.first, call.lane)
+        return lane, lane in self._answering
+
+    def lane_of(self, lease: Lease, lane: Hashable) -> Hashable:
+        """The lane of ``lease``'s calls: its endpoint, or ``lane`` where it has none."""
+        if not isinstance(lease, LandlordLease) or not isinstance(lease.landlord, str):
+            return lane
+        uri = lease.landlords[0] if lease.replicated else lease.landlord
+        location = self._locations.get(uri)
+        if location is None:
+            if len(self._locations) >= self._remembered:
+                self._locations.clear()
+            location = self._locations[uri] = _location(uri)
+        return ("endpoint", location)
+
+    def heard(self, lane: Hashable, *, answered: bool) -> None:
+        """A call on ``lane`` got an answer (``answered``), or failed to communicate."""
+        if not answered:
+            self._answering.pop(lane, None)
+            return
+        self._answering[lane] = None
+        self._answering.move_to_end(lane)
+        if len(self._answering) > self._remembered:
+            self._answering.popitem(last=False)
+
+    def answering(self, lane: Hashable) -> bool:
+        """Whether the endpoint of ``lane`` answered its last call."""
+        return lane in self._answering
+
+
+def _location(uri: str) -> str:
+    """The host and port (or socket path) a ``PYRO:`` URI names; the URI itself if it names none."""
+    try:
+        return str(Pyro5.core.URI(uri).location or uri)
+    except Exception:  # checked when the lease was made; a name without a place is its own lane
+        return uri
 
 
 class _ThreadState:

@@ -20,6 +20,7 @@ from landlord import (
     AbstractLease,
     FakeClock,
     Landlord,
+    LandlordLease,
     Lease,
     LeaseDeniedError,
     LeasedResource,
@@ -29,7 +30,14 @@ from landlord import (
     proxies,
 )
 from landlord.lease import sent_now
-from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, attempt_timeout, renewal_time
+from landlord.renewal import (
+    Endpoints,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    LeaseWarningEvent,
+    attempt_timeout,
+    renewal_time,
+)
 from landlord.schedule import warning_time
 
 THIRD = 10 / 3  # the managers here renew a 10 s lease every third of its term
@@ -1040,3 +1048,37 @@ def test_a_landlord_that_cannot_be_kept_up_with_is_warned_about_before_a_lease_i
     first_lost = min(lost.times) - (clock.time() - clock.monotonic())
     warned = [at for at, message in pace_log.records if "cannot be kept up with" in message]
     assert warned and warned[0] < first_lost
+
+
+# -- where calls go: one lane per endpoint, and whether it answers ------------------------------
+
+def test_leases_naming_one_address_share_one_lane_whatever_their_landlord_ids() -> None:
+    endpoints = Endpoints()
+
+    def lane(uri: str, landlord_id: str, landlords: list[str] | None = None) -> Hashable:
+        lease = LandlordLease("c" * 22, uri, landlord_id, 1e12, landlords=landlords)
+        return endpoints.lane_of(lease, ("landlord", landlord_id))
+
+    assert lane("PYRO:rooms@10.0.0.1:9", "a") == lane("PYRO:other@10.0.0.1:9", "b") == ("endpoint", "10.0.0.1:9")
+    assert lane("PYRO:rooms@10.0.0.1:10", "a") != lane("PYRO:rooms@10.0.0.1:9", "a")
+    group = ["PYRO:g@10.0.0.2:9", "PYRO:g@10.0.0.3:9"]
+    assert lane(group[0], "group", group) == lane(group[1], "group", group) == ("endpoint", "10.0.0.2:9")
+    landlord = Landlord(reaper="lazy")  # an in-process landlord: the call's own lane
+    try:
+        in_process = landlord.new_lease("r", 10)
+        assert endpoints.lane_of(in_process, ("landlord", "mine")) == ("landlord", "mine")
+    finally:
+        landlord.close()
+
+
+def test_an_endpoint_answers_from_its_first_answer_until_it_fails_to_communicate() -> None:
+    endpoints = Endpoints(remembered=2)
+    first, second, third = ("endpoint", "a:1"), ("endpoint", "b:1"), ("endpoint", "c:1")
+    assert not endpoints.answering(first)  # never heard from: doubtful
+    endpoints.heard(first, answered=True)
+    assert endpoints.answering(first)
+    endpoints.heard(first, answered=False)
+    assert not endpoints.answering(first)
+    for lane in (first, second, first, third):  # at most two remembered: the one heard from longest ago goes
+        endpoints.heard(lane, answered=True)
+    assert endpoints.answering(first) and endpoints.answering(third) and not endpoints.answering(second)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -423,3 +424,48 @@ def test_the_service_killed_and_restarted_on_its_store_goes_on_renewing(spawn: A
             proxy.rent("probe", 12)  # the test's timer: freed 12 s on, three of the rooms' terms
         rooms.wait_for(r"^freed probe", timeout=20)
         assert rooms.matches(r"^freed room") == [], rooms.tail()
+
+
+@pytest.fixture
+def dead_landlords() -> Iterator[list[str]]:
+    """URIs of two landlords that cannot be renewed with: a closed port, and a listener that
+    takes connections and never answers (a hung host)."""
+    closed = free_port()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(128)
+    yield [f"PYRO:rooms@127.0.0.1:{closed}", f"PYRO:rooms@127.0.0.1:{silent.getsockname()[1]}"]
+    silent.close()
+
+
+def stranger_lease(number: int, landlord: str) -> LandlordLease:
+    """A forged lease of a landlord of its own (so a call of its own), due for renewal at once
+    and with a long term, so that each attempt may wait long."""
+    return LandlordLease(f"stranger{number:014d}", landlord, f"stranger-{number}", time.time() + 1000, term=3600)
+
+
+@pytest.mark.slow
+def test_a_strangers_set_of_dead_landlords_costs_no_other_set_a_renewal(
+        spawn: Any, dead_landlords: list[str]) -> None:
+    rooms = spawn("served_landlord.py")
+    rooms_uri = rooms.expect("URI: ").strip()
+    service, service_uri = start_server("-m", "landlord", "renewal-service", "--port", "0", "--sets-per-client",
+                                        "3", "--leases-per-set", "1000", pattern=r"^landlord at (?P<uri>\S+)")
+    with service:
+        canary = RenewalSetClient.create(service_uri, 60)
+        with Pyro5.api.Proxy(rooms_uri) as proxy:
+            canary.renew_for(proxy.rent("canary", 3.0))  # renewed once a second, or lost within 3 s
+        stranger = RenewalSetClient.create(service_uri, 60)
+        with Pyro5.api.Proxy(service_uri) as proxy:
+            for number in range(1000):  # two dead landlords under a thousand names
+                proxy.renew_for(stranger.lease.cookie, stranger_lease(number, dead_landlords[number % 2]))
+            with pytest.raises(ValueError, match="at most 1000 leases"):
+                proxy.renew_for(stranger.lease.cookie, stranger_lease(1000, dead_landlords[0]))
+            proxy.create_set(60)  # the third set a host may hold
+            with pytest.raises(ValueError, match="at most 3 renewal sets"):
+                proxy.create_set(60)
+        with Pyro5.api.Proxy(rooms_uri) as proxy:
+            proxy.rent("probe", 12.0)  # the test's timer: freed four of the canary's terms on
+        rooms.wait_for(r"^freed probe", timeout=30)
+        assert rooms.matches(r"^freed canary") == [], service.tail()
+        assert len(stranger.leases()) == 1000  # still being tried: none has run out of its term
