@@ -352,8 +352,12 @@ class LeaseRenewalManager:
                                now=self._clock.monotonic(), listener=listener, on_desired=on_desired,
                                on_warning=on_warning, warn_before=before)
             self._state.sooner(self._schedule.next_due())
-        if new and self._revocations is not None and isinstance(lease, LandlordLease):
-            self._lanes.submit(lease._batch_key(), functools.partial(self._watch, self._revocations, lease))
+            revocations = self._revocations if new and isinstance(lease, LandlordLease) else None
+            if revocations is not None:  # on its landlord's lane, as its renewals: a hang holds up only its own
+                lane = self._endpoints.lane_of(lease, lease._batch_key())
+                lanes = self._lanes if self._endpoints.answering(lane) else self._doubtful
+        if revocations is not None and isinstance(lease, LandlordLease):
+            lanes.submit(lane, functools.partial(self._watch, revocations, lease))
 
     def _told(self, told: list[Told]) -> None:
         """Tell the listeners of leases let go; and no longer watch those leases for revocation."""

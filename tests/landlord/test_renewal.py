@@ -1082,3 +1082,40 @@ def test_an_endpoint_answers_from_its_first_answer_until_it_fails_to_communicate
     for lane in (first, second, first, third):  # at most two remembered: the one heard from longest ago goes
         endpoints.heard(lane, answered=True)
     assert endpoints.answering(first) and endpoints.answering(third) and not endpoints.answering(second)
+
+
+class HangingWatcher:
+    """A revocation watcher whose watch of a lease at ``hung`` never returns until released."""
+
+    def __init__(self, hung: str) -> None:
+        self.hung = hung
+        self.release = threading.Event()
+        self.watched: list[str] = []
+        self.seen = threading.Condition()
+
+    def watch(self, lease: LandlordLease, on_revoked: Callable[[str], None]) -> None:
+        if lease.landlord == self.hung:
+            self.release.wait(30)
+        with self.seen:
+            self.watched.append(lease.landlord)
+            self.seen.notify_all()
+
+    def unwatch(self, lease: LandlordLease) -> None:
+        pass
+
+
+def test_a_watch_that_hangs_keeps_no_worker_from_a_landlord_that_answers(clock: FakeClock) -> None:
+    hung, answering = "PYRO:rooms@10.0.0.1:9", "PYRO:rooms@10.0.0.2:9"
+    watcher = HangingWatcher(hung)
+    manager = LeaseRenewalManager(clock=clock, workers=1, doubtful_workers=1, revocations=watcher)
+    try:
+        manager._endpoints.heard(manager._endpoints.lane_of(LandlordLease("c" * 22, answering, "b", 1e12), None),
+                                 answered=True)  # as after a renewal it answered
+        manager.renew_for(LandlordLease("h" * 22, hung, "a", clock.time() + 60, clock=clock), 30)
+        manager.renew_for(LandlordLease("g" * 22, answering, "b", clock.time() + 60, clock=clock), 30)
+        with watcher.seen:
+            assert watcher.seen.wait_for(lambda: answering in watcher.watched, 10), watcher.watched
+        assert hung not in watcher.watched  # still hanging, on a worker of the doubtful's
+    finally:
+        watcher.release.set()
+        manager.close()
