@@ -21,8 +21,12 @@ Listeners are Pyro5 objects the holder names by URI (see
   per term of the set's lease. The listener so gets the capability to renew
   the set: name one you trust with it.
 
-Events go out from one thread of their own (:class:`~landlord.notices.Notices`),
-best effort. A set is named to listeners by its ``set_id``, never by the
+Events go out best effort, from a few threads of their own, one listener
+address (host and port) at a time (:class:`SetEvents`): a listener that hangs
+holds up only the events to its own address, and once a delivery there has
+failed, events to that address are skipped (logged) for ``SKIP_AFTER_FAILURE``
+seconds, so a stranger's listener that never answers costs one delivery
+timeout a while, not one per event. A set is named to listeners by its ``set_id``, never by the
 cookie of its lease, which is the capability to change it.
 
 A service takes only what it may renew (:class:`RenewalLimits`): a client,
@@ -56,6 +60,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import Pyro5.api
 import Pyro5.callcontext
 import Pyro5.core
 import Pyro5.server
@@ -65,15 +70,16 @@ from .duration import FOREVER, check_duration
 from .errors import UnknownLeaseError
 from .grantor import Landlord
 from .landlordlease import MAX_URI_LENGTH, LandlordLease
+from .lanes import Lanes
 from .lease import Lease
-from .notices import Notices
+from .notices import NOTICE_TIMEOUT
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
 from .renewalsets import Member, RenewalSet, SetStore
 from .schedule import RENEW_AFTER
 from .store import LeaseStore
 
-__all__ = ["LeaseRenewalService", "RenewalLimits", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS",
+__all__ = ["LeaseRenewalService", "RenewalLimits", "SetEvents", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS",
            "DEFAULT_SET_LEASE", "MAX_SET_LEASE", "SETS_PER_CLIENT", "LEASES_PER_CLIENT", "IN_PROCESS",
            "check_pyro_uri", "client_of_call"]
 
@@ -85,6 +91,8 @@ MAX_MEMBERS = 10_000  # leases one set may hold (by default)
 SETS_PER_CLIENT = 16  # sets one client may hold (by default)
 LEASES_PER_CLIENT = 10_000  # leases one client's sets may hold together (by default)
 IN_PROCESS = "in-process"  # the client a call made in the service's own process is counted as
+SKIP_AFTER_FAILURE = 30.0  # seconds events to a listener's address are skipped after a delivery there failed
+EVENT_WORKERS = 4  # listener addresses told at once
 DEFAULT_SET_LEASE = 600.0  # seconds a set's lease runs when ANY is asked
 MAX_SET_LEASE = 3600.0  # the longest a set's lease is granted for
 
@@ -175,6 +183,75 @@ def client_of_call() -> str:
     return IN_PROCESS
 
 
+class SetEvents:
+    """Calls listeners' remote methods for a renewal service, so that no listener holds up another's.
+
+    One lane per listener address (host and port: :mod:`landlord.lanes`), on
+    ``workers`` threads, so events to one listener arrive in order and a
+    listener that hangs holds up only its own address. A delivery that fails
+    (unreachable, or no answer within ``timeout``) is logged at WARNING, and
+    events to that address posted in the next ``skip_for`` seconds are
+    skipped, each logged, without a call. Best effort, like
+    :class:`~landlord.notices.Notices`.
+
+    Args:
+        clock: times the skipping.
+        timeout: the most one delivery may take, in seconds.
+        skip_for: how long an address that failed is skipped.
+        workers: the most deliveries under way at once.
+    """
+
+    def __init__(self, clock: Clock = SYSTEM_CLOCK, *, timeout: float = NOTICE_TIMEOUT,
+                 skip_for: float = SKIP_AFTER_FAILURE, workers: int = EVENT_WORKERS) -> None:
+        self._clock = clock
+        self._timeout = timeout
+        self._skip_for = skip_for
+        self._lock = threading.Lock()
+        self._failed: dict[str, float] = {}  # address -> until when it is skipped (monotonic)
+        self._lanes = Lanes(workers=workers, name="RenewalServiceEvents")
+
+    def post(self, listener: str, method: str, args: tuple[Any, ...], about: str) -> None:
+        """Call ``method(*args)`` on the Pyro5 object at ``listener`` (a checked ``PYRO:`` URI), soon."""
+        address = _address(listener)
+        self._lanes.submit(address, functools.partial(self._deliver, address, listener, method, args, about))
+
+    def close(self, wait: float = NOTICE_TIMEOUT) -> None:
+        """Send what is queued, waiting at most ``wait`` seconds; drop the rest."""
+        self._lanes.wait_idle(wait)
+        self._lanes.close()
+
+    def _deliver(self, address: str, listener: str, method: str, args: tuple[Any, ...], about: str) -> None:
+        now = self._clock.monotonic()
+        with self._lock:
+            skipped = self._failed.get(address, -math.inf) > now
+        if skipped:
+            log.warning("did not tell %s that %s: a delivery there failed in the last %g s", listener, about,
+                        self._skip_for)
+            return
+        try:  # a connection of its own, closed after: listeners are many, events rare
+            with Pyro5.api.Proxy(listener) as proxy:
+                proxy._pyroTimeout = self._timeout
+                getattr(proxy, method)(*args)
+        except Exception as exc:
+            log.warning("could not tell %s that %s (%s: %s); events to %s are skipped for %g s", listener, about,
+                        type(exc).__name__, exc, address, self._skip_for)
+            with self._lock:
+                if len(self._failed) >= _FAILED_ADDRESSES:
+                    self._failed = {a: t for a, t in self._failed.items() if t > now}
+                self._failed[address] = self._clock.monotonic() + self._skip_for
+
+
+_FAILED_ADDRESSES = 4096  # failed addresses remembered before those no longer skipped are forgotten
+
+
+def _address(uri: str) -> str:
+    """The host and port (or socket path) a checked ``PYRO:`` URI names."""
+    try:
+        return str(Pyro5.core.URI(uri).location or uri)
+    except Exception:
+        return uri
+
+
 class LeaseRenewalService(Landlord):
     """Keeps other processes' leases alive in renewal sets (see the module docstring).
 
@@ -216,7 +293,7 @@ class LeaseRenewalService(Landlord):
         self._set_store = SetStore(store) if store is not None else None
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager or LeaseRenewalManager(clock=clock, name="RenewalService")
-        self._events = Notices(name="RenewalServiceEvents")
+        self._events = SetEvents(clock)
         self._alarms = _Alarms(clock, self._warn)
         try:
             super().__init__(policy=policy or LeaseDurationPolicy(MAX_SET_LEASE, DEFAULT_SET_LEASE), clock=clock,

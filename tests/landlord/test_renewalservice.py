@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import pathlib
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -368,6 +369,50 @@ def test_the_command_takes_the_limits_and_refuses_bad_ones(capsys: pytest.Captur
     with pytest.raises(SystemExit) as exited:
         build_parser().parse_args(["renewal-service", "--sets-per-client", "0"])
     assert exited.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+
+
+
+class SilentListener:
+    """An address that takes connections and never answers: a hung listener."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.uri = f"PYRO:listener@127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self.accepted.append(self.sock.accept()[0])
+            except OSError:
+                return  # closed
+
+    def close(self) -> None:
+        self.sock.close()
+        for connection in self.accepted:
+            connection.close()
+
+
+@pytest.mark.slow
+def test_a_strangers_hung_listener_delays_no_other_sets_events(world: World) -> None:
+    canary = _client(world, 60)
+    canary.set_warning_listener(world.listener_uri, 30)
+    stranger = _client(world, 60)
+    silent = SilentListener()
+    try:
+        stranger.set_failure_listener(silent.uri)
+        for number in range(50):  # each denied at its first renewal: fifty events for the hung listener
+            stranger.renew_for(LandlordLease(f"forged{number:016d}", world.rooms_uri, world.rooms.landlord_id,
+                                             time.time() + 100, term=3600))
+        world.run(1)
+        assert stranger.leases() == []  # all lost, all to be told
+        world.run(30)  # the canary's warning, due while the stranger's events are being tried
+        world.warnings.wait_for(1, timeout=2)  # not after fifty (or one) 5 s delivery timeouts
+        assert world.service._events._lanes.wait_idle(10)
+        assert len(silent.accepted) == 1  # the first failed; the other 49 were skipped
+    finally:
+        silent.close()
 
 
 # -- real processes ----------------------------------------------------------------------------
