@@ -80,7 +80,7 @@ from .schedule import RENEW_AFTER
 from .store import LeaseStore
 
 __all__ = ["LeaseRenewalService", "RenewalLimits", "SetEvents", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS",
-           "DEFAULT_SET_LEASE", "MAX_SET_LEASE", "SETS_PER_CLIENT", "LEASES_PER_CLIENT", "IN_PROCESS",
+           "DEFAULT_SET_LEASE", "MAX_SET_LEASE", "SETS_PER_CLIENT", "LEASES_PER_CLIENT", "IN_PROCESS", "UNIX_SOCKET",
            "check_pyro_uri", "client_of_call"]
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,7 @@ MAX_MEMBERS = 10_000  # leases one set may hold (by default)
 SETS_PER_CLIENT = 16  # sets one client may hold (by default)
 LEASES_PER_CLIENT = 10_000  # leases one client's sets may hold together (by default)
 IN_PROCESS = "in-process"  # the client a call made in the service's own process is counted as
+UNIX_SOCKET = "unix-socket"  # the client every call over a Unix socket is counted as
 SKIP_AFTER_FAILURE = 30.0  # seconds events to a listener's address are skipped after a delivery there failed
 EVENT_WORKERS = 4  # listener addresses told at once
 DEFAULT_SET_LEASE = 600.0  # seconds a set's lease runs when ANY is asked
@@ -175,11 +176,14 @@ def check_pyro_uri(uri: object, what: str, *, hosts: frozenset[str] | None = Non
 
 
 def client_of_call() -> str:
-    """Who makes the call being served: the host of its connection's peer, or
-    :data:`IN_PROCESS` for a call made in this process (no connection)."""
+    """Who makes the call being served: the host of its connection's peer (IPv4 or
+    IPv6), :data:`UNIX_SOCKET` for any peer on a Unix socket (they have no address
+    to tell them apart), or :data:`IN_PROCESS` for a call made in this process."""
     address = getattr(Pyro5.callcontext.current_context, "client_sock_addr", None)
     if isinstance(address, tuple) and address and isinstance(address[0], str) and address[0]:
         return address[0]
+    if isinstance(address, (str, bytes)):
+        return UNIX_SOCKET
     return IN_PROCESS
 
 

@@ -415,6 +415,19 @@ def test_a_strangers_hung_listener_delays_no_other_sets_events(world: World) -> 
         silent.close()
 
 
+@pytest.mark.parametrize("peer, client", [
+    (("10.0.0.7", 40000), "10.0.0.7"),
+    (("::1", 40000, 0, 0), "::1"),
+    ("", service_module.UNIX_SOCKET),  # Pyro5's peer on a Unix socket: no address to tell them apart
+    (None, IN_PROCESS),
+])
+def test_a_client_is_the_host_its_connection_comes_from(peer: Any, client: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import Pyro5.callcontext
+    monkeypatch.setattr(Pyro5.callcontext.current_context, "client_sock_addr", peer, raising=False)
+    assert service_module.client_of_call() == client
+
+
 # -- real processes ----------------------------------------------------------------------------
 
 
