@@ -203,7 +203,14 @@ class LandlordLease(AbstractLease):
         return isinstance(other, LandlordLease) and other._landlord_id == self._landlord_id
 
     def _batch_key(self) -> Hashable | None:
-        return ("landlord", self._landlord_id)
+        # the landlord's id and where it is (a group's replicas in any order): leases naming one
+        # id at another address (forged, say, by a stranger sharing a renewal service) never
+        # share a call, so no lease's cookie is sent where another lease says its landlord is
+        if self._landlords is not None:
+            return ("landlord", self._landlord_id, frozenset(self._landlords))
+        if isinstance(self._landlord, str):
+            return ("landlord", self._landlord_id, self._landlord)
+        return ("landlord", self._landlord_id, id(self._landlord))
 
     def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
         if len(leases) > CALL_BATCH:

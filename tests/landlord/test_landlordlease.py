@@ -501,3 +501,23 @@ def test_a_holders_batch_calls_stay_well_under_64_kib_in_serpent_and_json() -> N
         for method, args in landlord.requests:
             size = len(serializer.dumpsCall("landlord.Landlord", method, args, {}))
             assert size < 48 * 1024, (serializer.serializer_id, method, size)  # the cap is 64 KiB
+
+
+def test_leases_naming_one_landlord_id_at_other_addresses_never_share_a_batch() -> None:
+    def lease(uri: str, landlords: list[str] | None = None) -> LandlordLease:
+        return LandlordLease(uuid.uuid4().hex, uri, "the-id", time.time() + 60, landlords=landlords)
+
+    real, forged = lease("PYRO:rooms@10.0.0.1:9"), lease("PYRO:rooms@10.6.6.6:9")
+    assert real._batch_key() != forged._batch_key()  # a forged lease would draw the real one's cookie
+    assert real._batch_key() == lease("PYRO:rooms@10.0.0.1:9")._batch_key()
+    group = ["PYRO:g@10.0.0.1:9", "PYRO:g@10.0.0.2:9"]
+    assert lease(group[0], group)._batch_key() == lease(group[1], group[::-1])._batch_key()  # any order
+    assert lease(group[0], group)._batch_key() != lease(group[0], [group[0], "PYRO:g@10.6.6.6:9"])._batch_key()
+    landlords = [Landlord(reaper="lazy", landlord_id="the-id") for _ in range(2)]
+    try:  # in-process landlords: by the object itself
+        first, second = (each.new_lease("r", 10) for each in landlords)
+        assert first._batch_key() != second._batch_key()
+        assert first._batch_key() == landlords[0].new_lease("s", 10)._batch_key()
+    finally:
+        for each in landlords:
+            each.close()

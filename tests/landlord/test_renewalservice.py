@@ -428,6 +428,33 @@ def test_a_client_is_the_host_its_connection_comes_from(peer: Any, client: str,
     assert service_module.client_of_call() == client
 
 
+
+class Eavesdropper:
+    """A stranger's object posing as a landlord: keeps every cookie it is sent."""
+
+    def __init__(self) -> None:
+        self.cookies: list[str] = []
+
+    @Pyro5.api.expose
+    def renew_all(self, cookies: list[str], durations: list[float]) -> Any:
+        from landlord import RenewResults
+        self.cookies.extend(cookies)
+        return RenewResults([float(d) for d in durations], [])
+
+
+def test_a_lease_forged_with_anothers_landlord_id_never_draws_its_cookies(world: World) -> None:
+    eavesdropper = Eavesdropper()
+    elsewhere = world.serving.register(eavesdropper)
+    stranger, canary = _client(world, 120), _client(world, 120)
+    lease = world.rent("canary")
+    canary.renew_for(lease)
+    stranger.renew_for(LandlordLease("bait" * 6, elsewhere, world.rooms.landlord_id, time.time() + TERM - 0.5,
+                                     term=TERM))  # due half a second before the canary: first in its batch
+    world.run(3 * TERM)
+    assert lease.cookie not in eavesdropper.cookies and eavesdropper.cookies  # asked: only for its own
+    assert world.alive(lease) and canary.leases() == [lease]
+
+
 # -- real processes ----------------------------------------------------------------------------
 
 
