@@ -26,14 +26,17 @@ address (host and port) at a time (:class:`SetEvents`): a listener that hangs
 holds up only the events to its own address, and once a delivery there has
 failed, events to that address are skipped (logged) for ``SKIP_AFTER_FAILURE``
 seconds, so a stranger's listener that never answers costs one delivery
-timeout a while, not one per event. A set is named to listeners by its ``set_id``, never by the
-cookie of its lease, which is the capability to change it.
+timeout a while, not one per event. A set is named to listeners by its
+``set_id``, never by the cookie of its lease, which is the capability to
+change it.
 
 A service takes only what it may renew (:class:`RenewalLimits`): a client,
-known by the host its calls come from (the peer address of its connection;
-``"in-process"`` for calls made in the service's own process), may hold so
-many sets, each of so many leases, and so many leases in all; the sets a
-client makes count against it whoever adds to them. Every URI the service
+known by the host its calls come from (the peer address of its connection:
+:func:`client_of_call`), may hold so many sets, each of so many leases, and
+so many leases in all; the sets a client makes count against it whoever adds
+to them. A lease is renewed on its landlord's address's lane
+(:class:`~landlord.renewal.Endpoints`), so one set's dead or hung landlords
+hold up no other's. Every URI the service
 will call is checked first: a lease's landlord (each of a replicated
 landlord's group) and a listener must be a ``PYRO:`` URI, and a landlord's
 host must be one of ``landlord_hosts`` when the service is given them. A
