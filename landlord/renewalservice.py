@@ -54,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import heapq
+import ipaddress
 import itertools
 import logging
 import math
@@ -84,6 +85,7 @@ from .store import LeaseStore
 
 __all__ = ["LeaseRenewalService", "RenewalLimits", "SetEvents", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS",
            "DEFAULT_SET_LEASE", "MAX_SET_LEASE", "SETS_PER_CLIENT", "LEASES_PER_CLIENT", "IN_PROCESS", "UNIX_SOCKET",
+           "IPV6_CLIENT_PREFIX",
            "check_pyro_uri", "client_of_call"]
 
 log = logging.getLogger(__name__)
@@ -95,6 +97,7 @@ SETS_PER_CLIENT = 16  # sets one client may hold (by default)
 LEASES_PER_CLIENT = 10_000  # leases one client's sets may hold together (by default)
 IN_PROCESS = "in-process"  # the client a call made in the service's own process is counted as
 UNIX_SOCKET = "unix-socket"  # the client every call over a Unix socket is counted as
+IPV6_CLIENT_PREFIX = 64  # an IPv6 peer is counted by its network of this prefix (a host may hold a /64)
 SKIP_AFTER_FAILURE = 30.0  # seconds events to a listener's address are skipped after a delivery there failed
 EVENT_WORKERS = 4  # listener addresses told at once
 DEFAULT_SET_LEASE = 600.0  # seconds a set's lease runs when ANY is asked
@@ -179,15 +182,32 @@ def check_pyro_uri(uri: object, what: str, *, hosts: frozenset[str] | None = Non
 
 
 def client_of_call() -> str:
-    """Who makes the call being served: the host of its connection's peer (IPv4 or
-    IPv6), :data:`UNIX_SOCKET` for any peer on a Unix socket (they have no address
-    to tell them apart), or :data:`IN_PROCESS` for a call made in this process."""
+    """Who makes the call being served: the host of its connection's peer (an IPv4
+    address, also when it comes mapped into IPv6; for other IPv6 peers the
+    ``/IPV6_CLIENT_PREFIX`` network, since one host may hold a whole /64 of
+    addresses; loopback as itself), :data:`UNIX_SOCKET` for any peer on a Unix
+    socket (they have no address to tell them apart), or :data:`IN_PROCESS` for a
+    call made in this process."""
     address = getattr(Pyro5.callcontext.current_context, "client_sock_addr", None)
     if isinstance(address, tuple) and address and isinstance(address[0], str) and address[0]:
-        return address[0]
+        return _client_host(address[0])
     if isinstance(address, (str, bytes)):
         return UNIX_SOCKET
     return IN_PROCESS
+
+
+def _client_host(host: str) -> str:
+    """The client a peer at ``host`` is counted as (see :func:`client_of_call`)."""
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])  # without an IPv6 scope id
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if not ip.is_loopback:
+            return str(ipaddress.ip_network(f"{ip}/{IPV6_CLIENT_PREFIX}", strict=False))
+    return str(ip)
 
 
 class SetEvents:
