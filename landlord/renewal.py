@@ -49,11 +49,12 @@ is due; the remote calls go out on a few worker threads, one
 URI names: :class:`Endpoints`), so a landlord that hangs (until the call
 timeout, :func:`landlord.set_call_timeout`) holds up its own renewals and no
 one else's, however many landlords are named at its address. Endpoints
-that answered their last call have workers of their own; the rest (not yet
-reached, or failing to communicate) share ``doubtful_workers`` others, so no
-number of dead or hung landlords can keep a worker from a landlord that
-answers. A lease renewal service, which renews whatever leases strangers
-hand it, relies on this.
+that answered their last call have workers of their own; those not yet heard
+from have ``doubtful_workers`` others, and those whose last call failed to
+communicate as many more (:class:`Endpoints` says which), so no number of
+dead or hung landlords keeps a worker from a landlord that answers, and
+once they have failed, none from one not yet heard from. A lease renewal
+service, which renews whatever leases strangers hand it, relies on this.
 """
 
 from __future__ import annotations
@@ -95,12 +96,12 @@ from .schedule import (
 )
 
 __all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time", "attempt_timeout",
-           "renew_duration_for", "RENEW_AFTER", "Endpoints"]
+           "renew_duration_for", "RENEW_AFTER", "Endpoints", "ANSWERING", "UNHEARD", "FAILING"]
 
 log = logging.getLogger(__name__)
 
-# Endpoints remembered as answering: beyond this many, the one heard from longest ago
-# is forgotten (and its next call goes with the doubtful until it answers again).
+# Endpoints remembered as answering (and as failing): beyond this many, the one heard from
+# longest ago is forgotten (and its next call goes with the unheard).
 ANSWERING_ENDPOINTS = 4096
 
 
@@ -141,8 +142,9 @@ class LeaseRenewalManager:
         max_batch: the most leases renewed in one call (default ``CALL_BATCH``, 1,000).
         workers: the most remote calls in flight at once to landlords that answered their last call
             (each endpoint, a host and port, one at a time).
-        doubtful_workers: the most in flight at once to the others (not yet reached, or failing to
-            communicate), on threads of their own: they never hold up a landlord that answers.
+        doubtful_workers: the most in flight at once to landlords not yet heard from, and as many
+            to those whose last call failed to communicate, on threads of their own: they never
+            hold up a landlord that answers, and those failing never hold up one not yet heard from.
         name: the background thread's name.
         revocations: a :class:`~landlord.revocation.RevocationReceiver`: each
             :class:`~landlord.LandlordLease` kept is watched through it (one
@@ -173,11 +175,13 @@ class LeaseRenewalManager:
         self._cond = threading.Condition()  # guards the schedule and the fields below
         self._closed = False
         self._endpoints = Endpoints()  # under self._cond
-        self._lanes = Lanes(workers=workers, name=f"{name}-call")
+        self._pools: dict[str, Lanes] = {}  # by the standing of the endpoints whose calls they make
         try:
-            self._doubtful = Lanes(workers=doubtful_workers, name=f"{name}-doubtful")
+            for standing, count in ((ANSWERING, workers), (UNHEARD, doubtful_workers), (FAILING, doubtful_workers)):
+                self._pools[standing] = Lanes(workers=count, name=f"{name}-{standing}")
         except BaseException:
-            self._lanes.close()
+            for pool in self._pools.values():
+                pool.close()
             raise
         self._state = _ThreadState(self._cond, clock)
         self._revocations = revocations
@@ -320,8 +324,8 @@ class LeaseRenewalManager:
             self._cond.notify_all()
         if self._thread is not threading.current_thread():
             self._thread.join()
-        self._lanes.close()
-        self._doubtful.close()
+        for pool in self._pools.values():
+            pool.close()
 
     def __enter__(self) -> LeaseRenewalManager:
         return self
@@ -355,7 +359,7 @@ class LeaseRenewalManager:
             revocations = self._revocations if new and isinstance(lease, LandlordLease) else None
             if revocations is not None:  # on its landlord's lane, as its renewals: a hang holds up only its own
                 lane = self._endpoints.lane_of(lease, lease._batch_key())
-                lanes = self._lanes if self._endpoints.answering(lane) else self._doubtful
+                lanes = self._pools[self._endpoints.standing(lane)]
         if revocations is not None and isinstance(lease, LandlordLease):
             lanes.submit(lane, functools.partial(self._watch, revocations, lease))
 
@@ -401,15 +405,27 @@ class LeaseRenewalManager:
                     routes = [self._endpoints.route(call) for call in calls]
                 self._told(told)
                 _warn(warned)
-                for call, (lane, answering) in zip(calls, routes):
-                    lanes = self._lanes if answering else self._doubtful
-                    if not lanes.submit(lane, functools.partial(self._renew, call, lane)):
-                        self._state.returned()  # closed meanwhile (the schedule is cleared)
+                for call, (lane, standing) in zip(calls, routes):
+                    self._submit(call, lane, standing)
         except Exception:  # a bug: say so loudly, the leases are no longer renewed
             log.exception("%s stopped by an error; leases are no longer renewed", self._thread.name)
 
-    def _renew(self, call: Call, lane: Hashable) -> None:
-        """On the call's lane: make it, record the outcome, then run the callbacks."""
+    def _submit(self, call: Call, lane: Hashable, standing: str) -> None:
+        """Queue ``call`` on ``lane`` of the pool for endpoints of that standing."""
+        if not self._pools[standing].submit(lane, functools.partial(self._renew, call, lane, standing)):
+            self._state.returned()  # closed meanwhile (the schedule is cleared)
+
+    def _renew(self, call: Call, lane: Hashable, standing: str) -> None:
+        """On the call's lane: make it, record the outcome, then run the callbacks.
+
+        A call queued while its endpoint stood otherwise (an unheard one that has
+        failed since, say) moves to the pool of its standing now, rather than
+        hold a worker that others of its old standing are waiting for."""
+        with self._cond:
+            now_standing = self._endpoints.standing(lane)
+        if now_standing != standing:
+            self._submit(call, lane, now_standing)
+            return
         started = self._clock.monotonic()
         failures, error = _send(call, self._clock)
         with self._cond:
@@ -426,31 +442,38 @@ class LeaseRenewalManager:
             return self._cond.wait_for(lambda: self._closed or self._state.idle(), timeout)
 
 
+ANSWERING, UNHEARD, FAILING = "answering", "unheard", "failing"  # an endpoint's standing
+
+
 class Endpoints:
-    """Where each renewal call goes, and whether that place answered its last call.
+    """Where each renewal call goes, and how that place has answered.
 
     A call's lane is its *endpoint*: the host and port its landlord's URI names
     (the first replica's, for a replicated landlord), so that leases naming one
     address under many landlord ids share one lane, and hold one worker at most
     however long that address takes to fail. Calls without such an address (an
-    in-process landlord, a lease of another class) keep their own lanes. An
-    endpoint *answers* once a call to it got an answer (granted or refused), and
-    stops when a call fails to communicate; at most ``remembered`` are kept, the
-    one heard from longest ago forgotten first. Pure: no clock, no thread.
+    in-process landlord, a lease of another class) keep their own lanes.
+
+    An endpoint's *standing*: :data:`ANSWERING` once a call to it got an answer
+    (granted or refused), :data:`FAILING` once a call to it failed to
+    communicate (until one is answered), :data:`UNHEARD` before either. At most
+    ``remembered`` of each are kept, the one heard from longest ago forgotten
+    first (it is unheard again). Pure: no clock, no thread.
 
     Args:
-        remembered: how many answering endpoints to remember.
+        remembered: how many answering, and how many failing, endpoints to remember.
     """
 
     def __init__(self, remembered: int = ANSWERING_ENDPOINTS) -> None:
-        self._answering: collections.OrderedDict[Hashable, None] = collections.OrderedDict()
+        self._heard: dict[str, collections.OrderedDict[Hashable, None]] = {
+            ANSWERING: collections.OrderedDict(), FAILING: collections.OrderedDict()}
         self._remembered = remembered
         self._locations: dict[str, str] = {}  # URI -> host:port, parsed once
 
-    def route(self, call: Call) -> tuple[Hashable, bool]:
-        """The lane for ``call``, and whether its endpoint answered its last call."""
+    def route(self, call: Call) -> tuple[Hashable, str]:
+        """The lane for ``call``, and its endpoint's standing."""
         lane = self.lane_of(call.first, call.lane)
-        return lane, lane in self._answering
+        return lane, self.standing(lane)
 
     def lane_of(self, lease: Lease, lane: Hashable) -> Hashable:
         """The lane of ``lease``'s calls: its endpoint, or ``lane`` where it has none."""
@@ -466,17 +489,24 @@ class Endpoints:
 
     def heard(self, lane: Hashable, *, answered: bool) -> None:
         """A call on ``lane`` got an answer (``answered``), or failed to communicate."""
-        if not answered:
-            self._answering.pop(lane, None)
-            return
-        self._answering[lane] = None
-        self._answering.move_to_end(lane)
-        if len(self._answering) > self._remembered:
-            self._answering.popitem(last=False)
+        now, before = (ANSWERING, FAILING) if answered else (FAILING, ANSWERING)
+        self._heard[before].pop(lane, None)
+        heard = self._heard[now]
+        heard[lane] = None
+        heard.move_to_end(lane)
+        if len(heard) > self._remembered:
+            heard.popitem(last=False)
+
+    def standing(self, lane: Hashable) -> str:
+        """:data:`ANSWERING`, :data:`FAILING` or :data:`UNHEARD`: how the endpoint of ``lane`` last answered."""
+        for standing, heard in self._heard.items():
+            if lane in heard:
+                return standing
+        return UNHEARD
 
     def answering(self, lane: Hashable) -> bool:
         """Whether the endpoint of ``lane`` answered its last call."""
-        return lane in self._answering
+        return lane in self._heard[ANSWERING]
 
 
 def _location(uri: str) -> str:

@@ -31,6 +31,9 @@ from landlord import (
 )
 from landlord.lease import sent_now
 from landlord.renewal import (
+    ANSWERING,
+    FAILING,
+    UNHEARD,
     Endpoints,
     LeaseRenewalEvent,
     LeaseRenewalManager,
@@ -1071,17 +1074,19 @@ def test_leases_naming_one_address_share_one_lane_whatever_their_landlord_ids() 
         landlord.close()
 
 
-def test_an_endpoint_answers_from_its_first_answer_until_it_fails_to_communicate() -> None:
+def test_an_endpoints_standing_is_how_its_last_call_went() -> None:
     endpoints = Endpoints(remembered=2)
     first, second, third = ("endpoint", "a:1"), ("endpoint", "b:1"), ("endpoint", "c:1")
-    assert not endpoints.answering(first)  # never heard from: doubtful
-    endpoints.heard(first, answered=True)
-    assert endpoints.answering(first)
+    assert endpoints.standing(first) == UNHEARD and not endpoints.answering(first)
     endpoints.heard(first, answered=False)
-    assert not endpoints.answering(first)
-    for lane in (first, second, first, third):  # at most two remembered: the one heard from longest ago goes
+    assert endpoints.standing(first) == FAILING
+    endpoints.heard(first, answered=True)
+    assert endpoints.standing(first) == ANSWERING and endpoints.answering(first)
+    endpoints.heard(first, answered=False)
+    assert endpoints.standing(first) == FAILING and not endpoints.answering(first)
+    for lane in (first, second, first, third):  # at most two of a standing: the one heard from longest ago goes
         endpoints.heard(lane, answered=True)
-    assert endpoints.answering(first) and endpoints.answering(third) and not endpoints.answering(second)
+    assert [endpoints.standing(lane) for lane in (first, second, third)] == [ANSWERING, UNHEARD, ANSWERING]
 
 
 class HangingWatcher:

@@ -34,6 +34,7 @@ from landlord import (
 )
 from landlord.landlordlease import CALL_BATCH
 from landlord.manager import LeasedResource
+from landlord.renewal import FAILING
 
 
 class Listener:
@@ -258,6 +259,7 @@ def test_a_renewal_into_silence_gives_up_in_time_and_the_loss_is_told_when_the_t
         silent.close()
 
 
+@pytest.mark.slow
 def test_hung_landlords_at_more_addresses_than_workers_keep_no_worker_from_one_that_answers(
         daemon: Any, close_later: list) -> None:
     """Twelve addresses that take connections and never answer, named by 24 leases of 24
@@ -292,3 +294,43 @@ def test_hung_landlords_at_more_addresses_than_workers_keep_no_worker_from_one_t
     times = [attacked] + [at for at in rooms.renewed_at if at > attacked]
     gaps = [later - earlier for earlier, later in zip(times, times[1:])]
     assert max(gaps) < term * 2 / 3, gaps  # renewed a third into each term, as without the attack
+
+
+@pytest.mark.slow
+def test_once_hung_landlords_have_failed_a_landlord_never_heard_from_is_renewed_at_once(
+        daemon: Any, close_later: list) -> None:
+    """Four silent addresses (twice the workers for landlords not yet heard from), each named by
+    30 leases of landlords of their own, each attempt allowed 5 s. Once each has failed, their
+    calls queue with the failing: a canary whose landlord the manager has never reached, added
+    then, is renewed a third into each of its 3 s terms."""
+    term = 3.0
+    rooms = BatchLandlord(policy=LeaseDurationPolicy(maximum=term))
+    close_later.append(rooms)
+    listener = Listener()
+    silent = [SilentServer() for _ in range(4)]
+    set_call_timeout(5.0)
+    try:
+        with LeaseRenewalManager(workers=4, doubtful_workers=2) as manager:
+            hung = [LandlordLease(f"hung-{number:016d}", f"PYRO:rooms@127.0.0.1:{silent[number % 4].port}",
+                                  f"hung-{number}", time.time() + 1000, term=3600) for number in range(120)]
+            for lease in hung:  # due at once, never answered
+                manager.renew_for(lease, FOREVER, listener)
+            lanes = {manager._endpoints.lane_of(lease, None) for lease in hung}
+            with manager._cond:
+                assert manager._cond.wait_for(
+                    lambda: all(manager._endpoints.standing(lane) == FAILING for lane in lanes), 30)
+            with Pyro5.api.Proxy(daemon.register(rooms)) as proxy:
+                [canary] = proxy.rent_many(1, term)
+            added = time.monotonic()
+            manager.renew_for(canary, FOREVER, listener)
+            rooms.wait_for_renewals(4, timeout=4 * term)
+            assert listener.events == [] and len(rooms) == 1
+            for server in silent:  # their hung calls end now
+                server.close()
+    finally:
+        set_call_timeout(30.0)
+        for server in silent:
+            server.close()
+    times = [added] + rooms.renewed_at
+    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+    assert max(gaps) < term * 2 / 3, gaps  # the first a third into its term, as without the attack
