@@ -38,8 +38,10 @@ to them. A lease is renewed on its landlord's address's lane
 (:class:`~landlord.renewal.Endpoints`), so one set's dead or hung landlords
 hold up no other's. Every URI the service
 will call is checked first: a lease's landlord (each of a replicated
-landlord's group) and a listener must be a ``PYRO:`` URI, and a landlord's
-host must be one of ``landlord_hosts`` when the service is given them. A
+landlord's group) must be a ``PYRO:`` URI (:func:`check_pyro_uri`), at one of
+``landlord_hosts`` when the service is given them, and a listener a callback
+the service takes (:meth:`~landlord.Landlord.check_callback`, with its
+``callback_hosts``). A
 refusal is a clear error (``ValueError``, or ``TypeError`` for a thing of
 the wrong kind) and changes nothing.
 
@@ -138,7 +140,8 @@ class RenewalLimits:
 
 
 def _hosts(hosts: Iterable[str]) -> frozenset[str]:
-    """Host names or addresses, lower-cased (a single string is refused: it is not a list)."""
+    """Host names or addresses as a URI's host is compared with them: lower case, IPv6
+    without brackets (a single string is refused: it is not a list)."""
     if isinstance(hosts, str):
         raise TypeError("landlord_hosts must be a collection of host names, not one string")
     checked = set()
@@ -147,7 +150,7 @@ def _hosts(hosts: Iterable[str]) -> frozenset[str]:
             raise TypeError(f"a landlord host must be a str, got {type(host).__name__}")
         if not host.strip():
             raise ValueError("a landlord host must not be empty")
-        checked.add(host.strip().lower())
+        checked.add(host.strip().strip("[]").lower())  # as Pyro5 parses a URI's host: no IPv6 brackets
     return frozenset(checked)
 
 
@@ -157,7 +160,10 @@ def check_pyro_uri(uri: object, what: str, *, hosts: frozenset[str] | None = Non
     one would send it to a name server), at most ``max_length`` characters, at one of
     ``hosts`` when they are given (lower-cased; ``None``: any host).
 
-    The renewal service's rule for every URI it is handed, landlords' and listeners'.
+    The renewal service's rule for the landlords of the leases it is handed (a
+    landlord on a Unix socket of the service's host is taken when no hosts are
+    given). Its listeners are held to the rule every server's callbacks are,
+    :meth:`~landlord.Landlord.check_callback`.
 
     Raises:
         TypeError: ``uri`` is not a ``str`` (or ``Pyro5.core.URI``).

@@ -299,6 +299,15 @@ def test_a_lease_whose_landlord_the_service_may_not_call_is_refused(
     assert len(limited.service._renewals) == 1  # nothing more is renewed
 
 
+def test_landlord_hosts_are_compared_as_uris_name_them() -> None:
+    limits = RenewalLimits(landlord_hosts=["Rooms.Example.org", "[::1]", " 10.0.0.5 "])
+    assert limits.landlord_hosts == {"rooms.example.org", "::1", "10.0.0.5"}
+    for uri in ("PYRO:r@rooms.example.ORG:9", "PYRO:r@[::1]:9", "PYRO:r@10.0.0.5:9"):
+        assert service_module.check_pyro_uri(uri, "landlord", hosts=limits.landlord_hosts) == uri
+    with pytest.raises(ValueError, match="does not renew with"):
+        service_module.check_pyro_uri("PYRO:r@10.0.0.6:9", "landlord", hosts=limits.landlord_hosts)
+
+
 def test_any_host_is_taken_without_landlord_hosts_but_never_a_name_server(world: World) -> None:
     renewals = _client(world, 60)
     renewals.renew_for(forged("PYRO:rooms@10.1.2.3:9"))
