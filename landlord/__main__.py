@@ -8,7 +8,7 @@
     python -m landlord renewal-service [--host H] [--port P] [--advertise A] [--store PATH]
                                        [--max-set-lease S] [--set-lease S] [--sets-per-client N]
                                        [--leases-per-set N] [--leases-per-client N]
-                                       [--landlord-host H ...] [-v]
+                                       [--landlord-hosts H1,H2] [--callback-hosts H1,H2] [-v]
     python -m landlord --version
 
 ``list`` prints the leases the landlord at ``H:P`` holds, earliest
@@ -30,9 +30,10 @@ which admin object it serves.
 (:mod:`landlord.renewalservice`, after Jini's Norm) until SIGTERM or SIGINT,
 printing ``landlord at <uri> (...)`` once it answers. With ``--store`` its
 renewal sets survive a restart. ``--sets-per-client``, ``--leases-per-set`` and
-``--leases-per-client`` bound what one client (a host) may hold; each
-``--landlord-host`` adds a host the leases' landlords may be at (none given:
-any host). See :class:`landlord.renewalservice.RenewalLimits`.
+``--leases-per-client`` bound what one client (a host) may hold;
+``--landlord-hosts`` names the only hosts the leases' landlords may be at and
+``--callback-hosts`` the only hosts the sets' listeners may be on (each: any
+host when not given). See :class:`landlord.renewalservice.RenewalLimits`.
 
 Errors are one line on stderr, ``landlord <command>: error: <what>`` (usage)
 or ``landlord: error: <what>``. Exit codes: 0 done, 1 refused or unreachable
@@ -108,10 +109,19 @@ def _add_renewal_service(commands: argparse._SubParsersAction[Any]) -> None:
                          help="leases one set may hold (default %(default)s)")
     service.add_argument("--leases-per-client", type=_positive_int, default=LEASES_PER_CLIENT, metavar="N",
                          help="leases one client's sets may hold together (default %(default)s)")
-    service.add_argument("--landlord-host", action="append", default=None, metavar="HOST", dest="landlord_hosts",
-                         help="a host the leases' landlords may be at, as their URIs name it; give it once "
-                              "for each (default: any host)")
+    service.add_argument("--landlord-hosts", type=_hosts, default=None, metavar="H1,H2",
+                         help="the only hosts the leases' landlords may be at, as their URIs name them "
+                              "(default: any)")
+    service.add_argument("--callback-hosts", type=_hosts, default=None, metavar="H1,H2",
+                         help="the only hosts the sets' listeners may be on (default: any)")
     service.add_argument("-v", "--verbose", action="store_true", help="log each set and warning (INFO)")
+
+
+def _hosts(text: str) -> list[str]:
+    hosts = [host.strip() for host in text.split(",")]
+    if not all(hosts):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of host names or addresses, got {text!r}")
+    return hosts
 
 
 def _positive_int(text: str) -> int:
@@ -143,7 +153,8 @@ def _serve_renewals(args: argparse.Namespace, prog: str) -> int:
         policy = LeaseDurationPolicy(args.max_set_lease, min(args.set_lease, args.max_set_lease))
         limits = RenewalLimits(args.sets_per_client, args.leases_per_set, args.leases_per_client,
                                None if args.landlord_hosts is None else frozenset(args.landlord_hosts))
-        service = LeaseRenewalService(policy=policy, store=args.store, limits=limits)
+        service = LeaseRenewalService(policy=policy, store=args.store, limits=limits,
+                                      callback_hosts=args.callback_hosts)
     except (ValueError, sqlite3.Error, StoreInUseError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -369,15 +369,18 @@ def test_bad_limits_are_refused(limits: dict[str, Any], error: type[Exception]) 
 def test_the_command_takes_the_limits_and_refuses_bad_ones(capsys: pytest.CaptureFixture[str]) -> None:
     from landlord.__main__ import build_parser
     args = build_parser().parse_args(["renewal-service", "--sets-per-client", "3", "--leases-per-set", "50",
-                                      "--leases-per-client", "70", "--landlord-host", "a.example",
-                                      "--landlord-host", "10.0.0.1"])
+                                      "--leases-per-client", "70", "--landlord-hosts", "a.example, 10.0.0.1",
+                                      "--callback-hosts", "b.example"])
     assert (args.sets_per_client, args.leases_per_set, args.leases_per_client) == (3, 50, 70)
-    assert args.landlord_hosts == ["a.example", "10.0.0.1"]
+    assert args.landlord_hosts == ["a.example", "10.0.0.1"] and args.callback_hosts == ["b.example"]
     defaults = build_parser().parse_args(["renewal-service"])
-    assert defaults.landlord_hosts is None and defaults.sets_per_client == service_module.SETS_PER_CLIENT
-    with pytest.raises(SystemExit) as exited:
-        build_parser().parse_args(["renewal-service", "--sets-per-client", "0"])
-    assert exited.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+    assert defaults.landlord_hosts is None and defaults.callback_hosts is None
+    assert defaults.sets_per_client == service_module.SETS_PER_CLIENT
+    for bad, said in ((["--sets-per-client", "0"], "must be at least 1"),
+                      (["--landlord-hosts", "a.example,"], "comma-separated list")):
+        with pytest.raises(SystemExit) as exited:
+            build_parser().parse_args(["renewal-service", *bad])
+        assert exited.value.code == 2 and said in capsys.readouterr().err
 
 
 
