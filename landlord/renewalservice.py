@@ -23,8 +23,8 @@ Listeners are Pyro5 objects the holder names by URI (see
 
 Events go out best effort, from a few threads of their own, one listener
 address (host and port) at a time (:class:`SetEvents`): a listener that hangs
-holds up only the events to its own address, and once a delivery there has
-failed, events to that address are skipped (logged) for ``SKIP_AFTER_FAILURE``
+holds up only the events to its own address, never one that took its last
+event, and once a delivery there has failed, events to that address are skipped (logged) for ``SKIP_AFTER_FAILURE``
 seconds, so a stranger's listener that never answers costs one delivery
 timeout a while, not one per event. A set is named to listeners by its
 ``set_id``, never by the cookie of its lease, which is the capability to
@@ -62,6 +62,7 @@ import logging
 import math
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -80,7 +81,7 @@ from .lanes import Lanes
 from .lease import Lease
 from .notices import NOTICE_TIMEOUT
 from .policy import LeaseDurationPolicy, LeasePolicy
-from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
+from .renewal import ANSWERING, FAILING, UNHEARD, Endpoints, LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
 from .renewalsets import Member, RenewalSet, SetStore
 from .schedule import RENEW_AFTER
 from .store import LeaseStore
@@ -101,7 +102,8 @@ IN_PROCESS = "in-process"  # the client a call made in the service's own process
 UNIX_SOCKET = "unix-socket"  # the client every call over a Unix socket is counted as
 IPV6_CLIENT_PREFIX = 64  # an IPv6 peer is counted by its network of this prefix (a host may hold a /64)
 SKIP_AFTER_FAILURE = 30.0  # seconds events to a listener's address are skipped after a delivery there failed
-EVENT_WORKERS = 4  # listener addresses told at once
+EVENT_WORKERS = 2  # listener addresses that took their last event, told at once
+UNHEARD_EVENT_WORKERS = 4  # listener addresses not yet tried, told at once (and one failing)
 DEFAULT_SET_LEASE = 600.0  # seconds a set's lease runs when ANY is asked
 MAX_SET_LEASE = 3600.0  # the longest a set's lease is granted for
 
@@ -219,19 +221,25 @@ def _client_host(host: str) -> str:
 class SetEvents:
     """Calls listeners' remote methods for a renewal service, so that no listener holds up another's.
 
-    One lane per listener address (host and port: :mod:`landlord.lanes`), on
-    ``workers`` threads, so events to one listener arrive in order and a
-    listener that hangs holds up only its own address. A delivery that fails
-    (unreachable, or no answer within ``timeout``) is logged at WARNING, and
-    events to that address posted in the next ``skip_for`` seconds are
-    skipped, each logged, without a call. Best effort, like
-    :class:`~landlord.notices.Notices`.
+    One lane per listener address (host and port: :mod:`landlord.lanes`), so
+    events to one listener arrive in order and a listener that hangs holds up
+    only its own address; and, as the renewal manager's calls
+    (:class:`~landlord.renewal.Endpoints`), addresses that took their last
+    event have ``workers`` threads of their own, those not yet tried
+    ``UNHEARD_EVENT_WORKERS``, and those whose last delivery failed one, so no
+    number of hung listeners delays an event to one that answers. A delivery that fails (unreachable,
+    or no answer within ``timeout``) is logged at WARNING, and events to that
+    address posted in the next ``skip_for`` seconds are skipped, each logged,
+    without a call. Best effort, like :class:`~landlord.notices.Notices`.
 
     Args:
         clock: times the skipping.
         timeout: the most one delivery may take, in seconds.
         skip_for: how long an address that failed is skipped.
-        workers: the most deliveries under way at once.
+        workers: the most deliveries under way at once to addresses that took their last event.
+
+    Raises:
+        ValueError: ``workers`` is not a positive integer.
     """
 
     def __init__(self, clock: Clock = SYSTEM_CLOCK, *, timeout: float = NOTICE_TIMEOUT,
@@ -241,17 +249,51 @@ class SetEvents:
         self._skip_for = skip_for
         self._lock = threading.Lock()
         self._failed: dict[str, float] = {}  # address -> until when it is skipped (monotonic)
-        self._lanes = Lanes(workers=workers, name="RenewalServiceEvents")
+        self._standing = Endpoints()  # under the lock: how each address took its last event
+        self._pools: dict[str, Lanes] = {}
+        try:
+            for standing, count in ((ANSWERING, workers), (UNHEARD, UNHEARD_EVENT_WORKERS), (FAILING, 1)):
+                self._pools[standing] = Lanes(workers=count, name=f"RenewalServiceEvents-{standing}")
+        except BaseException:
+            for pool in self._pools.values():
+                pool.close()
+            raise
 
     def post(self, listener: str, method: str, args: tuple[Any, ...], about: str) -> None:
         """Call ``method(*args)`` on the Pyro5 object at ``listener`` (a checked ``PYRO:`` URI), soon."""
         address = _address(listener)
-        self._lanes.submit(address, functools.partial(self._deliver, address, listener, method, args, about))
+        with self._lock:
+            standing = self._standing.standing(address)
+        self._submit(address, standing, functools.partial(self._deliver, address, listener, method, args, about))
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` real seconds in all) until no event is queued or under way;
+        return whether that happened in time."""
+        end = time.monotonic() + timeout
+        # an event may move from one pool to another: idle only when all are, seen one after the other
+        while True:
+            if not all(pool.wait_idle(max(0.0, end - time.monotonic())) for pool in self._pools.values()):
+                return False
+            if all(pool.pending() == 0 for pool in self._pools.values()):
+                return True
 
     def close(self, wait: float = NOTICE_TIMEOUT) -> None:
-        """Send what is queued, waiting at most ``wait`` seconds; drop the rest."""
-        self._lanes.wait_idle(wait)
-        self._lanes.close()
+        """Send what is queued, waiting at most ``wait`` seconds in all; drop the rest."""
+        self.wait_idle(wait)
+        for pool in self._pools.values():
+            pool.close()
+
+    def _submit(self, address: str, standing: str, deliver: Any) -> None:
+        self._pools[standing].submit(address, functools.partial(self._in_turn, address, standing, deliver))
+
+    def _in_turn(self, address: str, standing: str, deliver: Any) -> None:
+        """Deliver now, or move to the pool of the address's standing if it changed since it was queued."""
+        with self._lock:
+            now_standing = self._standing.standing(address)
+        if now_standing != standing:
+            self._submit(address, now_standing, deliver)
+        else:
+            deliver()
 
     def _deliver(self, address: str, listener: str, method: str, args: tuple[Any, ...], about: str) -> None:
         now = self._clock.monotonic()
@@ -269,9 +311,13 @@ class SetEvents:
             log.warning("could not tell %s that %s (%s: %s); events to %s are skipped for %g s", listener, about,
                         type(exc).__name__, exc, address, self._skip_for)
             with self._lock:
+                self._standing.heard(address, answered=False)
                 if len(self._failed) >= _FAILED_ADDRESSES:
                     self._failed = {a: t for a, t in self._failed.items() if t > now}
                 self._failed[address] = self._clock.monotonic() + self._skip_for
+        else:
+            with self._lock:
+                self._standing.heard(address, answered=True)
 
 
 _FAILED_ADDRESSES = 4096  # failed addresses remembered before those no longer skipped are forgotten

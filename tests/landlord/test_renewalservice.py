@@ -421,7 +421,7 @@ def test_a_strangers_hung_listener_delays_no_other_sets_events(world: World) -> 
         assert stranger.leases() == []  # all lost, all to be told
         world.run(30)  # the canary's warning, due while the stranger's events are being tried
         world.warnings.wait_for(1, timeout=2)  # not after fifty (or one) 5 s delivery timeouts
-        assert world.service._events._lanes.wait_idle(10)
+        assert world.service._events.wait_idle(10)
         assert len(silent.accepted) == 1  # the first failed; the other 49 were skipped
     finally:
         silent.close()
@@ -469,6 +469,36 @@ def test_a_lease_forged_with_anothers_landlord_id_never_draws_its_cookies(world:
     world.run(3 * TERM)
     assert lease.cookie not in eavesdropper.cookies and eavesdropper.cookies  # asked: only for its own
     assert world.alive(lease) and canary.leases() == [lease]
+
+
+@pytest.mark.slow
+def test_hung_listeners_at_more_addresses_than_workers_delay_no_event_to_one_that_took_its_last(
+        world: World) -> None:
+    canary = _client(world, 120)
+    canary.set_failure_listener(world.listener_uri)
+    forged = iter(range(100))
+
+    def lose_one(renewals: RenewalSetClient) -> None:  # a lease its landlord denies: an event to its listener
+        renewals.renew_for(LandlordLease(f"forged{next(forged):016d}", world.rooms_uri, world.rooms.landlord_id,
+                                         time.time() + 100, term=3600))
+
+    lose_one(canary)
+    world.run(1)
+    world.failures.wait_for(1, timeout=5)  # the canary's listener took an event: it answers
+    silent = [SilentListener() for _ in range(6)]  # more than the workers for addresses not yet tried
+    try:
+        for listener in silent:
+            stranger = _client(world, 120)
+            stranger.set_failure_listener(listener.uri)
+            lose_one(stranger)
+        world.run(1)  # six events into silence, each held 5 s
+        lose_one(canary)
+        world.run(1)
+        world.failures.wait_for(2, timeout=2)  # at once, not after the silent ones' 5 s
+        assert sum(len(listener.accepted) for listener in silent) >= 4  # they were being tried meanwhile
+    finally:
+        for listener in silent:
+            listener.close()
 
 
 # -- real processes ----------------------------------------------------------------------------
