@@ -123,7 +123,7 @@ class LeaseRenewalManager:
     is logged and ignored.
 
     Leases whose ``_batch_key()`` is equal (a :class:`~landlord.LandlordLease`
-    of the same landlord) and that fall due within ``batch_window`` seconds of
+    of the same landlord id at the same address) and that fall due within ``batch_window`` seconds of
     one another are renewed in one remote call (up to ``max_batch`` leases per
     call); leases without a key are renewed one by one.
 
