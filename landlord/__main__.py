@@ -6,7 +6,9 @@
                              [--id LANDLORD_ID | --object-id ID] [--limit N] [--timeout S]
     python -m landlord evict PREFIX --port P [the same options but --limit]
     python -m landlord renewal-service [--host H] [--port P] [--advertise A] [--store PATH]
-                                       [--max-set-lease S] [--set-lease S] [-v]
+                                       [--max-set-lease S] [--set-lease S] [--sets-per-client N]
+                                       [--leases-per-set N] [--leases-per-client N]
+                                       [--landlord-hosts H1,H2] [--callback-hosts H1,H2] [-v]
     python -m landlord --version
 
 ``list`` prints the leases the landlord at ``H:P`` holds, earliest
@@ -28,7 +30,11 @@ which admin object it serves.
 ``renewal-service`` serves a lease renewal service
 (:mod:`landlord.renewalservice`, after Jini's Norm) until SIGTERM or SIGINT,
 printing ``landlord at <uri> (...)`` once it answers. With ``--store`` its
-renewal sets survive a restart.
+renewal sets survive a restart. ``--sets-per-client``, ``--leases-per-set`` and
+``--leases-per-client`` bound what one client (a host) may hold;
+``--landlord-hosts`` names the only hosts the leases' landlords may be at and
+``--callback-hosts`` the only hosts the sets' listeners may be on (each: any
+host when not given). See :class:`landlord.renewalservice.RenewalLimits`.
 
 Errors are one line on stderr, ``landlord <command>: error: <what>`` (usage)
 or ``landlord: error: <what>``. Exit codes: 0 done, 1 refused or unreachable
@@ -70,7 +76,15 @@ def build_parser(prog: str = "landlord") -> argparse.ArgumentParser:
 
 
 def _add_renewal_service(commands: argparse._SubParsersAction[Any]) -> None:
-    from .renewalservice import DEFAULT_PORT, DEFAULT_SET_LEASE, MAX_SET_LEASE, SERVICE_OBJECT_ID
+    from .renewalservice import (
+        DEFAULT_PORT,
+        DEFAULT_SET_LEASE,
+        LEASES_PER_CLIENT,
+        MAX_MEMBERS,
+        MAX_SET_LEASE,
+        SERVICE_OBJECT_ID,
+        SETS_PER_CLIENT,
+    )
 
     service = commands.add_parser(
         "renewal-service", help="serve a lease renewal service (renewal sets: leases kept alive for others)",
@@ -90,7 +104,35 @@ def _add_renewal_service(commands: argparse._SubParsersAction[Any]) -> None:
                          help="the longest a set's lease is granted for (default %(default)g)")
     service.add_argument("--set-lease", type=seconds_argument, default=DEFAULT_SET_LEASE, metavar="S",
                          help="a set's lease when any is asked for (default %(default)g)")
+    service.add_argument("--sets-per-client", type=_positive_int, default=SETS_PER_CLIENT, metavar="N",
+                         help="renewal sets one client (a host) may hold (default %(default)s)")
+    service.add_argument("--leases-per-set", type=_positive_int, default=MAX_MEMBERS, metavar="N",
+                         help="leases one set may hold (default %(default)s)")
+    service.add_argument("--leases-per-client", type=_positive_int, default=LEASES_PER_CLIENT, metavar="N",
+                         help="leases one client's sets may hold together (default %(default)s)")
+    service.add_argument("--landlord-hosts", type=_hosts, default=None, metavar="H1,H2",
+                         help="the only hosts the leases' landlords may be at, as their URIs name them "
+                              "(default: any)")
+    service.add_argument("--callback-hosts", type=_hosts, default=None, metavar="H1,H2",
+                         help="the only hosts the sets' listeners may be on (default: any)")
     service.add_argument("-v", "--verbose", action="store_true", help="log each set and warning (INFO)")
+
+
+def _hosts(text: str) -> list[str]:
+    hosts = [host.strip() for host in text.split(",")]
+    if not all(hosts):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of host names or addresses, got {text!r}")
+    return hosts
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _port_or_any(text: str) -> int:
@@ -102,7 +144,7 @@ def _serve_renewals(args: argparse.Namespace, prog: str) -> int:
     import sqlite3
 
     from .policy import LeaseDurationPolicy
-    from .renewalservice import SERVICE_OBJECT_ID, LeaseRenewalService
+    from .renewalservice import SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
     from .serving import serve_landlord
     from .store import StoreInUseError
 
@@ -110,7 +152,10 @@ def _serve_renewals(args: argparse.Namespace, prog: str) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         policy = LeaseDurationPolicy(args.max_set_lease, min(args.set_lease, args.max_set_lease))
-        service = LeaseRenewalService(policy=policy, store=args.store)
+        limits = RenewalLimits(args.sets_per_client, args.leases_per_set, args.leases_per_client,
+                               None if args.landlord_hosts is None else frozenset(args.landlord_hosts))
+        service = LeaseRenewalService(policy=policy, store=args.store, limits=limits,
+                                      callback_hosts=args.callback_hosts)
     except (ValueError, sqlite3.Error, StoreInUseError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

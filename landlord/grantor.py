@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 COOKIE_BYTES = 16  # 128 random bits: holding the cookie is the capability to renew or cancel
 MAX_REASON = 1000  # characters of a revocation's reason
 MAX_LISTENER_URI = MAX_CALLBACK_URI  # characters of a revocation listener's URI (the older name)
+# Characters of one denial's message in a batch answer (a revocation's reason may
+# be 1,000, a policy's anything): MAX_BATCH denials so fit in well under 2 MiB.
+MAX_DENIAL = 200
 
 
 def served_uri(obj: object) -> str | None:
@@ -421,7 +424,9 @@ class Landlord:
         """Renew many leases in one call.
 
         The whole call is checked first: malformed input renews nothing.
-        Unknown or denied leases fail one by one.
+        Unknown or denied leases fail one by one; a denial's message is cut to
+        ``MAX_DENIAL`` characters (and its attributes dropped), so the answer
+        to ``MAX_BATCH`` leases stays under 2 MiB whatever they were denied for.
 
         Raises:
             TypeError, ValueError: not two lists of equal length, a non-cookie,
@@ -438,7 +443,7 @@ class Landlord:
         for outcome in self._manager.renewed_all(cookies, durations):
             if isinstance(outcome, Exception):  # unknown, expired or refused: that lease fails alone
                 granted.append(-1)
-                denied.append(outcome)
+                denied.append(_fitting_denial(outcome))
             else:
                 granted.append(outcome)
         return RenewResults(granted, denied)
@@ -448,10 +453,29 @@ class Landlord:
         """Cancel many leases; return the failures by cookie (empty when all succeeded).
 
         Raises:
-            TypeError, ValueError: not a list of cookies (nothing is cancelled).
+            TypeError, ValueError: not a list of cookies, or more than ``MAX_BATCH``
+                (nothing is cancelled).
         """
         cookies = [check_cookie(c) for c in _check_batch(cookies, "cookies")]
         return self._manager.cancel_all(cookies)
+
+
+def _fitting_denial(exc: Exception) -> Exception:
+    """``exc`` as a batch answer carries it: itself if its message is at most ``MAX_DENIAL``
+    characters and it has no attributes (which Pyro5 would send too); else an exception of
+    its class with the message cut, or a :class:`LeaseDeniedError` naming the class where
+    that class cannot be made from one message."""
+    message = str(exc)
+    if len(message) <= MAX_DENIAL and not getattr(exc, "__dict__", None):
+        return exc
+    cut = message if len(message) <= MAX_DENIAL else message[:MAX_DENIAL - 1] + "…"
+    try:
+        short = type(exc)(cut)
+    except Exception:
+        short = None
+    if short is None or getattr(short, "__dict__", None) or str(short) != cut:
+        short = LeaseDeniedError(f"{type(exc).__name__}: {cut}"[:MAX_DENIAL])
+    return short
 
 
 def _check_batch(items: object, name: str) -> list[Any]:

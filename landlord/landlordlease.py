@@ -33,13 +33,19 @@ log = logging.getLogger(__name__)
 
 # Cookies are opaque, but a bound keeps forged ones from costing memory.
 MAX_COOKIE_LENGTH = 256
-# The most leases in one renew_all or cancel_all call: a landlord refuses more.
-MAX_BATCH = 100_000
-# The most a holder sends in one call; bigger batches are split. A 100,000-lease
-# answer in which every renewal failed is 15.4 MiB of serpent, near a served
-# landlord's 16 MiB MAX_MESSAGE_SIZE (landlord.serving); 10,000 keeps every
-# answer under 2 MiB, and costs nothing measurable in calls per lease.
-CALL_BATCH = 10_000
+# The most leases in one renew_all or cancel_all call: a landlord refuses more
+# (a ValueError, before anything changes). About what a served landlord's 64 KiB
+# serpent message cap lets in (2,000 cookies), and small enough that the worst
+# answer (every lease unknown under a 256-character cookie, or denied with a
+# reason cut to MAX_DENIAL) stays under 2 MiB in serpent and json, far below
+# the 16 MiB message cap: an answer too big to send would drop the connection.
+MAX_BATCH = 2_000
+# The most a holder sends in one call; bigger batches are split. A 1,000-lease
+# renew_all of 22-character cookies is 43.6 KB of serpent and 45.6 KB of json
+# with arbitrary durations (29.1 KB and 31.1 KB asking 3.0 each); a cancel_all
+# 25.1 KB and 26.1 KB: well under the 64 KiB serpent cap. Its answer, every
+# lease unknown, is 162 KB (renew_all) and 184 KB (cancel_all) of serpent.
+CALL_BATCH = 1_000
 # The most replicas one group may name, and the longest URI of one: a forged
 # lease costs no more than this.
 MAX_LANDLORDS = 16
@@ -197,7 +203,14 @@ class LandlordLease(AbstractLease):
         return isinstance(other, LandlordLease) and other._landlord_id == self._landlord_id
 
     def _batch_key(self) -> Hashable | None:
-        return ("landlord", self._landlord_id)
+        # the landlord's id and where it is (a group's replicas in any order): leases naming one
+        # id at another address (forged, say, by a stranger sharing a renewal service) never
+        # share a call, so no lease's cookie is sent where another lease says its landlord is
+        if self._landlords is not None:
+            return ("landlord", self._landlord_id, frozenset(self._landlords))
+        if isinstance(self._landlord, str):
+            return ("landlord", self._landlord_id, self._landlord)
+        return ("landlord", self._landlord_id, id(self._landlord))
 
     def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
         if len(leases) > CALL_BATCH:

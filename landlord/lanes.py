@@ -2,10 +2,11 @@
 
 Tasks are submitted to a *lane* (any hashable key). Tasks of one lane run one
 at a time, in the order submitted; tasks of different lanes run in parallel
-on up to ``workers`` threads. The renewal manager runs one lane per landlord,
-so a landlord that hangs holds up its own renewals and no one else's. (The
-lookup service's event delivery did the same, one lane per listener, until
-300 dead listeners held all its threads: see :mod:`lookup.outbox`. Lanes
+on up to ``workers`` threads. The renewal manager runs one lane per landlord
+address, so a landlord that hangs holds up its own renewals and no one else's,
+and keeps the calls of landlords not heard from, or failing, on pools of their
+own. (The lookup service's event delivery did the same, one lane per listener,
+until 300 dead listeners held all its threads: see :mod:`lookup.outbox`. Lanes
 suit a few peers; a blocked task holds its thread.)
 """
 

@@ -45,22 +45,32 @@ The manager is a driver. What is due when, batch by batch, is decided by its
 :class:`~landlord.schedule.Schedule`, which reads no clock and runs no
 thread. One thread sleeps until the schedule's next due time and takes what
 is due; the remote calls go out on a few worker threads, one
-:mod:`lane <landlord.lanes>` per landlord, so a landlord that hangs (until
-the call timeout, :func:`landlord.set_call_timeout`) holds up its own
-renewals and no one else's.
+:mod:`lane <landlord.lanes>` per *endpoint* (the host and port a landlord's
+URI names: :class:`Endpoints`), so a landlord that hangs (until the call
+timeout, :func:`landlord.set_call_timeout`) holds up its own renewals and no
+one else's, however many landlords are named at its address. Endpoints
+that answered their last call have workers of their own; those not yet heard
+from have ``doubtful_workers`` others, and those whose last call failed to
+communicate as many more (:class:`Endpoints` says which), so no number of
+dead or hung landlords keeps a worker from a landlord that answers, and
+once they have failed, none from one not yet heard from. A lease renewal
+service, which renews whatever leases strangers hand it, relies on this.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import math
 import numbers
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from types import TracebackType
 from typing import Protocol
+
+import Pyro5.core
 
 from . import proxies
 from .classify import Verdict, classify
@@ -86,9 +96,13 @@ from .schedule import (
 )
 
 __all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time", "attempt_timeout",
-           "renew_duration_for", "RENEW_AFTER"]
+           "renew_duration_for", "RENEW_AFTER", "Endpoints", "ANSWERING", "UNHEARD", "FAILING"]
 
 log = logging.getLogger(__name__)
+
+# Endpoints remembered as answering (and as failing): beyond this many, the one heard from
+# longest ago is forgotten (and its next call goes with the unheard).
+ANSWERING_ENDPOINTS = 4096
 
 
 class RevocationWatcher(Protocol):
@@ -109,7 +123,7 @@ class LeaseRenewalManager:
     is logged and ignored.
 
     Leases whose ``_batch_key()`` is equal (a :class:`~landlord.LandlordLease`
-    of the same landlord) and that fall due within ``batch_window`` seconds of
+    of the same landlord id at the same address) and that fall due within ``batch_window`` seconds of
     one another are renewed in one remote call (up to ``max_batch`` leases per
     call); leases without a key are renewed one by one.
 
@@ -125,8 +139,12 @@ class LeaseRenewalManager:
         retry_initial: the first delay's ceiling, in seconds, before retrying after a communication
             failure; it doubles with each further failure (jittered: :class:`~landlord.Backoff`)...
         retry_max: ...up to this many seconds.
-        max_batch: the most leases renewed in one call (default ``CALL_BATCH``, 10,000).
-        workers: the most remote calls in flight at once (to different landlords).
+        max_batch: the most leases renewed in one call (default ``CALL_BATCH``, 1,000).
+        workers: the most remote calls in flight at once to landlords that answered their last call
+            (each endpoint, a host and port, one at a time).
+        doubtful_workers: the most in flight at once to landlords not yet heard from, and as many
+            to those whose last call failed to communicate, on threads of their own: they never
+            hold up a landlord that answers, and those failing never hold up one not yet heard from.
         name: the background thread's name.
         revocations: a :class:`~landlord.revocation.RevocationReceiver`: each
             :class:`~landlord.LandlordLease` kept is watched through it (one
@@ -139,13 +157,13 @@ class LeaseRenewalManager:
     Raises:
         ValueError: an option out of range (negative, NaN, infinite, or ``renew_after`` not strictly
             between 0 and 1, ``retry_initial`` not positive, ``retry_max < retry_initial``,
-            ``max_batch < 1``, ``workers < 1``).
+            ``max_batch < 1``, ``workers < 1``, ``doubtful_workers < 1``).
     """
 
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK, renew_after: float = RENEW_AFTER,
                  round_trip_allowance: float | None = None, batch_window: float = 1.0,
                  retry_initial: float = 1.0, retry_max: float = 60.0, max_batch: int = CALL_BATCH,
-                 workers: int = 4, name: str = "LeaseRenewalManager",
+                 workers: int = 4, doubtful_workers: int = 2, name: str = "LeaseRenewalManager",
                  revocations: RevocationWatcher | None = None) -> None:
         if round_trip_allowance is not None:
             check_finite(round_trip_allowance, "round_trip_allowance")
@@ -156,7 +174,15 @@ class LeaseRenewalManager:
         self._clock = clock
         self._cond = threading.Condition()  # guards the schedule and the fields below
         self._closed = False
-        self._lanes = Lanes(workers=workers, name=f"{name}-call")
+        self._endpoints = Endpoints()  # under self._cond
+        self._pools: dict[str, Lanes] = {}  # by the standing of the endpoints whose calls they make
+        try:
+            for standing, count in ((ANSWERING, workers), (UNHEARD, doubtful_workers), (FAILING, doubtful_workers)):
+                self._pools[standing] = Lanes(workers=count, name=f"{name}-{standing}")
+        except BaseException:
+            for pool in self._pools.values():
+                pool.close()
+            raise
         self._state = _ThreadState(self._cond, clock)
         self._revocations = revocations
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -298,7 +324,8 @@ class LeaseRenewalManager:
             self._cond.notify_all()
         if self._thread is not threading.current_thread():
             self._thread.join()
-        self._lanes.close()
+        for pool in self._pools.values():
+            pool.close()
 
     def __enter__(self) -> LeaseRenewalManager:
         return self
@@ -329,8 +356,12 @@ class LeaseRenewalManager:
                                now=self._clock.monotonic(), listener=listener, on_desired=on_desired,
                                on_warning=on_warning, warn_before=before)
             self._state.sooner(self._schedule.next_due())
-        if new and self._revocations is not None and isinstance(lease, LandlordLease):
-            self._lanes.submit(lease._batch_key(), functools.partial(self._watch, self._revocations, lease))
+            revocations = self._revocations if new and isinstance(lease, LandlordLease) else None
+            if revocations is not None:  # on its landlord's lane, as its renewals: a hang holds up only its own
+                lane = self._endpoints.lane_of(lease, lease._batch_key())
+                lanes = self._pools[self._endpoints.standing(lane)]
+        if revocations is not None and isinstance(lease, LandlordLease):
+            lanes.submit(lane, functools.partial(self._watch, revocations, lease))
 
     def _told(self, told: list[Told]) -> None:
         """Tell the listeners of leases let go; and no longer watch those leases for revocation."""
@@ -371,19 +402,34 @@ class LeaseRenewalManager:
                     calls, told = self._schedule.take_due(now)
                     warned = self._schedule.take_warnings(now)
                     self._state.out += len(calls)
+                    routes = [self._endpoints.route(call) for call in calls]
                 self._told(told)
                 _warn(warned)
-                for call in calls:
-                    if not self._lanes.submit(call.lane, functools.partial(self._renew, call)):
-                        self._state.returned()  # closed meanwhile (the schedule is cleared)
+                for call, (lane, standing) in zip(calls, routes):
+                    self._submit(call, lane, standing)
         except Exception:  # a bug: say so loudly, the leases are no longer renewed
             log.exception("%s stopped by an error; leases are no longer renewed", self._thread.name)
 
-    def _renew(self, call: Call) -> None:
-        """On the call's lane: make it, record the outcome, then run the callbacks."""
+    def _submit(self, call: Call, lane: Hashable, standing: str) -> None:
+        """Queue ``call`` on ``lane`` of the pool for endpoints of that standing."""
+        if not self._pools[standing].submit(lane, functools.partial(self._renew, call, lane, standing)):
+            self._state.returned()  # closed meanwhile (the schedule is cleared)
+
+    def _renew(self, call: Call, lane: Hashable, standing: str) -> None:
+        """On the call's lane: make it, record the outcome, then run the callbacks.
+
+        A call queued while its endpoint stood otherwise (an unheard one that has
+        failed since, say) moves to the pool of its standing now, rather than
+        hold a worker that others of its old standing are waiting for."""
+        with self._cond:
+            now_standing = self._endpoints.standing(lane)
+        if now_standing != standing:
+            self._submit(call, lane, now_standing)
+            return
         started = self._clock.monotonic()
         failures, error = _send(call, self._clock)
         with self._cond:
+            self._endpoints.heard(lane, answered=error is None or classify(error) is not Verdict.RETRY)
             told = self._schedule.finished(call, self._clock.monotonic(), failures=failures, error=error,
                                            started=started)
             self._state.sooner(self._schedule.next_due())
@@ -394,6 +440,81 @@ class LeaseRenewalManager:
         """For tests on a fake clock: wait (``timeout`` real seconds at most) until nothing is left to do now."""
         with self._cond:
             return self._cond.wait_for(lambda: self._closed or self._state.idle(), timeout)
+
+
+ANSWERING, UNHEARD, FAILING = "answering", "unheard", "failing"  # an endpoint's standing
+
+
+class Endpoints:
+    """Where each renewal call goes, and how that place has answered.
+
+    A call's lane is its *endpoint*: the host and port its landlord's URI names
+    (the first replica's, for a replicated landlord), so that leases naming one
+    address under many landlord ids share one lane, and hold one worker at most
+    however long that address takes to fail. Calls without such an address (an
+    in-process landlord, a lease of another class) keep their own lanes.
+
+    An endpoint's *standing*: :data:`ANSWERING` once a call to it got an answer
+    (granted or refused), :data:`FAILING` once a call to it failed to
+    communicate (until one is answered), :data:`UNHEARD` before either. At most
+    ``remembered`` of each are kept, the one heard from longest ago forgotten
+    first (it is unheard again). Pure: no clock, no thread.
+
+    Args:
+        remembered: how many answering, and how many failing, endpoints to remember.
+    """
+
+    def __init__(self, remembered: int = ANSWERING_ENDPOINTS) -> None:
+        self._heard: dict[str, collections.OrderedDict[Hashable, None]] = {
+            ANSWERING: collections.OrderedDict(), FAILING: collections.OrderedDict()}
+        self._remembered = remembered
+        self._locations: dict[str, str] = {}  # URI -> host:port, parsed once
+
+    def route(self, call: Call) -> tuple[Hashable, str]:
+        """The lane for ``call``, and its endpoint's standing."""
+        lane = self.lane_of(call.first, call.lane)
+        return lane, self.standing(lane)
+
+    def lane_of(self, lease: Lease, lane: Hashable) -> Hashable:
+        """The lane of ``lease``'s calls: its endpoint, or ``lane`` where it has none."""
+        if not isinstance(lease, LandlordLease) or not isinstance(lease.landlord, str):
+            return lane
+        uri = lease.landlords[0] if lease.replicated else lease.landlord
+        location = self._locations.get(uri)
+        if location is None:
+            if len(self._locations) >= self._remembered:
+                self._locations.clear()
+            location = self._locations[uri] = _location(uri)
+        return ("endpoint", location)
+
+    def heard(self, lane: Hashable, *, answered: bool) -> None:
+        """A call on ``lane`` got an answer (``answered``), or failed to communicate."""
+        now, before = (ANSWERING, FAILING) if answered else (FAILING, ANSWERING)
+        self._heard[before].pop(lane, None)
+        heard = self._heard[now]
+        heard[lane] = None
+        heard.move_to_end(lane)
+        if len(heard) > self._remembered:
+            heard.popitem(last=False)
+
+    def standing(self, lane: Hashable) -> str:
+        """:data:`ANSWERING`, :data:`FAILING` or :data:`UNHEARD`: how the endpoint of ``lane`` last answered."""
+        for standing, heard in self._heard.items():
+            if lane in heard:
+                return standing
+        return UNHEARD
+
+    def answering(self, lane: Hashable) -> bool:
+        """Whether the endpoint of ``lane`` answered its last call."""
+        return lane in self._heard[ANSWERING]
+
+
+def _location(uri: str) -> str:
+    """The host and port (or socket path) a ``PYRO:`` URI names; the URI itself if it names none."""
+    try:
+        return str(Pyro5.core.URI(uri).location or uri)
+    except Exception:  # checked when the lease was made; a name without a place is its own lane
+        return uri
 
 
 class _ThreadState:

@@ -21,9 +21,29 @@ Listeners are Pyro5 objects the holder names by URI (see
   per term of the set's lease. The listener so gets the capability to renew
   the set: name one you trust with it.
 
-Events go out from one thread of their own (:class:`~landlord.notices.Notices`),
-best effort. A set is named to listeners by its ``set_id``, never by the
-cookie of its lease, which is the capability to change it.
+Events go out best effort, from a few threads of their own, one listener
+address (host and port) at a time (:class:`SetEvents`): a listener that hangs
+holds up only the events to its own address, never one that took its last
+event, and once a delivery there has failed, events to that address are skipped (logged) for ``SKIP_AFTER_FAILURE``
+seconds, so a stranger's listener that never answers costs one delivery
+timeout a while, not one per event. A set is named to listeners by its
+``set_id``, never by the cookie of its lease, which is the capability to
+change it.
+
+A service takes only what it may renew (:class:`RenewalLimits`): a client,
+known by the host its calls come from (the peer address of its connection:
+:func:`client_of_call`), may hold so many sets, each of so many leases, and
+so many leases in all; the sets a client makes count against it whoever adds
+to them. A lease is renewed on its landlord's address's lane
+(:class:`~landlord.renewal.Endpoints`), so one set's dead or hung landlords
+hold up no other's. Every URI the service
+will call is checked first: a lease's landlord (each of a replicated
+landlord's group) must be a ``PYRO:`` URI (:func:`check_pyro_uri`), at one of
+``landlord_hosts`` when the service is given them, and a listener a callback
+the service takes (:meth:`~landlord.Landlord.check_callback`, with its
+``callback_hosts``). A
+refusal is a clear error (``ValueError``, or ``TypeError`` for a thing of
+the wrong kind) and changes nothing.
 
 With a ``store`` (an SQLite file), the sets, their listeners and their
 leases survive a restart: the set leases come back with their remaining
@@ -33,42 +53,282 @@ its landlord's clock went on meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import heapq
+import ipaddress
 import itertools
 import logging
 import math
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import Pyro5.api
+import Pyro5.callcontext
+import Pyro5.core
 import Pyro5.server
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import FOREVER, check_duration
 from .errors import UnknownLeaseError
 from .grantor import Landlord
-from .landlordlease import LandlordLease
+from .landlordlease import MAX_URI_LENGTH, LandlordLease
+from .lanes import Lanes
 from .lease import Lease
-from .notices import Notices
+from .notices import NOTICE_TIMEOUT
 from .policy import LeaseDurationPolicy, LeasePolicy
-from .renewal import LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
+from .renewal import ANSWERING, FAILING, UNHEARD, Endpoints, LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
 from .renewalsets import Member, RenewalSet, SetStore
 from .schedule import RENEW_AFTER
 from .store import LeaseStore
 
-__all__ = ["LeaseRenewalService", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS", "DEFAULT_SET_LEASE",
-           "MAX_SET_LEASE"]
+__all__ = ["LeaseRenewalService", "RenewalLimits", "SetEvents", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS",
+           "DEFAULT_SET_LEASE", "MAX_SET_LEASE", "SETS_PER_CLIENT", "LEASES_PER_CLIENT", "IN_PROCESS", "UNIX_SOCKET",
+           "IPV6_CLIENT_PREFIX",
+           "check_pyro_uri", "client_of_call"]
 
 log = logging.getLogger(__name__)
 
 SERVICE_OBJECT_ID = "landlord.RenewalService"  # fixed, so host and port are enough to reach it
 DEFAULT_PORT = 4162  # beside the lookup service's 4160
-MAX_MEMBERS = 10_000  # leases one set may hold
+MAX_MEMBERS = 10_000  # leases one set may hold (by default)
+SETS_PER_CLIENT = 16  # sets one client may hold (by default)
+LEASES_PER_CLIENT = 10_000  # leases one client's sets may hold together (by default)
+IN_PROCESS = "in-process"  # the client a call made in the service's own process is counted as
+UNIX_SOCKET = "unix-socket"  # the client every call over a Unix socket is counted as
+IPV6_CLIENT_PREFIX = 64  # an IPv6 peer is counted by its network of this prefix (a host may hold a /64)
+SKIP_AFTER_FAILURE = 30.0  # seconds events to a listener's address are skipped after a delivery there failed
+EVENT_WORKERS = 2  # listener addresses that took their last event, told at once
+UNHEARD_EVENT_WORKERS = 4  # listener addresses not yet tried, told at once (and one failing)
 DEFAULT_SET_LEASE = 600.0  # seconds a set's lease runs when ANY is asked
 MAX_SET_LEASE = 3600.0  # the longest a set's lease is granted for
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RenewalLimits:
+    """What one client may hold in a :class:`LeaseRenewalService`, and where its leases may lead.
+
+    Args:
+        sets_per_client: renewal sets one client may hold at once.
+        leases_per_set: leases one set may hold.
+        leases_per_client: leases all of one client's sets may hold together.
+        landlord_hosts: the hosts a lease's landlord may be at, compared with the
+            host of its URI as written, ignoring case (no name is resolved);
+            ``None``: any host.
+
+    Raises:
+        TypeError: a limit that is not an ``int``, or hosts that are not strings.
+        ValueError: a limit below 1, or an empty host.
+    """
+
+    sets_per_client: int = SETS_PER_CLIENT
+    leases_per_set: int = MAX_MEMBERS
+    leases_per_client: int = LEASES_PER_CLIENT
+    landlord_hosts: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("sets_per_client", "leases_per_set", "leases_per_client"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        if self.landlord_hosts is not None:
+            object.__setattr__(self, "landlord_hosts", _hosts(self.landlord_hosts))
+
+
+def _hosts(hosts: Iterable[str]) -> frozenset[str]:
+    """Host names or addresses as a URI's host is compared with them: lower case, IPv6
+    without brackets (a single string is refused: it is not a list)."""
+    if isinstance(hosts, str):
+        raise TypeError("landlord_hosts must be a collection of host names, not one string")
+    checked = set()
+    for host in hosts:
+        if not isinstance(host, str):
+            raise TypeError(f"a landlord host must be a str, got {type(host).__name__}")
+        if not host.strip():
+            raise ValueError("a landlord host must not be empty")
+        checked.add(host.strip().strip("[]").lower())  # as Pyro5 parses a URI's host: no IPv6 brackets
+    return frozenset(checked)
+
+
+def check_pyro_uri(uri: object, what: str, *, hosts: frozenset[str] | None = None,
+                   max_length: int = MAX_URI_LENGTH) -> str:
+    """``uri`` if the service may call it: a ``PYRO:`` URI (a ``PYRONAME:`` or ``PYROMETA:``
+    one would send it to a name server), at most ``max_length`` characters, at one of
+    ``hosts`` when they are given (lower-cased; ``None``: any host).
+
+    The renewal service's rule for the landlords of the leases it is handed (a
+    landlord on a Unix socket of the service's host is taken when no hosts are
+    given). Its listeners are held to the rule every server's callbacks are,
+    :meth:`~landlord.Landlord.check_callback`.
+
+    Raises:
+        TypeError: ``uri`` is not a ``str`` (or ``Pyro5.core.URI``).
+        ValueError: it is too long, malformed, not ``PYRO:``, or at a host not among ``hosts``.
+    """
+    if isinstance(uri, Pyro5.core.URI):
+        uri = str(uri)
+    if not isinstance(uri, str):
+        raise TypeError(f"{what} must be a PYRO: URI, got {type(uri).__name__}")
+    if len(uri) > max_length:
+        raise ValueError(f"{what} must be at most {max_length} characters, got {len(uri)}")
+    try:
+        parsed = Pyro5.core.URI(uri)
+    except Exception:
+        raise ValueError(f"{what} must be a PYRO: URI, got {uri!r:.80}") from None
+    if parsed.protocol != "PYRO":
+        raise ValueError(f"{what} must be a PYRO: URI, got {uri!r:.80}")
+    if hosts is not None and (parsed.host or "").lower() not in hosts:
+        raise ValueError(f"{what} is at {parsed.host!r:.80}, which this service does not renew with "
+                         f"(its landlord hosts: {', '.join(sorted(hosts))})")
+    return uri
+
+
+def client_of_call() -> str:
+    """Who makes the call being served: the host of its connection's peer (an IPv4
+    address, also when it comes mapped into IPv6; for other IPv6 peers the
+    ``/IPV6_CLIENT_PREFIX`` network, since one host may hold a whole /64 of
+    addresses; loopback as itself), :data:`UNIX_SOCKET` for any peer on a Unix
+    socket (they have no address to tell them apart), or :data:`IN_PROCESS` for a
+    call made in this process."""
+    address = getattr(Pyro5.callcontext.current_context, "client_sock_addr", None)
+    if isinstance(address, tuple) and address and isinstance(address[0], str) and address[0]:
+        return _client_host(address[0])
+    if isinstance(address, (str, bytes)):
+        return UNIX_SOCKET
+    return IN_PROCESS
+
+
+def _client_host(host: str) -> str:
+    """The client a peer at ``host`` is counted as (see :func:`client_of_call`)."""
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])  # without an IPv6 scope id
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if not ip.is_loopback:
+            return str(ipaddress.ip_network(f"{ip}/{IPV6_CLIENT_PREFIX}", strict=False))
+    return str(ip)
+
+
+class SetEvents:
+    """Calls listeners' remote methods for a renewal service, so that no listener holds up another's.
+
+    One lane per listener address (host and port: :mod:`landlord.lanes`), so
+    events to one listener arrive in order and a listener that hangs holds up
+    only its own address; and, as the renewal manager's calls
+    (:class:`~landlord.renewal.Endpoints`), addresses that took their last
+    event have ``workers`` threads of their own, those not yet tried
+    ``UNHEARD_EVENT_WORKERS``, and those whose last delivery failed one, so no
+    number of hung listeners delays an event to one that answers. A delivery that fails (unreachable,
+    or no answer within ``timeout``) is logged at WARNING, and events to that
+    address posted in the next ``skip_for`` seconds are skipped, each logged,
+    without a call. Best effort, like :class:`~landlord.notices.Notices`.
+
+    Args:
+        clock: times the skipping.
+        timeout: the most one delivery may take, in seconds.
+        skip_for: how long an address that failed is skipped.
+        workers: the most deliveries under way at once to addresses that took their last event.
+
+    Raises:
+        ValueError: ``workers`` is not a positive integer.
+    """
+
+    def __init__(self, clock: Clock = SYSTEM_CLOCK, *, timeout: float = NOTICE_TIMEOUT,
+                 skip_for: float = SKIP_AFTER_FAILURE, workers: int = EVENT_WORKERS) -> None:
+        self._clock = clock
+        self._timeout = timeout
+        self._skip_for = skip_for
+        self._lock = threading.Lock()
+        self._failed: dict[str, float] = {}  # address -> until when it is skipped (monotonic)
+        self._standing = Endpoints()  # under the lock: how each address took its last event
+        self._pools: dict[str, Lanes] = {}
+        try:
+            for standing, count in ((ANSWERING, workers), (UNHEARD, UNHEARD_EVENT_WORKERS), (FAILING, 1)):
+                self._pools[standing] = Lanes(workers=count, name=f"RenewalServiceEvents-{standing}")
+        except BaseException:
+            for pool in self._pools.values():
+                pool.close()
+            raise
+
+    def post(self, listener: str, method: str, args: tuple[Any, ...], about: str) -> None:
+        """Call ``method(*args)`` on the Pyro5 object at ``listener`` (a checked ``PYRO:`` URI), soon."""
+        address = _address(listener)
+        with self._lock:
+            standing = self._standing.standing(address)
+        self._submit(address, standing, functools.partial(self._deliver, address, listener, method, args, about))
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` real seconds in all) until no event is queued or under way;
+        return whether that happened in time."""
+        end = time.monotonic() + timeout
+        # an event may move from one pool to another: idle only when all are, seen one after the other
+        while True:
+            if not all(pool.wait_idle(max(0.0, end - time.monotonic())) for pool in self._pools.values()):
+                return False
+            if all(pool.pending() == 0 for pool in self._pools.values()):
+                return True
+
+    def close(self, wait: float = NOTICE_TIMEOUT) -> None:
+        """Send what is queued, waiting at most ``wait`` seconds in all; drop the rest."""
+        self.wait_idle(wait)
+        for pool in self._pools.values():
+            pool.close()
+
+    def _submit(self, address: str, standing: str, deliver: Any) -> None:
+        self._pools[standing].submit(address, functools.partial(self._in_turn, address, standing, deliver))
+
+    def _in_turn(self, address: str, standing: str, deliver: Any) -> None:
+        """Deliver now, or move to the pool of the address's standing if it changed since it was queued."""
+        with self._lock:
+            now_standing = self._standing.standing(address)
+        if now_standing != standing:
+            self._submit(address, now_standing, deliver)
+        else:
+            deliver()
+
+    def _deliver(self, address: str, listener: str, method: str, args: tuple[Any, ...], about: str) -> None:
+        now = self._clock.monotonic()
+        with self._lock:
+            skipped = self._failed.get(address, -math.inf) > now
+        if skipped:
+            log.warning("did not tell %s that %s: a delivery there failed in the last %g s", listener, about,
+                        self._skip_for)
+            return
+        try:  # a connection of its own, closed after: listeners are many, events rare
+            with Pyro5.api.Proxy(listener) as proxy:
+                proxy._pyroTimeout = self._timeout
+                getattr(proxy, method)(*args)
+        except Exception as exc:
+            log.warning("could not tell %s that %s (%s: %s); events to %s are skipped for %g s", listener, about,
+                        type(exc).__name__, exc, address, self._skip_for)
+            with self._lock:
+                self._standing.heard(address, answered=False)
+                if len(self._failed) >= _FAILED_ADDRESSES:
+                    self._failed = {a: t for a, t in self._failed.items() if t > now}
+                self._failed[address] = self._clock.monotonic() + self._skip_for
+        else:
+            with self._lock:
+                self._standing.heard(address, answered=True)
+
+
+_FAILED_ADDRESSES = 4096  # failed addresses remembered before those no longer skipped are forgotten
+
+
+def _address(uri: str) -> str:
+    """The host and port (or socket path) a checked ``PYRO:`` URI names."""
+    try:
+        return str(Pyro5.core.URI(uri).location or uri)
+    except Exception:
+        return uri
 
 
 class LeaseRenewalService(Landlord):
@@ -90,23 +350,29 @@ class LeaseRenewalService(Landlord):
         reaper: how ended sets are found (see :class:`~landlord.LeaseManager`).
         callback_hosts: the only hosts its clients' listeners may name (``None``: any;
             see :meth:`~landlord.Landlord.check_callback`).
+        limits: what one client may hold, and where its leases may lead (default: :class:`RenewalLimits`'s).
 
     Raises:
+        TypeError: ``limits`` is not a :class:`RenewalLimits`.
         sqlite3.Error, StoreInUseError: the store cannot be opened, or another service has it open.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, clock: Clock = SYSTEM_CLOCK,
                  store: str | os.PathLike[str] | None = None,
                  renewal_manager: LeaseRenewalManager | None = None, reaper: str = "sleeper",
-                 callback_hosts: Iterable[str] | None = None) -> None:
+                 callback_hosts: Iterable[str] | None = None, limits: RenewalLimits | None = None) -> None:
+        if limits is not None and not isinstance(limits, RenewalLimits):
+            raise TypeError(f"limits must be a RenewalLimits, got {type(limits).__name__}")
+        self.limits = limits or RenewalLimits()
         self._lock = threading.RLock()  # before the landlord restores, whose reaper may end a set at once
         self._sets: dict[str, RenewalSet] = {}
+        self._held: dict[str, _Held] = {}  # by client: what its sets hold (under the lock)
         self._owner: dict[Lease, str] = {}  # each lease is in one set at most
         lease_store = LeaseStore(store, name="renewal-service") if store is not None else None  # claims the file
         self._set_store = SetStore(store) if store is not None else None
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager or LeaseRenewalManager(clock=clock, name="RenewalService")
-        self._events = Notices(name="RenewalServiceEvents")
+        self._events = SetEvents(clock)
         self._alarms = _Alarms(clock, self._warn)
         try:
             super().__init__(policy=policy or LeaseDurationPolicy(MAX_SET_LEASE, DEFAULT_SET_LEASE), clock=clock,
@@ -130,18 +396,25 @@ class LeaseRenewalService(Landlord):
         """A new, empty renewal set: its id, and its lease for ``duration`` seconds (``ANY``: the default).
 
         Raises:
-            ValueError: an invalid duration.
+            ValueError: an invalid duration, or the calling client holds ``sets_per_client`` sets already.
             LeaseDeniedError: the policy refused.
         """
         duration = check_duration(duration)
+        client = client_of_call()
         set_id = uuid.uuid4().hex
         with self._lock:  # filed first: a lease ending at once finds its set to end
-            renewal_set = self._sets[set_id] = RenewalSet(set_id, "")
+            held = self._held.setdefault(client, _Held())
+            if held.sets >= self.limits.sets_per_client:
+                raise ValueError(f"a client may hold at most {self.limits.sets_per_client} renewal sets "
+                                 f"({client} holds {held.sets}); let one end or cancel its lease first")
+            renewal_set = self._sets[set_id] = RenewalSet(set_id, "", client=client)
+            held.sets += 1
         try:
             lease = self.new_lease(set_id, duration)
         except BaseException:
             with self._lock:
-                self._sets.pop(set_id, None)
+                if self._sets.pop(set_id, None) is not None:
+                    self._count(client, sets=-1)
             raise
         with self._lock:
             renewal_set.cookie = lease.cookie
@@ -164,12 +437,15 @@ class LeaseRenewalService(Landlord):
 
         Raises:
             TypeError: ``lease`` is not a Lease, or a malformed cookie or number.
-            ValueError: an invalid duration, a full set (``MAX_MEMBERS``), or a lease
-                already in another set.
+            ValueError: an invalid duration; a lease whose landlord the service may not call
+                (:func:`check_pyro_uri`; with ``landlord_hosts``, a lease that is not a
+                :class:`~landlord.LandlordLease`); a full set (``leases_per_set``); the set's
+                client holding ``leases_per_client`` leases; a lease already in another set.
             UnknownLeaseError: no live set has that cookie.
         """
         if not isinstance(lease, Lease):
             raise TypeError(f"expected a Lease, got {type(lease).__name__}")
+        _check_landlords_of(lease, self.limits.landlord_hosts)
         duration = check_duration(duration, allow_any=False)
         lease = _on_clock(lease, self.clock)
         asked = renew_duration_for(lease, renew_duration)
@@ -179,10 +455,12 @@ class LeaseRenewalService(Landlord):
             if owner is not None and owner != renewal_set.set_id:
                 raise ValueError(f"{lease!r} is in another renewal set; remove it there first")
             old = renewal_set.members.get(lease)
-            if old is None and len(renewal_set.members) >= MAX_MEMBERS:
-                raise ValueError(f"a renewal set holds at most {MAX_MEMBERS} leases")
+            if old is None:
+                self._check_room(renewal_set)
             key = old.key if old is not None else self._new_key()
             member = renewal_set.members[lease] = Member(key, self.clock.time() + duration, asked)
+            if old is None:
+                self._count(renewal_set.client, leases=1)
             self._owner[lease] = renewal_set.set_id
             self._keep(renewal_set.set_id, lease, member)
             if self._set_store is not None:
@@ -287,6 +565,12 @@ class LeaseRenewalService(Landlord):
         with self._lock:
             return len(self._sets)
 
+    def held_by(self, client: str) -> tuple[int, int]:
+        """How many sets ``client`` (a host, or :data:`IN_PROCESS`) holds, and leases in them."""
+        with self._lock:
+            held = self._held.get(client)
+            return (held.sets, held.leases) if held is not None else (0, 0)
+
     # -- the work ---------------------------------------------------------------------------
 
     def _set_of(self, cookie: str) -> RenewalSet:
@@ -300,6 +584,28 @@ class LeaseRenewalService(Landlord):
     def _new_key(self) -> int:
         return self._set_store.new_key() if self._set_store is not None else next(_KEYS)
 
+    def _check_room(self, renewal_set: RenewalSet) -> None:
+        """Refuse a lease more in ``renewal_set`` if it, or its client, is full (under the lock).
+
+        Raises:
+            ValueError: it is.
+        """
+        limits = self.limits
+        if len(renewal_set.members) >= limits.leases_per_set:
+            raise ValueError(f"a renewal set holds at most {limits.leases_per_set} leases")
+        held = self._held.get(renewal_set.client)
+        if held is not None and held.leases >= limits.leases_per_client:
+            raise ValueError(f"a client's renewal sets hold at most {limits.leases_per_client} leases together "
+                             f"({renewal_set.client} holds {held.leases})")
+
+    def _count(self, client: str, *, sets: int = 0, leases: int = 0) -> None:
+        """Add to what ``client`` holds (under the lock); a client holding nothing is forgotten."""
+        held = self._held.setdefault(client, _Held())
+        held.sets += sets
+        held.leases += leases
+        if held.sets <= 0 and held.leases <= 0:
+            del self._held[client]
+
     def _keep(self, set_id: str, lease: Lease, member: Member) -> None:
         self._renewals.renew_until(lease, member.desired, functools.partial(self._lost, set_id),
                                    renew_duration=member.renew_duration,
@@ -309,6 +615,7 @@ class LeaseRenewalService(Landlord):
         """Take ``lease`` out of its set (under the lock); its member record, if it was there."""
         member = renewal_set.members.pop(lease, None)
         if member is not None:
+            self._count(renewal_set.client, leases=-1)
             self._owner.pop(lease, None)
             if self._set_store is not None:
                 self._set_store.delete_member(renewal_set.set_id, member.key)
@@ -339,6 +646,8 @@ class LeaseRenewalService(Landlord):
         with self._lock:
             renewal_set = self._sets.pop(set_id, None)
             leases = list(renewal_set.members) if renewal_set is not None else []
+            if renewal_set is not None:
+                self._count(renewal_set.client, sets=-1, leases=-len(leases))
             for lease in leases:
                 self._owner.pop(lease, None)
             if self._set_store is not None:
@@ -407,6 +716,7 @@ class LeaseRenewalService(Landlord):
                 continue
             with self._lock:
                 self._sets[renewal_set.set_id] = renewal_set
+                self._count(renewal_set.client, sets=1, leases=len(stored.leases))
                 for lease, member in stored.leases:
                     lease = _on_clock(lease, self.clock)
                     renewal_set.members[lease] = member
@@ -419,6 +729,34 @@ class LeaseRenewalService(Landlord):
 
 
 _KEYS = itertools.count(1)  # member keys of services without a store
+
+
+@dataclasses.dataclass(slots=True)
+class _Held:
+    """What one client's sets hold."""
+
+    sets: int = 0
+    leases: int = 0
+
+
+def _check_landlords_of(lease: Lease, hosts: frozenset[str] | None) -> None:
+    """Refuse ``lease`` unless each URI it would call is one the service may call (:func:`check_pyro_uri`).
+
+    A lease of another class renews itself as its class says: with ``hosts`` the
+    service cannot tell where that goes, so it is refused.
+
+    Raises:
+        ValueError: it is refused.
+    """
+    if not isinstance(lease, LandlordLease):
+        if hosts is not None:
+            raise ValueError(f"this service renews only LandlordLeases (its landlord hosts are limited), "
+                             f"not a {type(lease).__name__}")
+        return
+    if not isinstance(lease.landlord, str):
+        return  # an in-process landlord object: the service's own process, no URI to follow
+    for uri in lease.landlords:
+        check_pyro_uri(uri, "a lease's landlord", hosts=hosts)
 
 
 def _on_clock(lease: Lease, clock: Clock) -> Lease:

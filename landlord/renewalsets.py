@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS renewal_sets (
     cookie TEXT NOT NULL,
     failure_listener TEXT,
     warning_listener TEXT,
-    warn_before REAL NOT NULL DEFAULT 0
+    warn_before REAL NOT NULL DEFAULT 0,
+    client TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS renewal_members (
     set_id TEXT NOT NULL,
@@ -70,6 +71,8 @@ class RenewalSet:
         warning_listener: the ``PYRO:`` URI told ``expiration_warning(set_id, expiration)``, if any...
         warn_before: ...this many seconds before the set's lease ends.
         warned_for: the set lease's expiration last warned about (one warning per term).
+        client: who made it (the host its ``create_set`` came from): its leases count against
+            that client's limits (:class:`~landlord.renewalservice.RenewalLimits`).
     """
 
     set_id: str
@@ -79,6 +82,7 @@ class RenewalSet:
     warning_listener: str | None = None
     warn_before: float = 0.0
     warned_for: float | None = None
+    client: str = ""
 
 
 @dataclasses.dataclass(slots=True)
@@ -109,6 +113,7 @@ class SetStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             with self._db:
                 self._db.executescript(_SCHEMA)
+                self._add_client_column()
             row = self._db.execute("SELECT MAX(member) FROM renewal_members").fetchone()
             self._next_key = (row[0] or 0) + 1
         except BaseException:
@@ -117,6 +122,12 @@ class SetStore:
 
     def __repr__(self) -> str:
         return f"<SetStore {self.path!r}>"
+
+    def _add_client_column(self) -> None:
+        """A file written before sets had owners gets the column; its sets are nobody's ('')."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(renewal_sets)")}
+        if "client" not in columns:
+            self._db.execute("ALTER TABLE renewal_sets ADD COLUMN client TEXT NOT NULL DEFAULT ''")
 
     def new_key(self) -> int:
         """A member key no stored member has."""
@@ -127,9 +138,11 @@ class SetStore:
     def put_set(self, renewal_set: RenewalSet) -> None:
         """Write a set's own fields (not its members)."""
         with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO renewal_sets VALUES (?, ?, ?, ?, ?)",
+            self._db.execute("INSERT OR REPLACE INTO renewal_sets "
+                             "(set_id, cookie, failure_listener, warning_listener, warn_before, client) "
+                             "VALUES (?, ?, ?, ?, ?, ?)",
                              (renewal_set.set_id, renewal_set.cookie, renewal_set.failure_listener,
-                              renewal_set.warning_listener, renewal_set.warn_before))
+                              renewal_set.warning_listener, renewal_set.warn_before, renewal_set.client))
 
     def put_member(self, set_id: str, lease: Lease, member: Member) -> None:
         blob = self._serializer.dumps(lease)
@@ -151,12 +164,12 @@ class SetStore:
         """Every stored set with its members. A member that cannot be read back (its class is
         unknown here, say) is logged and deleted; the rest of its set is kept."""
         with self._lock:
-            rows = self._db.execute("SELECT set_id, cookie, failure_listener, warning_listener, warn_before "
-                                    "FROM renewal_sets").fetchall()
+            rows = self._db.execute("SELECT set_id, cookie, failure_listener, warning_listener, warn_before, "
+                                    "client FROM renewal_sets").fetchall()
             members = self._db.execute("SELECT set_id, member, lease, desired, renew_duration "
                                        "FROM renewal_members").fetchall()
         stored = {row[0]: StoredSet(RenewalSet(row[0], row[1], failure_listener=row[2], warning_listener=row[3],
-                                               warn_before=row[4]), []) for row in rows}
+                                               warn_before=row[4], client=row[5]), []) for row in rows}
         for set_id, key, blob, desired, renew_duration in members:
             lease = self._load(blob)
             if set_id not in stored or not isinstance(lease, Lease):

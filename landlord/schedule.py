@@ -273,6 +273,11 @@ class Call:
         """The lane to send it on: one per landlord, one per lease without a key."""
         return self.key if self.key is not None else ("lease", id(self._members[0].lease))
 
+    @property
+    def first(self) -> Lease:
+        """One of its leases (they share a landlord): what tells where the call goes."""
+        return self._members[0].lease
+
     def requests(self) -> tuple[list[Lease], list[float]]:
         """The leases, and the seconds to ask for each: its ``renew_duration``, but no
         further than its desired expiration (as seen at :attr:`sent`); ``ANY`` stays ``ANY``."""

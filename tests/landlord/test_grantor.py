@@ -269,3 +269,83 @@ def test_a_plain_landlords_leases_name_it_alone(rooms: tuple) -> None:
 def test_bad_replicas_are_refused(replicas: Any, error: type) -> None:
     with pytest.raises(error, match="replicas"):
         Landlord(replicas=replicas, reaper="lazy")
+
+
+# -- answers that fit: a batch's answer never exceeds the message cap ------------------------
+
+TWO_MIB = 2 * 1024 * 1024
+
+
+def answer_sizes(answer: Any) -> dict[str, int]:
+    """The bytes ``answer`` takes as a daemon would send it, in serpent and in json."""
+    from Pyro5.serializers import JsonSerializer, SerpentSerializer
+    return {name: len(serializer.dumps(answer))
+            for name, serializer in (("serpent", SerpentSerializer()), ("json", JsonSerializer()))}
+
+
+def test_the_worst_cancel_all_answer_of_a_maximal_batch_fits_in_2_mib(close_later: list) -> None:
+    from landlord.grantor import MAX_BATCH
+    from landlord.landlordlease import MAX_COOKIE_LENGTH
+    landlord = Landlord(reaper="lazy")
+    close_later.append(landlord)
+    longest = [f"{i:08d}".ljust(MAX_COOKIE_LENGTH, "x") for i in range(MAX_BATCH)]  # all unknown, all echoed
+    failures = landlord.cancel_all(longest)
+    assert len(failures) == MAX_BATCH and all(isinstance(e, UnknownLeaseError) for e in failures.values())
+    assert max(answer_sizes(failures).values()) < TWO_MIB, answer_sizes(failures)
+
+
+def test_the_worst_renew_all_answer_of_a_maximal_batch_fits_in_2_mib(close_later: list) -> None:
+    from landlord.grantor import MAX_BATCH, MAX_DENIAL, MAX_REASON
+    landlord = Landlord(reaper="lazy", policy=LeaseDurationPolicy(maximum=600))
+    close_later.append(landlord)
+    leases = [landlord.new_lease(i, 60) for i in range(MAX_BATCH)]
+    for lease in leases:  # each denied with the longest reason a landlord takes
+        landlord.revoke(lease.cookie, "r" * MAX_REASON)
+    results = landlord.renew_all([lease.cookie for lease in leases], [1.234567890123] * MAX_BATCH)
+    assert results.granted == [-1] * MAX_BATCH
+    assert all(type(e) is LeaseDeniedError and len(str(e)) == MAX_DENIAL for e in results.denied)
+    assert str(results.denied[0]).startswith("revoked by the landlord: rrr") and str(results.denied[0])[-1] == "…"
+    assert max(answer_sizes(results).values()) < TWO_MIB, answer_sizes(results)
+
+
+class HugeDenial(LeaseDeniedError):
+    """A policy's own denial that carries a large attribute, which Pyro5 would send too."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.evidence = "e" * 10_000
+
+
+class TalkativePolicy(LeaseDurationPolicy):
+    def renew(self, resource: LeasedResource, requested: float) -> float:
+        if resource.resource == "short":
+            raise LeaseDeniedError("no")
+        raise HugeDenial("d" * 5000)
+
+
+def test_a_long_or_heavy_denial_in_a_batch_keeps_its_kind_and_a_short_one_is_untouched(close_later: list) -> None:
+    landlord = Landlord(reaper="lazy", policy=TalkativePolicy(maximum=600))
+    close_later.append(landlord)
+    short, heavy = landlord.new_lease("short", 60), landlord.new_lease("heavy", 60)
+    results = landlord.renew_all([short.cookie, heavy.cookie], [10, 10])
+    assert results.granted == [-1, -1]
+    assert type(results.denied[0]) is LeaseDeniedError and str(results.denied[0]) == "no"
+    assert isinstance(results.denied[1], LeaseDeniedError)  # a holder still reads it as a denial
+    assert "evidence" not in vars(results.denied[1]) and len(str(results.denied[1])) <= 200
+    with pytest.raises(HugeDenial):  # one renewal alone still gets the whole of it
+        landlord.renew(heavy.cookie, 10)
+
+
+@pytest.mark.parametrize("method", ["renew_all", "cancel_all"])
+def test_a_batch_over_max_batch_is_refused_over_the_wire_and_changes_nothing(rooms: tuple, method: str) -> None:
+    from landlord.grantor import MAX_BATCH
+    landlord, uri, freed = rooms
+    with Pyro5.api.Proxy(uri) as proxy:
+        live = proxy.rent("a", 10)
+        ends = landlord.manager.get(live.cookie).expiration
+        cookies = [live.cookie] + [f"unknown-{i}" for i in range(MAX_BATCH)]
+        args = (cookies, [600] * len(cookies)) if method == "renew_all" else (cookies,)
+        with pytest.raises(ValueError, match=f"at most {MAX_BATCH}"):
+            getattr(proxy, method)(*args)
+        assert landlord.manager.get(live.cookie).expiration == ends and freed == []
+        assert proxy.renew_all(cookies[:MAX_BATCH], [10] * MAX_BATCH).granted[0] == 10.0  # the most it takes

@@ -460,3 +460,64 @@ def test_a_lease_made_by_granted_is_the_lease_init_makes(granted: float, landlor
     clock.advance(10.0)
     assert fast.remaining == checked.remaining == (math.inf if math.isinf(granted) else granted - 10.0)
     landlord.close()
+
+
+# -- batches a holder sends fit the transport's smallest cap ------------------------------------
+
+class RecordingLandlord(Landlord):
+    """An in-process landlord that keeps each batch request as it was called."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.requests: list[tuple[str, tuple[Any, ...]]] = []
+
+    def renew_all(self, cookies: Sequence[str], durations: Sequence[float]) -> RenewResults:
+        self.requests.append(("renew_all", (cookies, durations)))
+        return super().renew_all(cookies, durations)
+
+    def cancel_all(self, cookies: Sequence[str]) -> dict[str, Exception]:
+        self.requests.append(("cancel_all", (cookies,)))
+        return super().cancel_all(cookies)
+
+
+def test_a_holders_batch_calls_stay_well_under_64_kib_in_serpent_and_json() -> None:
+    import random
+
+    from Pyro5.serializers import JsonSerializer, SerpentSerializer
+
+    from landlord.grantor import MAX_BATCH
+    assert landlordlease.CALL_BATCH == 1000 and landlordlease.CALL_BATCH <= MAX_BATCH
+    landlord = RecordingLandlord(reaper="lazy", policy=LeaseDurationPolicy(maximum=3600))
+    try:
+        leases = LeaseMap({landlord.new_lease(i, 60): random.uniform(0.1, 3600) for i in range(2500)})
+        leases.renew_all()  # durations of 17 significant digits: the longest floats serpent writes
+        leases.cancel_all()
+    finally:
+        landlord.close()
+    assert [(method, len(args[0])) for method, args in landlord.requests] == \
+        [("renew_all", 1000), ("renew_all", 1000), ("renew_all", 500)] + \
+        [("cancel_all", 1000), ("cancel_all", 1000), ("cancel_all", 500)]
+    for serializer in (SerpentSerializer(), JsonSerializer()):
+        for method, args in landlord.requests:
+            size = len(serializer.dumpsCall("landlord.Landlord", method, args, {}))
+            assert size < 48 * 1024, (serializer.serializer_id, method, size)  # the cap is 64 KiB
+
+
+def test_leases_naming_one_landlord_id_at_other_addresses_never_share_a_batch() -> None:
+    def lease(uri: str, landlords: list[str] | None = None) -> LandlordLease:
+        return LandlordLease(uuid.uuid4().hex, uri, "the-id", time.time() + 60, landlords=landlords)
+
+    real, forged = lease("PYRO:rooms@10.0.0.1:9"), lease("PYRO:rooms@10.6.6.6:9")
+    assert real._batch_key() != forged._batch_key()  # a forged lease would draw the real one's cookie
+    assert real._batch_key() == lease("PYRO:rooms@10.0.0.1:9")._batch_key()
+    group = ["PYRO:g@10.0.0.1:9", "PYRO:g@10.0.0.2:9"]
+    assert lease(group[0], group)._batch_key() == lease(group[1], group[::-1])._batch_key()  # any order
+    assert lease(group[0], group)._batch_key() != lease(group[0], [group[0], "PYRO:g@10.6.6.6:9"])._batch_key()
+    landlords = [Landlord(reaper="lazy", landlord_id="the-id") for _ in range(2)]
+    try:  # in-process landlords: by the object itself
+        first, second = (each.new_lease("r", 10) for each in landlords)
+        assert first._batch_key() != second._batch_key()
+        assert first._batch_key() == landlords[0].new_lease("s", 10)._batch_key()
+    finally:
+        for each in landlords:
+            each.close()

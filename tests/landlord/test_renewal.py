@@ -20,6 +20,7 @@ from landlord import (
     AbstractLease,
     FakeClock,
     Landlord,
+    LandlordLease,
     Lease,
     LeaseDeniedError,
     LeasedResource,
@@ -29,7 +30,17 @@ from landlord import (
     proxies,
 )
 from landlord.lease import sent_now
-from landlord.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, attempt_timeout, renewal_time
+from landlord.renewal import (
+    ANSWERING,
+    FAILING,
+    UNHEARD,
+    Endpoints,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    LeaseWarningEvent,
+    attempt_timeout,
+    renewal_time,
+)
 from landlord.schedule import warning_time
 
 THIRD = 10 / 3  # the managers here renew a 10 s lease every third of its term
@@ -1040,3 +1051,76 @@ def test_a_landlord_that_cannot_be_kept_up_with_is_warned_about_before_a_lease_i
     first_lost = min(lost.times) - (clock.time() - clock.monotonic())
     warned = [at for at, message in pace_log.records if "cannot be kept up with" in message]
     assert warned and warned[0] < first_lost
+
+
+# -- where calls go: one lane per endpoint, and whether it answers ------------------------------
+
+def test_leases_naming_one_address_share_one_lane_whatever_their_landlord_ids() -> None:
+    endpoints = Endpoints()
+
+    def lane(uri: str, landlord_id: str, landlords: list[str] | None = None) -> Hashable:
+        lease = LandlordLease("c" * 22, uri, landlord_id, 1e12, landlords=landlords)
+        return endpoints.lane_of(lease, ("landlord", landlord_id))
+
+    assert lane("PYRO:rooms@10.0.0.1:9", "a") == lane("PYRO:other@10.0.0.1:9", "b") == ("endpoint", "10.0.0.1:9")
+    assert lane("PYRO:rooms@10.0.0.1:10", "a") != lane("PYRO:rooms@10.0.0.1:9", "a")
+    group = ["PYRO:g@10.0.0.2:9", "PYRO:g@10.0.0.3:9"]
+    assert lane(group[0], "group", group) == lane(group[1], "group", group) == ("endpoint", "10.0.0.2:9")
+    landlord = Landlord(reaper="lazy")  # an in-process landlord: the call's own lane
+    try:
+        in_process = landlord.new_lease("r", 10)
+        assert endpoints.lane_of(in_process, ("landlord", "mine")) == ("landlord", "mine")
+    finally:
+        landlord.close()
+
+
+def test_an_endpoints_standing_is_how_its_last_call_went() -> None:
+    endpoints = Endpoints(remembered=2)
+    first, second, third = ("endpoint", "a:1"), ("endpoint", "b:1"), ("endpoint", "c:1")
+    assert endpoints.standing(first) == UNHEARD and not endpoints.answering(first)
+    endpoints.heard(first, answered=False)
+    assert endpoints.standing(first) == FAILING
+    endpoints.heard(first, answered=True)
+    assert endpoints.standing(first) == ANSWERING and endpoints.answering(first)
+    endpoints.heard(first, answered=False)
+    assert endpoints.standing(first) == FAILING and not endpoints.answering(first)
+    for lane in (first, second, first, third):  # at most two of a standing: the one heard from longest ago goes
+        endpoints.heard(lane, answered=True)
+    assert [endpoints.standing(lane) for lane in (first, second, third)] == [ANSWERING, UNHEARD, ANSWERING]
+
+
+class HangingWatcher:
+    """A revocation watcher whose watch of a lease at ``hung`` never returns until released."""
+
+    def __init__(self, hung: str) -> None:
+        self.hung = hung
+        self.release = threading.Event()
+        self.watched: list[str] = []
+        self.seen = threading.Condition()
+
+    def watch(self, lease: LandlordLease, on_revoked: Callable[[str], None]) -> None:
+        if lease.landlord == self.hung:
+            self.release.wait(30)
+        with self.seen:
+            self.watched.append(lease.landlord)
+            self.seen.notify_all()
+
+    def unwatch(self, lease: LandlordLease) -> None:
+        pass
+
+
+def test_a_watch_that_hangs_keeps_no_worker_from_a_landlord_that_answers(clock: FakeClock) -> None:
+    hung, answering = "PYRO:rooms@10.0.0.1:9", "PYRO:rooms@10.0.0.2:9"
+    watcher = HangingWatcher(hung)
+    manager = LeaseRenewalManager(clock=clock, workers=1, doubtful_workers=1, revocations=watcher)
+    try:
+        manager._endpoints.heard(manager._endpoints.lane_of(LandlordLease("c" * 22, answering, "b", 1e12), None),
+                                 answered=True)  # as after a renewal it answered
+        manager.renew_for(LandlordLease("h" * 22, hung, "a", clock.time() + 60, clock=clock), 30)
+        manager.renew_for(LandlordLease("g" * 22, answering, "b", clock.time() + 60, clock=clock), 30)
+        with watcher.seen:
+            assert watcher.seen.wait_for(lambda: answering in watcher.watched, 10), watcher.watched
+        assert hung not in watcher.watched  # still hanging, on a worker of the doubtful's
+    finally:
+        watcher.release.set()
+        manager.close()

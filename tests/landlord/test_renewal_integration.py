@@ -7,6 +7,7 @@ that freezes for less than the lease term, a landlord that says no.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
@@ -31,7 +32,9 @@ from landlord import (
     RenewResults,
     set_call_timeout,
 )
+from landlord.landlordlease import CALL_BATCH
 from landlord.manager import LeasedResource
+from landlord.renewal import FAILING
 
 
 class Listener:
@@ -53,6 +56,7 @@ class BatchLandlord(Landlord):
         super().__init__(**kwargs)
         self.single_renewals = 0
         self.batch_sizes: list[int] = []
+        self.renewed_at: list[float] = []  # time.monotonic() of each renew_all
         self.renewed = threading.Condition()
 
     @Pyro5.api.expose
@@ -69,6 +73,7 @@ class BatchLandlord(Landlord):
         results = super().renew_all(cookies, durations)
         with self.renewed:
             self.batch_sizes.append(len(cookies))
+            self.renewed_at.append(time.monotonic())
             self.renewed.notify_all()
         return results
 
@@ -104,8 +109,11 @@ def test_ten_thousand_leases_over_three_landlords_one_call_per_batch(daemon: Any
     for landlord in landlords:
         assert landlord.single_renewals == 0
         assert len(landlord) == len(landlord.manager) and len(landlord) >= 3333  # none expired
-        # one call per batch: a round is one call, or two when grants straddled the batch window
-        assert len(landlord.batch_sizes) <= 2 * rounds + 2, landlord.batch_sizes
+        # one call per batch of CALL_BATCH: a round is four calls (3,334 leases), or eight when
+        # grants straddled the batch window
+        per_round = math.ceil(len(landlord) / CALL_BATCH)
+        assert max(landlord.batch_sizes) <= CALL_BATCH
+        assert len(landlord.batch_sizes) <= (2 * rounds + 2) * per_round, landlord.batch_sizes
 
 
 def test_a_killed_landlord_is_reported_after_the_lease_expires_not_before(
@@ -188,6 +196,7 @@ def test_a_denial_over_the_wire_is_reported_once_at_once(daemon: Any, close_late
         manager.renew_for(lease, FOREVER, listener)
         assert listener.arrived.wait(10)
         assert len(manager) == 0
+        assert manager._endpoints.answering(manager._endpoints.lane_of(lease, None))  # a refusal is an answer
     [(told_at, event)] = listener.events
     assert isinstance(event.exception, LeaseDeniedError)
     assert told_at < lease.expiration  # definite: told at once, not at expiry
@@ -248,3 +257,80 @@ def test_a_renewal_into_silence_gives_up_in_time_and_the_loss_is_told_when_the_t
                    if r.levelname == "WARNING") >= 3
     finally:
         silent.close()
+
+
+@pytest.mark.slow
+def test_hung_landlords_at_more_addresses_than_workers_keep_no_worker_from_one_that_answers(
+        daemon: Any, close_later: list) -> None:
+    """Twelve addresses that take connections and never answer, named by 24 leases of 24
+    landlords, each attempt allowed 10 s (the call timeout): more hung calls than the manager
+    has workers. The canary's landlord answered before: its renewals keep their workers."""
+    term = 3.0
+    rooms = BatchLandlord(policy=LeaseDurationPolicy(maximum=term))
+    close_later.append(rooms)
+    with Pyro5.api.Proxy(daemon.register(rooms)) as proxy:
+        [canary] = proxy.rent_many(1, term)
+    listener = Listener()
+    silent = [SilentServer() for _ in range(12)]
+    set_call_timeout(10.0)  # each hung attempt may wait three of the canary's terms (and the test ends sooner)
+    try:
+        with LeaseRenewalManager(workers=4, doubtful_workers=2) as manager:
+            manager.renew_for(canary, FOREVER, listener)
+            rooms.wait_for_renewals(1, timeout=10)  # its landlord has answered
+            attacked = time.monotonic()
+            for number in range(24):  # due at once (a third of the term is long past), never answered
+                manager.renew_for(LandlordLease(f"hung-{number:016d}", f"PYRO:rooms@127.0.0.1:"
+                                                f"{silent[number % 12].port}", f"hung-{number}",
+                                                time.time() + 1000, term=3600), FOREVER, listener)
+            rooms.wait_for_renewals(6, timeout=4 * term)  # five more rounds of the canary's
+            assert sum(bool(server.accepted) for server in silent) >= 2  # the hung calls hold their workers
+            assert listener.events == [] and len(rooms) == 1
+            for server in silent:  # their hung calls end now
+                server.close()
+    finally:
+        set_call_timeout(30.0)
+        for server in silent:
+            server.close()
+    times = [attacked] + [at for at in rooms.renewed_at if at > attacked]
+    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+    assert max(gaps) < term * 2 / 3, gaps  # renewed a third into each term, as without the attack
+
+
+@pytest.mark.slow
+def test_once_hung_landlords_have_failed_a_landlord_never_heard_from_is_renewed_at_once(
+        daemon: Any, close_later: list) -> None:
+    """Four silent addresses (twice the workers for landlords not yet heard from), each named by
+    30 leases of landlords of their own, each attempt allowed 5 s. Once each has failed, their
+    calls queue with the failing: a canary whose landlord the manager has never reached, added
+    then, is renewed a third into each of its 3 s terms."""
+    term = 3.0
+    rooms = BatchLandlord(policy=LeaseDurationPolicy(maximum=term))
+    close_later.append(rooms)
+    listener = Listener()
+    silent = [SilentServer() for _ in range(4)]
+    set_call_timeout(5.0)
+    try:
+        with LeaseRenewalManager(workers=4, doubtful_workers=2) as manager:
+            hung = [LandlordLease(f"hung-{number:016d}", f"PYRO:rooms@127.0.0.1:{silent[number % 4].port}",
+                                  f"hung-{number}", time.time() + 1000, term=3600) for number in range(120)]
+            for lease in hung:  # due at once, never answered
+                manager.renew_for(lease, FOREVER, listener)
+            lanes = {manager._endpoints.lane_of(lease, None) for lease in hung}
+            with manager._cond:
+                assert manager._cond.wait_for(
+                    lambda: all(manager._endpoints.standing(lane) == FAILING for lane in lanes), 30)
+            with Pyro5.api.Proxy(daemon.register(rooms)) as proxy:
+                [canary] = proxy.rent_many(1, term)
+            added = time.monotonic()
+            manager.renew_for(canary, FOREVER, listener)
+            rooms.wait_for_renewals(4, timeout=4 * term)
+            assert listener.events == [] and len(rooms) == 1
+            for server in silent:  # their hung calls end now
+                server.close()
+    finally:
+        set_call_timeout(30.0)
+        for server in silent:
+            server.close()
+    times = [added] + rooms.renewed_at
+    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+    assert max(gaps) < term * 2 / 3, gaps  # the first a third into its term, as without the attack

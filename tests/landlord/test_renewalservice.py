@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import pathlib
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,10 +19,10 @@ import Pyro5.api
 import pytest
 from conftest import Child, free_port
 
-from landlord import FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, UnknownLeaseError
+from landlord import AbstractLease, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, UnknownLeaseError
 from landlord import renewalservice as service_module
 from landlord.renewalclient import RenewalSetClient, RenewalSetListener
-from landlord.renewalservice import SERVICE_OBJECT_ID, LeaseRenewalService
+from landlord.renewalservice import IN_PROCESS, SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
 from landlord.testing import Recorder, ServingDaemon, start_server
 
 TERM = 10.0  # the rooms' leases
@@ -35,8 +37,9 @@ class Rooms(Landlord):
 class World:
     """A landlord of rooms and a renewal service on one fake clock, both served, and a listener."""
 
-    def __init__(self, clock: FakeClock, tmp_path: pathlib.Path) -> None:
+    def __init__(self, clock: FakeClock, tmp_path: pathlib.Path, limits: RenewalLimits | None = None) -> None:
         self.clock = clock
+        self.limits = limits
         self.freed: Recorder[str] = Recorder()
         self.rooms = Rooms(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=TERM),
                            on_expire=self.freed)
@@ -51,7 +54,7 @@ class World:
         self.listener_uri = self.serving.register(listener)
 
     def start_service(self) -> LeaseRenewalService:
-        self.service = LeaseRenewalService(clock=self.clock, store=self.store, reaper="lazy")
+        self.service = LeaseRenewalService(clock=self.clock, store=self.store, reaper="lazy", limits=self.limits)
         self.service_uri = self.serving.register(self.service, SERVICE_OBJECT_ID)
         return self.service
 
@@ -189,7 +192,7 @@ def test_sets_their_listeners_and_leases_survive_a_restart(world: World) -> None
     assert set_id == renewals.set_id
 
 
-def test_bad_calls_are_refused_and_change_nothing(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_calls_are_refused_and_change_nothing(world: World) -> None:
     renewals = _client(world, 60)
     lease = world.rent("room")
     renewals.renew_for(lease)
@@ -212,12 +215,290 @@ def test_bad_calls_are_refused_and_change_nothing(world: World, monkeypatch: pyt
     other = _client(world, 60)
     with pytest.raises(ValueError, match="in another renewal set"):
         other.renew_for(lease)
-    monkeypatch.setattr(service_module, "MAX_MEMBERS", 1)
-    with pytest.raises(ValueError, match="at most 1 leases"):
-        renewals.renew_for(world.rent("one too many"))
     assert renewals.leases() == [lease] and other.leases() == []
     with pytest.raises(TypeError):
         RenewalSetClient("id", "not a lease")  # type: ignore[arg-type]
+
+
+# -- what a client may hold, and where its leases may lead ------------------------------------
+
+LOOPBACK = "127.0.0.1"  # the host every call of these tests comes from
+
+
+@pytest.fixture
+def limited(clock: FakeClock, tmp_path: pathlib.Path) -> Iterator[World]:
+    made = World(clock, tmp_path, RenewalLimits(sets_per_client=2, leases_per_set=3, leases_per_client=4,
+                                                landlord_hosts=frozenset({"127.0.0.1"})))
+    yield made
+    made.close()
+
+
+def forged(landlord: str, landlords: list[str] | None = None) -> LandlordLease:
+    """A lease naming ``landlord``, as a stranger can make one (no landlord granted it)."""
+    return LandlordLease("c" * 22, landlord, f"id-{landlord}", time.time() + 60, landlords=landlords)
+
+
+def test_a_client_may_hold_only_so_many_sets(limited: World) -> None:
+    first, second = _client(limited, 60), _client(limited, 60)
+    with pytest.raises(ValueError, match=r"at most 2 renewal sets \(127.0.0.1 holds 2\)"):
+        _client(limited, 60)
+    assert limited.service.sets() == 2 and limited.service.held_by(LOOPBACK) == (2, 0)
+    first.lease.cancel()  # a set ended makes room for another
+    third = _client(limited, 60)
+    assert limited.service.held_by(LOOPBACK) == (2, 0) and third.leases() == [] and second.leases() == []
+    limited.service.create_set(60)  # a call made in the service's process is a client of its own
+    assert limited.service.held_by(IN_PROCESS) == (1, 0)
+
+
+def test_a_set_and_a_client_hold_only_so_many_leases(limited: World) -> None:
+    big, small = _client(limited, 60), _client(limited, 60)
+    kept = [limited.rent(f"room {n}") for n in range(3)]
+    for lease in kept:
+        big.renew_for(lease)
+    with pytest.raises(ValueError, match="a renewal set holds at most 3 leases"):
+        big.renew_for(limited.rent("a fourth"))
+    big.renew_for(kept[0], 30)  # a lease already held takes new settings: nothing more is held
+    small.renew_for(limited.rent("room 3"))
+    with pytest.raises(ValueError, match=r"hold at most 4 leases together \(127.0.0.1 holds 4\)"):
+        small.renew_for(limited.rent("a fifth"))
+    assert set(big.leases()) == set(kept) and len(small.leases()) == 1
+    assert limited.service.held_by(LOOPBACK) == (2, 4)
+    assert big.remove(kept[2])  # a lease let go makes room
+    small.renew_for(limited.rent("room 4"))
+    assert limited.service.held_by(LOOPBACK) == (2, 4)
+    big.lease.cancel()  # and a set ended frees what it held
+    limited.service.manager.reap()
+    assert limited.service.held_by(LOOPBACK) == (1, 2)
+
+
+def test_what_a_client_holds_is_counted_again_after_a_restart(limited: World) -> None:
+    renewals = _client(limited, 60)
+    renewals.renew_for(limited.rent("room"))
+    limited.restart_service()
+    assert limited.service.held_by(LOOPBACK) == (1, 1)
+    _client(limited, 60)
+    with pytest.raises(ValueError, match="at most 2 renewal sets"):
+        _client(limited, 60)
+
+
+@pytest.mark.parametrize("landlord, landlords, refusal", [
+    ("PYRONAME:rooms", None, "must be a PYRO: URI"),  # would send the service to a name server
+    ("PYROMETA:rooms.kind", None, "must be a PYRO: URI"),
+    ("PYRO:rooms@10.1.2.3:9", None, "does not renew with"),  # not among the landlord hosts
+    ("PYRO:rooms@localhost:9", None, "does not renew with"),  # hosts are compared as written
+    ("PYRO:rooms@127.0.0.1:9", ["PYRO:rooms@127.0.0.1:9", "PYRO:rooms@10.9.9.9:9"], "does not renew with"),
+])
+def test_a_lease_whose_landlord_the_service_may_not_call_is_refused(
+        limited: World, landlord: str, landlords: list[str] | None, refusal: str) -> None:
+    renewals = _client(limited, 60)
+    kept = limited.rent("kept")
+    renewals.renew_for(kept)
+    with pytest.raises(ValueError, match=refusal):
+        renewals.renew_for(forged(landlord, landlords))
+    assert renewals.leases() == [kept] and limited.service.held_by(LOOPBACK) == (1, 1)
+    assert len(limited.service._renewals) == 1  # nothing more is renewed
+
+
+def test_landlord_hosts_are_compared_as_uris_name_them() -> None:
+    limits = RenewalLimits(landlord_hosts=["Rooms.Example.org", "[::1]", " 10.0.0.5 "])
+    assert limits.landlord_hosts == {"rooms.example.org", "::1", "10.0.0.5"}
+    for uri in ("PYRO:r@rooms.example.ORG:9", "PYRO:r@[::1]:9", "PYRO:r@10.0.0.5:9"):
+        assert service_module.check_pyro_uri(uri, "landlord", hosts=limits.landlord_hosts) == uri
+    with pytest.raises(ValueError, match="does not renew with"):
+        service_module.check_pyro_uri("PYRO:r@10.0.0.6:9", "landlord", hosts=limits.landlord_hosts)
+
+
+def test_any_host_is_taken_without_landlord_hosts_but_never_a_name_server(world: World) -> None:
+    renewals = _client(world, 60)
+    renewals.renew_for(forged("PYRO:rooms@10.1.2.3:9"))
+    with pytest.raises(ValueError, match="must be a PYRO: URI"):
+        renewals.renew_for(forged("PYRONAME:rooms"))
+    assert len(renewals.leases()) == 1
+
+
+class ItsOwnLease(AbstractLease):
+    """A lease of a class of the user's: where it renews, the service cannot tell."""
+
+    def _do_renew(self, duration: float) -> float:
+        return duration
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_with_landlord_hosts_only_landlord_leases_are_taken(limited: World, close_later: list) -> None:
+    _, lease = limited.service.create_set(60)
+    with pytest.raises(ValueError, match="renews only LandlordLeases"):
+        limited.service.renew_for(lease.cookie, ItsOwnLease(time.time() + 60), 10)
+    assert limited.service.leases(lease.cookie) == []
+    anywhere = LeaseRenewalService(reaper="lazy")  # without landlord hosts: taken, as before
+    close_later.append(anywhere)
+    _, lease = anywhere.create_set(60)
+    anywhere.renew_for(lease.cookie, ItsOwnLease(time.time() + 60), 10)
+    assert len(anywhere.leases(lease.cookie)) == 1
+
+
+@pytest.mark.parametrize("listener", ["PYRONAME:listener", "PYROMETA:x.y", "not a uri",
+                                      "PYRO:obj@127.0.0.1:9" + "x" * 600])
+def test_a_listener_the_service_may_not_call_is_refused(world: World, listener: str) -> None:
+    renewals = _client(world, 60)
+    renewals.set_failure_listener(world.listener_uri)
+    with Pyro5.api.Proxy(world.service_uri) as service:
+        with pytest.raises(ValueError):
+            service.set_failure_listener(renewals.lease.cookie, listener)
+        with pytest.raises(ValueError):
+            service.set_warning_listener(renewals.lease.cookie, listener, 5)
+    kept = world.service._sets[renewals.set_id]
+    assert kept.failure_listener == world.listener_uri and kept.warning_listener is None
+
+
+@pytest.mark.parametrize("limits, error", [
+    (dict(sets_per_client=0), ValueError),
+    (dict(leases_per_set=-1), ValueError),
+    (dict(leases_per_client=1.5), TypeError),
+    (dict(sets_per_client=True), TypeError),
+    (dict(landlord_hosts="127.0.0.1"), TypeError),  # one string is not a list of hosts
+    (dict(landlord_hosts=frozenset({""})), ValueError),
+    (dict(landlord_hosts=[7]), TypeError),
+])
+def test_bad_limits_are_refused(limits: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        RenewalLimits(**limits)
+
+
+def test_the_command_takes_the_limits_and_refuses_bad_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    from landlord.__main__ import build_parser
+    args = build_parser().parse_args(["renewal-service", "--sets-per-client", "3", "--leases-per-set", "50",
+                                      "--leases-per-client", "70", "--landlord-hosts", "a.example, 10.0.0.1",
+                                      "--callback-hosts", "b.example"])
+    assert (args.sets_per_client, args.leases_per_set, args.leases_per_client) == (3, 50, 70)
+    assert args.landlord_hosts == ["a.example", "10.0.0.1"] and args.callback_hosts == ["b.example"]
+    defaults = build_parser().parse_args(["renewal-service"])
+    assert defaults.landlord_hosts is None and defaults.callback_hosts is None
+    assert defaults.sets_per_client == service_module.SETS_PER_CLIENT
+    for bad, said in ((["--sets-per-client", "0"], "must be at least 1"),
+                      (["--landlord-hosts", "a.example,"], "comma-separated list")):
+        with pytest.raises(SystemExit) as exited:
+            build_parser().parse_args(["renewal-service", *bad])
+        assert exited.value.code == 2 and said in capsys.readouterr().err
+
+
+
+class SilentListener:
+    """An address that takes connections and never answers: a hung listener."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.uri = f"PYRO:listener@127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self.accepted.append(self.sock.accept()[0])
+            except OSError:
+                return  # closed
+
+    def close(self) -> None:
+        self.sock.close()
+        for connection in self.accepted:
+            connection.close()
+
+
+@pytest.mark.slow
+def test_a_strangers_hung_listener_delays_no_other_sets_events(world: World) -> None:
+    canary = _client(world, 60)
+    canary.set_warning_listener(world.listener_uri, 30)
+    stranger = _client(world, 60)
+    silent = SilentListener()
+    try:
+        stranger.set_failure_listener(silent.uri)
+        for number in range(50):  # each denied at its first renewal: fifty events for the hung listener
+            stranger.renew_for(LandlordLease(f"forged{number:016d}", world.rooms_uri, world.rooms.landlord_id,
+                                             time.time() + 100, term=3600))
+        world.run(1)
+        assert stranger.leases() == []  # all lost, all to be told
+        world.run(30)  # the canary's warning, due while the stranger's events are being tried
+        world.warnings.wait_for(1, timeout=2)  # not after fifty (or one) 5 s delivery timeouts
+        assert world.service._events.wait_idle(10)
+        assert len(silent.accepted) == 1  # the first failed; the other 49 were skipped
+    finally:
+        silent.close()
+
+
+@pytest.mark.parametrize("peer, client", [
+    (("10.0.0.7", 40000), "10.0.0.7"),
+    (("::ffff:10.0.0.7", 40000, 0, 0), "10.0.0.7"),  # IPv4 through a dual-stack socket: the same client
+    (("2001:db8:1:2:aaaa::1", 40000, 0, 0), "2001:db8:1:2::/64"),  # one host may hold the whole /64
+    (("2001:db8:1:2:bbbb::9", 40000, 0, 0), "2001:db8:1:2::/64"),
+    (("fe80::1%eth0", 40000, 0, 2), "fe80::/64"),
+    (("::1", 40000, 0, 0), "::1"),
+    ("", service_module.UNIX_SOCKET),  # Pyro5's peer on a Unix socket: no address to tell them apart
+    (None, IN_PROCESS),
+])
+def test_a_client_is_the_host_its_connection_comes_from(peer: Any, client: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import Pyro5.callcontext
+    monkeypatch.setattr(Pyro5.callcontext.current_context, "client_sock_addr", peer, raising=False)
+    assert service_module.client_of_call() == client
+
+
+
+class Eavesdropper:
+    """A stranger's object posing as a landlord: keeps every cookie it is sent."""
+
+    def __init__(self) -> None:
+        self.cookies: list[str] = []
+
+    @Pyro5.api.expose
+    def renew_all(self, cookies: list[str], durations: list[float]) -> Any:
+        from landlord import RenewResults
+        self.cookies.extend(cookies)
+        return RenewResults([float(d) for d in durations], [])
+
+
+def test_a_lease_forged_with_anothers_landlord_id_never_draws_its_cookies(world: World) -> None:
+    eavesdropper = Eavesdropper()
+    elsewhere = world.serving.register(eavesdropper)
+    stranger, canary = _client(world, 120), _client(world, 120)
+    lease = world.rent("canary")
+    canary.renew_for(lease)
+    stranger.renew_for(LandlordLease("bait" * 6, elsewhere, world.rooms.landlord_id, time.time() + TERM - 0.5,
+                                     term=TERM))  # due half a second before the canary: first in its batch
+    world.run(3 * TERM)
+    assert lease.cookie not in eavesdropper.cookies and eavesdropper.cookies  # asked: only for its own
+    assert world.alive(lease) and canary.leases() == [lease]
+
+
+@pytest.mark.slow
+def test_hung_listeners_at_more_addresses_than_workers_delay_no_event_to_one_that_took_its_last(
+        world: World) -> None:
+    canary = _client(world, 120)
+    canary.set_failure_listener(world.listener_uri)
+    forged = iter(range(100))
+
+    def lose_one(renewals: RenewalSetClient) -> None:  # a lease its landlord denies: an event to its listener
+        renewals.renew_for(LandlordLease(f"forged{next(forged):016d}", world.rooms_uri, world.rooms.landlord_id,
+                                         time.time() + 100, term=3600))
+
+    lose_one(canary)
+    world.run(1)
+    world.failures.wait_for(1, timeout=5)  # the canary's listener took an event: it answers
+    silent = [SilentListener() for _ in range(6)]  # more than the workers for addresses not yet tried
+    try:
+        for listener in silent:
+            stranger = _client(world, 120)
+            stranger.set_failure_listener(listener.uri)
+            lose_one(stranger)
+        world.run(1)  # six events into silence, each held 5 s
+        lose_one(canary)
+        world.run(1)
+        world.failures.wait_for(2, timeout=2)  # at once, not after the silent ones' 5 s
+        assert sum(len(listener.accepted) for listener in silent) >= 4  # they were being tried meanwhile
+    finally:
+        for listener in silent:
+            listener.close()
 
 
 # -- real processes ----------------------------------------------------------------------------
@@ -274,3 +555,48 @@ def test_the_service_killed_and_restarted_on_its_store_goes_on_renewing(spawn: A
             proxy.rent("probe", 12)  # the test's timer: freed 12 s on, three of the rooms' terms
         rooms.wait_for(r"^freed probe", timeout=20)
         assert rooms.matches(r"^freed room") == [], rooms.tail()
+
+
+@pytest.fixture
+def dead_landlords() -> Iterator[list[str]]:
+    """URIs of two landlords that cannot be renewed with: a closed port, and a listener that
+    takes connections and never answers (a hung host)."""
+    closed = free_port()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(128)
+    yield [f"PYRO:rooms@127.0.0.1:{closed}", f"PYRO:rooms@127.0.0.1:{silent.getsockname()[1]}"]
+    silent.close()
+
+
+def stranger_lease(number: int, landlord: str) -> LandlordLease:
+    """A forged lease of a landlord of its own (so a call of its own), due for renewal at once
+    and with a long term, so that each attempt may wait long."""
+    return LandlordLease(f"stranger{number:014d}", landlord, f"stranger-{number}", time.time() + 1000, term=3600)
+
+
+@pytest.mark.slow
+def test_a_strangers_set_of_dead_landlords_costs_no_other_set_a_renewal(
+        spawn: Any, dead_landlords: list[str]) -> None:
+    rooms = spawn("served_landlord.py")
+    rooms_uri = rooms.expect("URI: ").strip()
+    service, service_uri = start_server("-m", "landlord", "renewal-service", "--port", "0", "--sets-per-client",
+                                        "3", "--leases-per-set", "1000", pattern=r"^landlord at (?P<uri>\S+)")
+    with service:
+        canary = RenewalSetClient.create(service_uri, 60)
+        with Pyro5.api.Proxy(rooms_uri) as proxy:
+            canary.renew_for(proxy.rent("canary", 3.0))  # renewed once a second, or lost within 3 s
+        stranger = RenewalSetClient.create(service_uri, 60)
+        with Pyro5.api.Proxy(service_uri) as proxy:
+            for number in range(1000):  # two dead landlords under a thousand names
+                proxy.renew_for(stranger.lease.cookie, stranger_lease(number, dead_landlords[number % 2]))
+            with pytest.raises(ValueError, match="at most 1000 leases"):
+                proxy.renew_for(stranger.lease.cookie, stranger_lease(1000, dead_landlords[0]))
+            proxy.create_set(60)  # the third set a host may hold
+            with pytest.raises(ValueError, match="at most 3 renewal sets"):
+                proxy.create_set(60)
+        with Pyro5.api.Proxy(rooms_uri) as proxy:
+            proxy.rent("probe", 12.0)  # the test's timer: freed four of the canary's terms on
+        rooms.wait_for(r"^freed probe", timeout=30)
+        assert rooms.matches(r"^freed canary") == [], service.tail()
+        assert len(stranger.leases()) == 1000  # still being tried: none has run out of its term
