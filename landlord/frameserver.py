@@ -69,6 +69,7 @@ import Pyro5.socketutil
 import serpent  # type: ignore[import-untyped]
 from Pyro5.svr_multiplex import SocketServer_Multiplex
 
+from .clients import client_of_address
 from .framing import ACCEPTED_SERIALIZERS, SERPENT, Frame, FrameGatherer, FrameLimits, FrameRefused, inflate
 
 __all__ = ["FrameServer", "guard", "SMALL_FRAME", "LARGE_BUDGET", "WORKERS"]
@@ -270,7 +271,7 @@ class FrameServer:
                 self._accept_off()
                 self._accept_again_at = time.monotonic() + _ACCEPT_PAUSE
                 return
-            host = _host_of(address)
+            host = client_of_address(address)  # an IPv6 peer by its /64: a host may hold all of one
             if self._per_host[host] >= self.limits.connections_per_host:
                 self._refuse_connection(raw, host)
                 continue
@@ -567,13 +568,6 @@ class FrameServer:
         except Pyro5.errors.TimeoutError as exc:
             log.warning("error during handleRequest: %s", exc)
             conn.closing = True
-
-
-def _host_of(address: Any) -> str:
-    """The client's host, as its connections are counted: its IP address (a Unix socket's peers are one)."""
-    if isinstance(address, tuple) and address:
-        return str(address[0])
-    return "unix socket"
 
 
 def _send_some(conn: FramedConnection) -> bool:

@@ -56,7 +56,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import heapq
-import ipaddress
 import itertools
 import logging
 import math
@@ -72,6 +71,7 @@ import Pyro5.callcontext
 import Pyro5.core
 import Pyro5.server
 
+from .clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import FOREVER, check_duration
 from .errors import UnknownLeaseError
@@ -98,9 +98,6 @@ DEFAULT_PORT = 4162  # beside the lookup service's 4160
 MAX_MEMBERS = 10_000  # leases one set may hold (by default)
 SETS_PER_CLIENT = 16  # sets one client may hold (by default)
 LEASES_PER_CLIENT = 10_000  # leases one client's sets may hold together (by default)
-IN_PROCESS = "in-process"  # the client a call made in the service's own process is counted as
-UNIX_SOCKET = "unix-socket"  # the client every call over a Unix socket is counted as
-IPV6_CLIENT_PREFIX = 64  # an IPv6 peer is counted by its network of this prefix (a host may hold a /64)
 SKIP_AFTER_FAILURE = 30.0  # seconds events to a listener's address are skipped after a delivery there failed
 EVENT_WORKERS = 2  # listener addresses that took their last event, told at once
 UNHEARD_EVENT_WORKERS = 4  # listener addresses not yet tried, told at once (and one failing)
@@ -187,35 +184,6 @@ def check_pyro_uri(uri: object, what: str, *, hosts: frozenset[str] | None = Non
         raise ValueError(f"{what} is at {parsed.host!r:.80}, which this service does not renew with "
                          f"(its landlord hosts: {', '.join(sorted(hosts))})")
     return uri
-
-
-def client_of_call() -> str:
-    """Who makes the call being served: the host of its connection's peer (an IPv4
-    address, also when it comes mapped into IPv6; for other IPv6 peers the
-    ``/IPV6_CLIENT_PREFIX`` network, since one host may hold a whole /64 of
-    addresses; loopback as itself), :data:`UNIX_SOCKET` for any peer on a Unix
-    socket (they have no address to tell them apart), or :data:`IN_PROCESS` for a
-    call made in this process."""
-    address = getattr(Pyro5.callcontext.current_context, "client_sock_addr", None)
-    if isinstance(address, tuple) and address and isinstance(address[0], str) and address[0]:
-        return _client_host(address[0])
-    if isinstance(address, (str, bytes)):
-        return UNIX_SOCKET
-    return IN_PROCESS
-
-
-def _client_host(host: str) -> str:
-    """The client a peer at ``host`` is counted as (see :func:`client_of_call`)."""
-    try:
-        ip = ipaddress.ip_address(host.split("%", 1)[0])  # without an IPv6 scope id
-    except ValueError:
-        return host
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        if not ip.is_loopback:
-            return str(ipaddress.ip_network(f"{ip}/{IPV6_CLIENT_PREFIX}", strict=False))
-    return str(ip)
 
 
 class SetEvents:
