@@ -13,6 +13,7 @@ from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .adaptive import AdaptivePolicy
 from .backoff import Backoff, OutageLog, PeerErrors
 from .callbacks import check_callback_hosts, check_callback_uri
+from .clients import IN_PROCESS as IN_PROCESS_CLIENT
 from .clients import client_of_call
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
@@ -54,5 +55,6 @@ __all__ = [
     "LeaseRenewalService", "RenewalSetClient", "RenewalSetListener",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
     "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "discard_proxy", "register_exception",
-    "serve_landlord", "serve_replica", "FrameLimits", "client_of_call", "TLSConfig", "apply_tls", "tls_settings",
+    "serve_landlord", "serve_replica", "FrameLimits", "client_of_call", "IN_PROCESS_CLIENT",
+    "TLSConfig", "apply_tls", "tls_settings",
 ]

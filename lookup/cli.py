@@ -95,6 +95,7 @@ from landlord.tls import TLSConfig, tls_settings
 
 from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
 from .outbox import MailLimits
+from .quotas import LookupLimits
 from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE
 
 __all__ = ["main", "build_parser", "format_table", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE"]
@@ -269,12 +270,20 @@ def _add_event_options(parser: argparse.ArgumentParser) -> None:
 def _add_connection_options(parser: argparse.ArgumentParser) -> None:
     """``serve``'s bounds on what one client may hold (see :class:`landlord.FrameLimits`)."""
     limits = FrameLimits()
-    group = parser.add_argument_group("connections", "bounds on what one client may hold")
+    group = parser.add_argument_group("client limits", "bounds on what one client (a host) may hold")
     group.add_argument("--connections-per-host", type=_positive_count, default=limits.connections_per_host,
                        metavar="N", help="connections one client address may hold open (default %(default)d)")
     group.add_argument("--message-deadline", type=seconds_argument, default=limits.deadline, metavar="S",
                        help="seconds a message may take to arrive whole, from its first byte; a slower one is "
                             "refused and its connection closed (default %(default)g)")
+    quotas = LookupLimits()
+    group.add_argument("--registrations-per-client", type=_positive_count, default=quotas.registrations_per_client,
+                       metavar="N", help="live registrations one client may hold (default %(default)d)")
+    group.add_argument("--event-registrations-per-client", type=_positive_count,
+                       default=quotas.event_registrations_per_client, metavar="N",
+                       help="live event registrations one client may hold (default %(default)d)")
+    group.add_argument("--attribute-bytes", type=_positive_count, default=quotas.attribute_bytes, metavar="N",
+                       help="bytes of attributes one registration may carry (default %(default)d)")
 
 
 def _frame_limits(args: argparse.Namespace, parser: argparse.ArgumentParser) -> FrameLimits:
@@ -407,6 +416,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
         args.discovery_network = _discovery_network(args, parser)
         args.mail_limits = _mail_limits(args, parser)
         args.frame_limits = _frame_limits(args, parser)
+        args.lookup_limits = LookupLimits(registrations_per_client=args.registrations_per_client,
+                                          event_registrations_per_client=args.event_registrations_per_client,
+                                          attribute_bytes=args.attribute_bytes)
         replicated = [args.etcd, args.group, args.replicas]
         if any(option is not None for option in replicated):
             if None in replicated:
@@ -464,7 +476,7 @@ def _serve(args: argparse.Namespace) -> int:
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
               admin_names=args.admin_name, mail_limits=args.mail_limits, callback_hosts=args.callback_hosts,
-              limits=args.frame_limits, **_discovery(args))
+              limits=args.frame_limits, lookup_limits=args.lookup_limits, **_discovery(args))
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE

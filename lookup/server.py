@@ -70,6 +70,7 @@ from .entry import Entry, entry_class_name, entry_fields
 from .events import DeliveryObserver
 from .locate import DEFAULT_HOST, DEFAULT_PORT, LOOKUP_OBJECT_ID
 from .outbox import MailLimits
+from .quotas import LookupLimits
 from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, LookupService
 
 if TYPE_CHECKING:
@@ -237,7 +238,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
           admin_names: Iterable[str] = (), discovery: bool = True, groups: Iterable[str] = PUBLIC_GROUPS,
           announce_interval: float = DEFAULT_INTERVAL, discovery_network: DiscoveryNetwork | None = None,
           mail_limits: MailLimits | None = None, callback_hosts: Iterable[str] | None = None,
-          limits: FrameLimits | None = None) -> None:
+          limits: FrameLimits | None = None, lookup_limits: LookupLimits | None = None) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
@@ -290,6 +291,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         callback_hosts: the only hosts event listeners may be served on (``None``: any).
         limits: what one message may be and how many connections are held, on the ``"guarded"``
             server (see :class:`landlord.FrameLimits`; default: its defaults).
+        lookup_limits: what one client may hold (see :class:`~lookup.quotas.LookupLimits`).
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an
@@ -312,6 +314,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
     metrics = LookupMetrics() if metrics_port is not None else None  # before the store is opened
     service = ServedLookupService(policy=policy, reaper=reaper, mail_limits=mail_limits, callback_hosts=callback_hosts,
+                                  limits=lookup_limits,
                                   store=LeaseStore(store, name=STORE_NAME) if store is not None else None)
     kept = f"kept in {os.fspath(store)} ({len(service)} lease(s) taken back)" if store is not None else "in memory"
     try:

@@ -27,6 +27,7 @@ import Pyro5.server
 
 from landlord import (
     ANY,
+    IN_PROCESS_CLIENT,
     SYSTEM_CLOCK,
     Clock,
     Landlord,
@@ -37,6 +38,7 @@ from landlord import (
     Store,
     UnknownLeaseError,
     check_duration,
+    client_of_call,
 )
 
 from .entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
@@ -45,6 +47,7 @@ from .fanout import EventFanout, EventRecord
 from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
 from .outbox import MailLimits
 from .ownership import check_claim, check_proof, new_registration_secret, service_id_for
+from .quotas import ClientCounts, LookupLimits, attribute_bytes
 from .registration import ServiceRegistration
 from .registry import Registry, ServiceRecord
 
@@ -94,16 +97,27 @@ class LookupService(Landlord):
         mail_limits: the bounds of its own mailer's delivery (a
             :class:`~lookup.outbox.MailLimits`: queue per listener, deadline,
             attempt timeout, attempts at once); not with ``mailer``.
+        limits: what one client may hold (a :class:`~lookup.quotas.LookupLimits`:
+            registrations, event registrations, bytes of attributes per
+            registration; default: its defaults).
 
     Raises:
-        TypeError: ``callback_hosts`` is a str, or not a list of str.
+        TypeError: ``callback_hosts`` is a str, or not a list of str; ``limits`` not a LookupLimits.
         ValueError: an empty host in ``callback_hosts``, or both ``mailer`` and ``mail_limits``.
     """
 
     def __init__(self, *, policy: LeasePolicy | None = None, reaper: str | Reaper = "sleeper",
                  clock: Clock = SYSTEM_CLOCK, landlord_id: str | None = None,
                  mailer: EventMailer | None = None, store: Store | None = None,
-                 callback_hosts: Iterable[str] | None = None, mail_limits: MailLimits | None = None) -> None:
+                 callback_hosts: Iterable[str] | None = None, mail_limits: MailLimits | None = None,
+                 limits: LookupLimits | None = None) -> None:
+        if limits is not None and not isinstance(limits, LookupLimits):
+            raise TypeError(f"limits must be a LookupLimits or None, got {type(limits).__name__}")
+        self.limits = limits if limits is not None else LookupLimits()
+        self._registrations_held = ClientCounts(self.limits.registrations_per_client, "registrations",
+                                                exempt=[IN_PROCESS_CLIENT])
+        self._event_registrations_held = ClientCounts(self.limits.event_registrations_per_client,
+                                                      "event registrations", exempt=[IN_PROCESS_CLIENT])
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self.registry = Registry(clock=clock)
@@ -139,16 +153,23 @@ class LookupService(Landlord):
             TypeError: ``item`` is not a ServiceItem, or ``proof`` not a str.
             ValueError: an invalid duration or proof, or a proof with an item without an id.
             NotOwnerError: ``proof`` does not prove the id is the caller's; nothing changed.
-            LeaseDeniedError: the policy refused.
+            LeaseDeniedError: the policy refused, or the caller holds as many registrations as
+                :attr:`limits` allows; nothing changed.
+            ValueError: the item's attributes are larger than :attr:`limits` allows.
         """
         item, duration, proof = _check_item(item), check_duration(duration), check_proof(proof)
+        self._check_size(item)
         item, secret = _with_service_id(item, proof)
         record = ServiceRecord(item)
+        client = client_of_call()
         with self._lock:  # held from the grant on: a lease ending at once finds its record stored
+            holder = None
             if secret is None:  # an id just made from a new secret is nobody else's
                 holder = self.registry.holder(record.service_id, self.manager.grace)
                 check_claim(record.service_id, proof, holder.cookie if holder is not None else None)
+            self._registrations_held.check(client, replacing=holder.cookie if holder is not None else None)
             lease = self.new_lease(record, duration)  # a refusal changes nothing
+            self._registrations_held.hold(lease.cookie, client)
             record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
             old = self.registry.add(record)
             previous = old.item if old is not None and self.registry.live(old) else None
@@ -186,8 +207,14 @@ class LookupService(Landlord):
         record = self.get_resource(cookie)  # UnknownLeaseError once the lease is gone
         if not isinstance(record, ServiceRecord):
             raise UnknownLeaseError("that lease is not a service registration's")
+
+        def checked(item: ServiceItem) -> ServiceItem:
+            changed = change(item)
+            self._check_size(changed)  # before the registry keeps it: a refusal changes nothing
+            return changed
+
         with self._lock:
-            before = self.registry.change(record, change)
+            before = self.registry.change(record, checked)
             if self.store is not None:
                 self.manager.resource_changed(record.cookie)
             self.fanout.fire(record.service_id, before, record.item)
@@ -275,17 +302,21 @@ class LookupService(Landlord):
             TypeError: a bad template, or a listener neither a proxy, a URI nor an object with ``notify``.
             ValueError: ``transitions`` not in 1..7, an invalid duration, or a listener
                 URI that is not ``PYRO:``, names no host and port, or a host not allowed.
-            LeaseDeniedError: the policy refused.
+            LeaseDeniedError: the policy refused, or the caller holds as many event registrations
+                as :attr:`limits` allows; nothing changed.
         """
         _check_template(template)
         if not 1 <= _check_int(transitions, "transitions") <= ALL_TRANSITIONS:
             raise ValueError(f"transitions must combine TRANSITION_* values (1 to 7), got {transitions}")
         listener, duration = self._listener_address(listener), check_duration(duration)
+        client = client_of_call()
         with self._lock:
+            self._event_registrations_held.check(client)
             record = self.fanout.new_record(template, transitions, listener, handback)
             if self.store is not None:
                 self.store.set_setting(_NEXT_EVENT_ID, record.event_id + 1)
             lease = self.new_lease(record, duration)
+            self._event_registrations_held.hold(lease.cookie, client)
             record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
             self.fanout.add(record)
         log.info("event registration %d for %r", record.event_id, template)
@@ -310,11 +341,24 @@ class LookupService(Landlord):
         """``on_expire`` and ``on_cancel``: a registration or event registration is over."""
         with self._lock:
             if isinstance(record, ServiceRecord):
+                self._registrations_held.release(record.cookie)
                 if self.registry.end(record):
                     log.info("registration %s ended", record.service_id)
                     self.fanout.fire(record.service_id, record.item, None)
             elif isinstance(record, EventRecord):
+                self._event_registrations_held.release(record.cookie)
                 self.fanout.end(record)
+
+    def _check_size(self, item: ServiceItem) -> None:
+        """Refuse an item whose attributes are larger than :attr:`limits` allows.
+
+        Raises:
+            ValueError: they are; the message says how large, and the limit.
+        """
+        size = attribute_bytes(item)
+        if size > self.limits.attribute_bytes:
+            raise ValueError(f"attributes of {size} bytes: a registration may carry at most "
+                             f"{self.limits.attribute_bytes} here")
 
     def _cancel_lease(self, cookie: str) -> None:
         with contextlib.suppress(UnknownLeaseError):  # it ended meanwhile

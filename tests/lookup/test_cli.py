@@ -387,3 +387,13 @@ def test_serve_holds_no_more_connections_per_host_than_told(serve_lookup: Serve)
             with locate(port=port) as third:
                 third.lookup(ServiceTemplate(types=["x.None"]))
     server.wait_for("the most one address may")
+
+
+def test_serve_holds_no_more_registrations_per_client_than_told(serve_lookup: Serve) -> None:
+    _, port = serve_lookup("--no-announce", "--registrations-per-client", "1", "--attribute-bytes", "50")
+    with locate(port=port) as lookup:
+        with pytest.raises(ValueError, match="at most 50"):
+            lookup.register(ServiceItem(None, "PYRO:s@127.0.0.1:9", ["x.A"], [Comment("c" * 51)]), 30)
+        lookup.register(ServiceItem(None, "PYRO:s@127.0.0.1:9", ["x.A"], [Comment("c" * 50)]), 30)
+        with pytest.raises(landlord.LeaseDeniedError, match="at most 1 registrations"):
+            lookup.register(ServiceItem(None, "PYRO:s@127.0.0.1:9", ["x.B"], []), 30)

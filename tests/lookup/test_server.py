@@ -260,7 +260,7 @@ def test_an_oversized_message_is_refused_and_the_service_keeps_answering(serve_l
     with locate(port=port) as lookup:
         assert lookup.lookup(ServiceTemplate(types=["x.Huge"])) is None
         assert lookup.lookup(ServiceTemplate(types=["x.Large"])) is None
-        lookup.register(ServiceItem(None, SERVICE_URI, ["x.Small"], [Comment("x" * 50_000)]))
+        lookup.register(ServiceItem(None, SERVICE_URI, ["x.Small"], [Comment("x" * 30_000)]))  # under both caps
 
 
 def test_raise_open_files_limit_never_lowers_it() -> None:

@@ -1,0 +1,127 @@
+"""What one client may hold in a lookup service: :class:`LookupLimits`, :class:`ClientCounts`, :func:`attribute_bytes`.
+
+A hostile probe registered 200 large but legal items and took a lookup
+service from 31 to 643 MB. The transport caps one message (64 KiB of
+serpent); these limits cap what the messages add up to, per client (the
+host a call comes from: :func:`landlord.client_of_call`):
+
+- **registrations** live at once, and **event registrations**;
+- the **bytes of attributes** of one registration, measured on the values
+  as they arrived (:func:`attribute_bytes`), whoever sends them.
+
+A client at its limit is refused with a :class:`~landlord.LeaseDeniedError`
+that names the limit, and nothing changes. Calls made in the service's own
+process are not counted (they are the operator's), nor are registrations
+taken back from a store (who made them is not kept).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from landlord import LeaseDeniedError
+
+from .item import ServiceItem
+
+__all__ = ["LookupLimits", "ClientCounts", "attribute_bytes"]
+
+_SCALAR_BYTES = 8  # what a number, a bool or None counts as
+
+
+@dataclasses.dataclass(frozen=True)
+class LookupLimits:
+    """What one client may hold in a lookup service.
+
+    Args:
+        registrations_per_client: live registrations one client may hold.
+        event_registrations_per_client: live event registrations one client may hold.
+        attribute_bytes: the most bytes of attributes one registration may carry (:func:`attribute_bytes`).
+
+    Raises:
+        ValueError: a limit that is not a positive int.
+    """
+
+    registrations_per_client: int = 1000
+    event_registrations_per_client: int = 1000
+    attribute_bytes: int = 32 * 1024
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{field.name} must be a positive int, got {value!r}")
+
+
+class ClientCounts:
+    """Leases held per client, against a limit. Not thread-safe: its owner calls it under one lock.
+
+    Args:
+        limit: the most leases one client may hold.
+        what: what the leases are for, as an error names them (``"registrations"``).
+        exempt: clients never counted.
+    """
+
+    def __init__(self, limit: int, what: str, exempt: Iterable[str] = ()) -> None:
+        self.limit = limit
+        self.what = what
+        self._exempt = frozenset(exempt)
+        self._client_of: dict[str, str] = {}  # cookie -> client
+        self._held: dict[str, int] = {}       # client -> leases held
+
+    def check(self, client: str, *, replacing: str | None = None) -> None:
+        """Whether ``client`` may take one more.
+
+        Args:
+            client: who asks.
+            replacing: the cookie of a lease the new one replaces; if ``client`` holds it, the count stays.
+
+        Raises:
+            LeaseDeniedError: ``client`` holds its limit already.
+        """
+        if client in self._exempt or (replacing is not None and self._client_of.get(replacing) == client):
+            return
+        held = self._held.get(client, 0)
+        if held >= self.limit:
+            raise LeaseDeniedError(f"a client may hold at most {self.limit} {self.what} here, and {client} "
+                                   f"holds {held}: cancel some, or let them end")
+
+    def hold(self, cookie: str, client: str) -> None:
+        """Count the lease ``cookie`` as ``client``'s (after :meth:`check`)."""
+        if client in self._exempt or cookie in self._client_of:
+            return
+        self._client_of[cookie] = client
+        self._held[client] = self._held.get(client, 0) + 1
+
+    def release(self, cookie: str) -> None:
+        """The lease ``cookie`` ended: its client holds one fewer (nothing if it was not counted)."""
+        client = self._client_of.pop(cookie, None)
+        if client is None:
+            return
+        left = self._held[client] - 1
+        if left:
+            self._held[client] = left
+        else:
+            del self._held[client]
+
+    def held(self, client: str) -> int:
+        """How many leases ``client`` holds now."""
+        return self._held.get(client, 0)
+
+
+def attribute_bytes(item: ServiceItem) -> int:
+    """The size of an item's attributes: the characters of every string (and bytes of every bytes
+    value) in their fields, and :data:`_SCALAR_BYTES` for every other value, containers' contents
+    counted as their own values. A cheap measure of what the item will hold in memory."""
+    return sum(_value_bytes(value) for entry in item.attributes for value in entry._entry_fields().values())
+
+
+def _value_bytes(value: Any) -> int:
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_value_bytes(key) + _value_bytes(inner) for key, inner in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return _SCALAR_BYTES + sum(_value_bytes(inner) for inner in value)
+    return _SCALAR_BYTES

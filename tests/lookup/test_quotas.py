@@ -1,0 +1,113 @@
+"""lookup.quotas: what one client may hold in a lookup service, and how its attributes are measured.
+
+Here the rules alone, and a lookup service over a real daemon (where callers are
+counted by their host, 127.0.0.1); calls made in process are never counted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import Pyro5.api
+import pytest
+
+from landlord import LeaseDeniedError
+from lookup import Comment, LookupService, Name, ServiceItem, ServiceTemplate
+from lookup.quotas import ClientCounts, LookupLimits, attribute_bytes
+
+SERVICE = "PYRO:quotes@127.0.0.1:9"
+
+
+def item(*attributes: Any, service_id: str | None = None) -> ServiceItem:
+    return ServiceItem(service_id, SERVICE, ["quotes.Quoter"], list(attributes))
+
+
+# -- the rules ------------------------------------------------------------------------------------
+
+def test_a_client_holds_up_to_its_limit_and_gets_room_back_as_its_leases_end() -> None:
+    counts = ClientCounts(2, "registrations", exempt=["in-process"])
+    for cookie in ("a", "b"):
+        counts.check("10.0.0.1")
+        counts.hold(cookie, "10.0.0.1")
+    with pytest.raises(LeaseDeniedError, match="at most 2 registrations here, and 10.0.0.1 holds 2"):
+        counts.check("10.0.0.1")
+    counts.check("10.0.0.2")  # another client is counted apart
+    counts.check("in-process")  # the operator's own calls never
+    counts.hold("c", "in-process")
+    assert counts.held("in-process") == 0
+    counts.release("a")
+    counts.check("10.0.0.1")
+    counts.release("a")  # twice, or an uncounted cookie: nothing
+    counts.release("unknown")
+    assert counts.held("10.0.0.1") == 1
+
+
+def test_replacing_ones_own_lease_at_the_limit_is_allowed_and_a_strangers_is_not() -> None:
+    counts = ClientCounts(1, "registrations")
+    counts.hold("mine", "10.0.0.1")
+    counts.check("10.0.0.1", replacing="mine")
+    with pytest.raises(LeaseDeniedError):
+        counts.check("10.0.0.1", replacing="theirs")
+
+
+def test_attribute_bytes_counts_strings_and_each_other_value() -> None:
+    assert attribute_bytes(item()) == 0
+    assert attribute_bytes(item(Name("abcd"))) == 4
+    assert attribute_bytes(item(Comment("x" * 1000), Name("ab"))) == 1002
+    nested = item(Comment([["a" * 10, 5], {"k": "vv"}]))  # type: ignore[arg-type]
+    assert attribute_bytes(nested) == 8 + (8 + 10 + 8) + (1 + 2)
+
+
+@pytest.mark.parametrize("bad", [{"registrations_per_client": 0}, {"attribute_bytes": -1},
+                                 {"event_registrations_per_client": True}, {"attribute_bytes": 1.5}])
+def test_bad_limits_are_refused_by_name(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        LookupLimits(**bad)
+
+
+def test_a_lookup_service_takes_only_lookup_limits() -> None:
+    with pytest.raises(TypeError, match="LookupLimits"):
+        LookupService(limits={"registrations_per_client": 1})  # type: ignore[arg-type]
+
+
+# -- a lookup service ---------------------------------------------------------------------------------
+
+def test_attributes_over_the_limit_are_refused_on_registering_and_on_changing_and_change_nothing() -> None:
+    service = LookupService(limits=LookupLimits(attribute_bytes=100))
+    try:
+        with pytest.raises(ValueError, match="attributes of 101 bytes: a registration may carry at most 100"):
+            service.register(item(Comment("x" * 101)), 30)
+        assert len(service.manager) == 0
+        registration = service.register(item(Comment("x" * 60)), 30)
+        with pytest.raises(ValueError, match="at most 100"):
+            service.add_attributes(registration.lease.cookie, [Comment("y" * 41)])
+        found = service.lookup_all(ServiceTemplate(), 10).items
+        assert [entry.comment for entry in found[0].attributes] == ["x" * 60]  # type: ignore[attr-defined]
+    finally:
+        service.close()
+
+
+def test_a_remote_client_holds_at_most_its_registrations_and_event_registrations(daemon: Any) -> None:
+    limits = LookupLimits(registrations_per_client=2, event_registrations_per_client=1)
+    service = LookupService(limits=limits)
+    try:
+        with Pyro5.api.Proxy(daemon.register(service)) as remote:
+            first = remote.register(item(Name("one")), 30)
+            second = remote.register(item(Name("two")), 30)
+            with pytest.raises(LeaseDeniedError, match="at most 2 registrations here, and 127.0.0.1 holds 2"):
+                remote.register(item(Name("three")), 30)
+            assert service.lookup_all(ServiceTemplate(), 10).total == 2
+            remote.register(item(Name("one again"), service_id=first.service_id), 30, first.secret)  # its own
+            with pytest.raises(LeaseDeniedError):  # the replaced one's count went with it: still 2
+                remote.register(item(Name("three")), 30)
+            second.lease.cancel()
+            remote.register(item(Name("three")), 30)  # room again
+            watch = remote.notify(ServiceTemplate(), 7, "PYRO:listener@127.0.0.1:9", None, 30)
+            with pytest.raises(LeaseDeniedError, match="at most 1 event registrations"):
+                remote.notify(ServiceTemplate(), 7, "PYRO:listener@127.0.0.1:9", None, 30)
+            watch.lease.cancel()
+            remote.notify(ServiceTemplate(), 7, "PYRO:listener@127.0.0.1:9", None, 30)
+        for index in range(5):  # in process: the operator's own, not counted
+            service.register(item(Name(f"local {index}")), 30)
+    finally:
+        service.close()
