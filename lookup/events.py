@@ -20,6 +20,8 @@ import Pyro5.errors
 
 from landlord import SYSTEM_CLOCK, Clock, Lanes, discard_proxy, proxy_for
 
+from .item import Expiry
+
 __all__ = [
     "TRANSITION_MATCH_NOMATCH", "TRANSITION_NOMATCH_MATCH", "TRANSITION_MATCH_MATCH", "ALL_TRANSITIONS",
     "ServiceEvent", "EventRegistration", "EventMailer", "DeliveryObserver",
@@ -44,6 +46,8 @@ class ServiceEvent:
         service_id: the service that changed.
         transition: one of the ``TRANSITION_*`` constants.
         item: the service item as it is now, or ``None`` once it is gone.
+        expiry: when the item's registration ends (with ``item``; ``None``: not known,
+            as from a lookup service before expiries were sent).
     """
 
     event_id: int
@@ -52,6 +56,7 @@ class ServiceEvent:
     service_id: str
     transition: int
     item: Any = dataclasses.field(repr=False)
+    expiry: Expiry | None = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)  # eq=False: equal only to itself, as before

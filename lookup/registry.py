@@ -18,7 +18,7 @@ from typing import Any
 from landlord import Clock, LeasedResource, UnknownLeaseError
 
 from .index import ServiceIndex
-from .item import ServiceItem, ServiceTemplate
+from .item import Expiry, ServiceItem, ServiceTemplate
 from .packed import keep_packing
 
 __all__ = ["ServiceRecord", "Registry"]
@@ -39,15 +39,18 @@ class ServiceRecord:
             its expiration says whether the registration is live.
         replaced: registered again under the same id: the end of this
             record's lease is not the end of the service's registration.
+        term: the seconds its lease was granted, once granted (``None``: not
+            known: a record taken back from the store, which keeps no term).
     """
 
-    __slots__ = ("item", "cookie", "leased", "replaced")
+    __slots__ = ("item", "cookie", "leased", "replaced", "term")
 
     def __init__(self, item: ServiceItem) -> None:
         self.item = item
         self.cookie = ""
         self.leased: LeasedResource | None = None
         self.replaced = False
+        self.term: float | None = None
 
     @property
     def service_id(self) -> str:
@@ -174,6 +177,21 @@ class Registry:
                     break
         return found
 
+    def expiry(self, record: ServiceRecord) -> Expiry | None:
+        """When ``record``'s registration ends, to send with its item; ``None`` once it has no time left.
+
+        Its term is the one granted, or what it has left if that is more (a renewal for
+        longer than the grant) or the term is not known.
+        """
+        return _expiry(record, self.clock.monotonic())
+
+    def expiries(self, items: list[ServiceItem]) -> list[Expiry | None]:
+        """When the registrations of ``items`` (those :meth:`matching` found) end, in order."""
+        now = self.clock.monotonic()
+        records = self._records
+        return [_expiry(record, now) if (record := records.get(item.service_id or "")) is not None
+                and record.item is item else None for item in items]
+
     def registrations(self) -> list[tuple[ServiceItem, float]]:
         """Every live registration's item and its seconds left, in registration order."""
         now = self.clock.monotonic()
@@ -212,3 +230,11 @@ class Registry:
             raise TypeError(f"not a registration: {record!r:.80}")
         record.cookie, record.leased = leased.cookie, leased
         self.add(record)
+
+
+def _expiry(record: ServiceRecord, now: float) -> Expiry | None:
+    if record.leased is None:
+        return None
+    remaining = max(0.0, record.leased.expiration - now)
+    term = remaining if record.term is None else max(record.term, remaining)
+    return Expiry(remaining, term) if term > 0 else None
