@@ -21,7 +21,7 @@ from typing import Any
 from landlord import FOREVER, Backoff, Clock, LeaseRenewalEvent, LeaseRenewalManager, PeerErrors
 
 from .events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
-from .item import ServiceTemplate
+from .item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate
 from .peer import PeerThread, leader_proxy
 from .view import MergedView
 
@@ -113,8 +113,8 @@ class Follower:
         orphan_deadline = self._view.orphan_deadline(self.uri)
         if now >= orphan_deadline:
             if self._view.forget_orphans(self.uri):
-                self._logger.info("%s lost for %g s: no longer showing what only it listed", self.uri,
-                                  self._view.orphan_timeout)
+                self._logger.info("%s lost: its registrations there have run out (or %g s passed): "
+                                  "no longer showing what only it listed of them", self.uri, self._view.orphan_timeout)
             self._condition.notify_all()
             return self._tell
         if self._needs_sync and now >= self._peer.due:
@@ -152,8 +152,7 @@ class Follower:
             else:
                 stale, self._event_lease = self._event_lease, registration.lease
                 self._last_sequence = registration.sequence_number
-                self._view.replace_listing(self.uri, {item.service_id: item for item in snapshot.items
-                                                      if item.service_id})
+                self._view.replace_listing(self.uri, *_listing(snapshot))
                 held, self._held = self._held or [], None
                 for event in sorted(held, key=lambda e: e.sequence_number):
                     self._apply(event)
@@ -200,7 +199,15 @@ class Follower:
         if event.transition == TRANSITION_MATCH_NOMATCH or event.item is None:
             self._view.unlist(self.uri, event.service_id)
         else:
-            self._view.report(self.uri, event.service_id, event.item)
+            self._view.report(self.uri, event.service_id, event.item, event.expiry)
+
+
+def _listing(snapshot: ServiceMatches) -> tuple[dict[str, ServiceItem], dict[str, Expiry]]:
+    """A snapshot's items by service id, and their expiries where known (by service id too)."""
+    items = {item.service_id: item for item in snapshot.items if item.service_id}
+    expiries = {item.service_id: expiry for item, expiry in zip(snapshot.items, snapshot.expiries or ())
+                if item.service_id and expiry is not None}
+    return items, expiries
 
 
 def _cancel_quietly(lease: Any) -> None:
