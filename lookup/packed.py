@@ -64,6 +64,8 @@ TABLES_KEPT = 1024  # lineages, entry shapes and lists of types known to be soun
 _ROW_HEAD = 3  # service id, URI, layout: then the values
 _KEEP = object()  # an item's _packing: kept once made
 _SCALARS = frozenset({str, int, float, bool})
+_NUMBERS = frozenset({int, float})
+_new_tuple = tuple.__new__  # an Expiry of a pair checked already, without a call of its __new__
 
 
 def _refuse_constant(name: str) -> Any:
@@ -200,11 +202,12 @@ def pack_matches(matches: ServiceMatches) -> tuple[str, list[Any]]:
 
 
 def _expiries(expiries: list[Expiry | None] | None) -> str:
-    """The table's ``"expiries"`` (``null`` for one not known or not finite: JSON has no ``inf``), if any."""
+    """The table's ``"expiries"``, if any: ``[remaining, term]`` each, remaining to the millisecond
+    (formatted here: JSON's float repr was most of the cost), ``null`` for one not known or not finite."""
     if expiries is None:
         return ""
-    return ',"expiries":' + _encode([list(expiry) if expiry is not None and expiry.bounded else None
-                                     for expiry in expiries])
+    return ',"expiries":[' + ",".join([f"[{expiry[0]:.3f},{expiry[1]!r}]" if expiry is not None and expiry.bounded
+                                       else "null" for expiry in expiries]) + "]"
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -469,7 +472,12 @@ def read_expiries(expiries: Any, count: int, classname: str) -> list[Expiry | No
         raise TypeError(f"malformed {classname}: 'expiries' is {type(expiries).__name__}, not a list")
     if len(expiries) != count:
         raise ValueError(f"malformed {classname}: {len(expiries)} expiries for {count} items")
-    return [None if expiry is None else read_expiry(expiry, f"expiry {number}", classname)
+    pairs = [pair for pair in expiries if pair is not None]
+    if (all(type(pair) is list and len(pair) == 2 for pair in pairs)  # as a packed table has them: checked at once
+            and _NUMBERS.issuperset(map(type, itertools.chain.from_iterable(pairs)))
+            and all(remaining >= 0 and term > 0 for remaining, term in pairs)):
+        return [None if pair is None else _new_tuple(Expiry, pair) for pair in expiries]
+    return [None if expiry is None else read_expiry(expiry, f"expiry {number}", classname)  # to say what is wrong
             for number, expiry in enumerate(expiries)]
 
 

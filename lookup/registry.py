@@ -23,6 +23,8 @@ from .packed import keep_packing
 
 __all__ = ["ServiceRecord", "Registry"]
 
+_new_tuple = tuple.__new__
+
 log = logging.getLogger(__name__)
 
 
@@ -159,6 +161,10 @@ class Registry:
 
     def matching(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceItem]:
         """The items of live registrations ``template`` matches, in registration order, at most ``limit``."""
+        return [record.item for record in self.matching_records(template, limit)]
+
+    def matching_records(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceRecord]:
+        """The live registrations ``template`` matches, in registration order, at most ``limit``."""
         now = self.clock.monotonic()
         candidates: Iterable[ServiceRecord]
         if template.service_id is not None:
@@ -168,11 +174,11 @@ class Registry:
         else:
             candidates = self.index.in_order(template, self._records)
             decided = self.index.decides(template)  # by type, or one field: matches() would say yes to each
-        found: list[ServiceItem] = []
+        found: list[ServiceRecord] = []
         for record in candidates:
             leased = record.leased
             if leased is not None and leased.expiration > now and (decided or template.matches(record.item)):
-                found.append(record.item)
+                found.append(record)
                 if limit is not None and len(found) >= limit:
                     break
         return found
@@ -185,12 +191,10 @@ class Registry:
         """
         return _expiry(record, self.clock.monotonic())
 
-    def expiries(self, items: list[ServiceItem]) -> list[Expiry | None]:
-        """When the registrations of ``items`` (those :meth:`matching` found) end, in order."""
+    def expiries(self, records: list[ServiceRecord]) -> list[Expiry | None]:
+        """When ``records``' registrations end (see :meth:`expiry`), in order."""
         now = self.clock.monotonic()
-        records = self._records
-        return [_expiry(record, now) if (record := records.get(item.service_id or "")) is not None
-                and record.item is item else None for item in items]
+        return [_expiry(record, now) for record in records]
 
     def registrations(self) -> list[tuple[ServiceItem, float]]:
         """Every live registration's item and its seconds left, in registration order."""
@@ -233,8 +237,12 @@ class Registry:
 
 
 def _expiry(record: ServiceRecord, now: float) -> Expiry | None:
-    if record.leased is None:
+    leased, term = record.leased, record.term
+    if leased is None:
         return None
-    remaining = max(0.0, record.leased.expiration - now)
-    term = remaining if record.term is None else max(record.term, remaining)
-    return Expiry(remaining, term) if term > 0 else None
+    remaining = leased.expiration - now
+    if remaining <= 0:
+        return None
+    if term is None or term < remaining:
+        term = remaining
+    return _new_tuple(Expiry, (remaining, term))  # made for every item of every answer: without a call of __new__

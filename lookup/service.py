@@ -206,9 +206,9 @@ class LookupService(Landlord):
         _check_template(template)
         self.manager.reap()  # free what has run out, so its events go out now
         with self._lock:
-            items = self.registry.matching(template)
-            given = items[:max_matches]
-            return ServiceMatches(given, len(items), self.registry.expiries(given))
+            records = self.registry.matching_records(template)
+            given = records[:max_matches]
+            return ServiceMatches([record.item for record in given], len(records), self.registry.expiries(given))
 
     @Pyro5.server.expose
     def entry_classes(self, template: ServiceTemplate) -> list[str]:

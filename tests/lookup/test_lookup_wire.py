@@ -723,6 +723,7 @@ def test_matches_carry_expiries_in_their_table_beside_the_form_older_readers_rea
     copy = round_trip(sent)
     assert copy == sent and copy.expiries == [Expiry(1.25, 2.0), None, None]
     assert round_trip(ServiceMatches(items, 5)).expiries is None  # none sent: none known
+    assert round_trip(ServiceMatches(items[:1], 1, [Expiry(1.23456789, 2.5)])).expiries == [Expiry(1.235, 2.5)]  # ms
     assert round_trip(OLD_MATCHES).expiries is None
 
 

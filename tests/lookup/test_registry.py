@@ -144,8 +144,8 @@ def test_a_records_term_is_said_with_what_it_has_left(registry: Registry, clock:
     registry.add(record)
     clock.advance(10)
     assert registry.expiry(record) == Expiry(20.0, 40.0)
-    assert registry.expiries(registry.matching(EVERYTHING)) == [Expiry(20.0, 40.0)]
-    assert registry.expiries([ServiceItem("one", URI)]) == [None]  # not the item registered
+    assert registry.matching_records(EVERYTHING) == [record]
+    assert registry.expiries([record, ServiceRecord(ServiceItem("x", URI))]) == [Expiry(20.0, 40.0), None]
     assert registry.load(registry.dump(record)).term is None  # the store keeps no term
     record.term = None
     assert registry.expiry(record) == Expiry(20.0, 20.0)  # what it has left stands for its term
