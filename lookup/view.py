@@ -45,7 +45,13 @@ class MergedView:
     **A service reported gone.** When a lookup service that is not lost
     stops listing an item (an event, or a snapshot without it) and no other
     lookup service that is not lost lists it, the lost ones' copies go too:
-    a live lookup service's word beats what a lost one last said.
+    a live lookup service's word beats what a lost one last said. When
+    another that is not lost still lists it, the item is *disputed* and
+    those lookup services *doubted* (:meth:`doubted`): one may be dead and
+    not yet known lost, so its owner asks it whether it is there and, if it
+    cannot be reached, calls :meth:`lost` at once, when its copies of
+    disputed items go (a reachable one's copies stand: it may have the
+    service indeed, or its own word that it is gone may be on its way).
 
     A discarded item is hidden until a lookup service reports it anew.
 
@@ -66,6 +72,8 @@ class MergedView:
         self._clock = clock
         self._items: dict[str, ServiceItem] = {}  # what is shown
         self._discarded: set[str] = set()  # service ids dropped by discard() until reported anew
+        self._disputed: set[str] = set()  # said gone by one lookup service not lost, listed by another
+        self._doubted: set[str] = set()  # lookup services not lost listing a disputed item: to be asked
         self._changes: list[Change] = []  # not yet taken
 
     @property
@@ -96,6 +104,7 @@ class MergedView:
         self._listings[lookup][service_id] = item
         self._note_expiry(lookup, service_id, expiry, self._clock.monotonic())
         self._discarded.discard(service_id)  # reported anew
+        self._disputed.discard(service_id)  # and said to be there
         self._merge(service_id, reported=item)
 
     def unlist(self, lookup: str, service_id: str) -> None:
@@ -111,6 +120,7 @@ class MergedView:
         where known): it is back, and reports all of them anew."""
         self._orphans.pop(lookup, None)
         self._discarded.difference_update(fresh)
+        self._disputed.difference_update(fresh)
         before, self._listings[lookup] = self._listings[lookup], dict(fresh)
         now = self._clock.monotonic()
         self._expiries[lookup] = {}
@@ -130,9 +140,20 @@ class MergedView:
         if lookup in self._orphans:
             return
         now = self._clock.monotonic()
-        expiries = self._expiries[lookup]
-        self._orphans[lookup] = {service_id: now + self._kept_for(expiries.get(service_id), now)
-                                 for service_id in self._listings[lookup]}
+        expiries, orphans = self._expiries[lookup], self._orphans.setdefault(lookup, {})
+        self._doubted.discard(lookup)
+        for service_id in self._listings[lookup]:
+            said_gone = service_id in self._disputed and not self._listed_live(service_id)
+            orphans[service_id] = now if said_gone else now + self._kept_for(expiries.get(service_id), now)
+
+    def doubted(self, lookup: str) -> bool:
+        """Whether ``lookup`` (not lost) lists an item another lookup service said is gone: to be asked
+        whether it is still there (then :meth:`settle`, and :meth:`lost` if it cannot be reached)."""
+        return lookup in self._doubted
+
+    def settle(self, lookup: str) -> None:
+        """``lookup`` is being asked whether it is there: no longer doubted (until another dispute)."""
+        self._doubted.discard(lookup)
 
     def orphan_deadline(self, lookup: str) -> float:
         """When :meth:`forget_orphans` is next due for ``lookup``; ``math.inf`` while it is not lost
@@ -150,6 +171,7 @@ class MergedView:
         a lookup service discarded."""
         if lookup in self._listings:
             self._orphans.pop(lookup, None)
+            self._doubted.discard(lookup)
             before = self._listings.pop(lookup)
             del self._expiries[lookup]
             for service_id in before:
@@ -197,12 +219,19 @@ class MergedView:
         that is not lost lists it, the lost ones' copies go (the caller merges)."""
         if lookup in self._orphans:
             return
-        if any(service_id in listing for uri, listing in self._listings.items() if uri not in self._orphans):
+        still = [uri for uri, listing in self._listings.items() if uri not in self._orphans and service_id in listing]
+        if still:  # disputed: is one of them dead, and not yet known lost?
+            self._disputed.add(service_id)
+            self._doubted.update(still)
             return
         for uri, orphans in self._orphans.items():
             if orphans.pop(service_id, None) is not None:
                 self._listings[uri].pop(service_id, None)
                 self._expiries[uri].pop(service_id, None)
+
+    def _listed_live(self, service_id: str) -> bool:
+        """Whether a lookup service that is not lost lists ``service_id``."""
+        return any(service_id in listing for uri, listing in self._listings.items() if uri not in self._orphans)
 
     def _forget(self, lookup: str, service_id: str) -> None:
         """Drop ``service_id`` from ``lookup``'s listing, and show what that changes."""
@@ -217,6 +246,7 @@ class MergedView:
         new: ServiceItem | None
         if not listed:
             self._discarded.discard(service_id)  # gone everywhere: nothing left to hold back
+            self._disputed.discard(service_id)
             new = None
         elif service_id in self._discarded:
             new = None

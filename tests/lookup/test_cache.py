@@ -440,3 +440,35 @@ def test_a_lost_lookup_services_items_leave_the_cache_within_their_term(serve_lo
         assert watch.wait_count(logging.WARNING, lookup_uri(port_b), 1)
         gone_after = seconds_until_gone(cache, SERVICE_LEASE + 10)  # counted from the later loss
     assert gone_after is not None and gone_after < SERVICE_LEASE + ALLOWANCE, gone_after
+
+
+def test_a_dead_service_leaves_the_cache_within_its_term_before_the_cache_has_noticed_a_lookup_service_died(
+        serve_lookup: Serve) -> None:
+    # the cache's event registrations at their default term (60 s): A is not yet known lost when B says
+    # the service is gone, so A is asked at once whether it is there, and found dead
+    (a, port_a), (_, port_b) = serve_lookup(), serve_lookup()
+    with greeter_joined(lookup_uri(port_a), lookup_uri(port_b)) as service, \
+            LookupCache([lookup_uri(port_a), lookup_uri(port_b)], GREETERS, retry_initial=0.1) as cache:
+        assert cache.wait_ready(10, count=2) and len(cache) == 1
+        a.kill()
+        service.kill()
+        gone_after = seconds_until_gone(cache, SERVICE_LEASE + 10)
+    assert gone_after is not None and gone_after < SERVICE_LEASE + ALLOWANCE, gone_after
+
+
+def test_a_lookup_service_that_lists_what_another_says_is_gone_is_asked_and_kept_when_it_answers() -> None:
+    a, b = ServedLookup(RenewalSpy()), ServedLookup()
+    try:
+        _, at_b = register_everywhere([a.service, b.service], "at a still")
+        with LogWatch("lookup.cache") as watch, \
+                LookupCache([a.uri, b.uri], TEMPLATE, lease_duration=60, retry_initial=0.1) as cache:
+            assert cache.wait_ready(10, count=2)
+            assert isinstance(a.service, RenewalSpy)
+            a.service.renewed.clear()
+            at_b.lease.cancel()  # B says it is gone; A (alive) still lists it
+            assert a.service.renewed.wait(10)  # asked at once, not at a third of the 60 s lease
+            assert names(cache.items()) == {"at a still"} and sorted(cache.subscribed()) == sorted([a.uri, b.uri])
+            assert watch.matching(logging.WARNING, a.uri) == []  # not lost
+    finally:
+        a.close()
+        b.close()

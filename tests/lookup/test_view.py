@@ -271,3 +271,38 @@ def test_a_lost_lookup_service_reporting_nothing_new_leaves_the_others_copies_al
     assert shown(view) == ["s1"] and view.orphan_deadline(B) == 2.0
     clock.advance(2)
     assert view.forget_orphans(B) and len(view) == 0
+
+
+def test_an_item_one_live_lookup_service_says_is_gone_and_another_lists_is_disputed(clock: FakeClock) -> None:
+    view = MergedView([A, B, C], orphan_timeout=300, clock=clock)
+    for lookup in (A, B):
+        view.replace_listing(lookup, {"s1": item("s1"), "s2": item("s2")}, {"s1": Expiry(30.0, 30.0)})
+    view.take_changes()
+    view.unlist(B, "s1")  # A may be dead and not yet known lost: it is asked, and meanwhile its word stands
+    assert shown(view) == ["s1", "s2"] and view.doubted(A) and not view.doubted(B) and not view.doubted(C)
+    view.settle(A)  # being asked
+    assert not view.doubted(A)
+    view.lost(A)  # could not be reached: its copy of what a live one said is gone goes at once
+    assert view.orphan_deadline(A) == 0.0 and view.forget_orphans(A)
+    assert told(view.take_changes()) == [("removed", "s1", 1)] and shown(view) == ["s2"]
+    assert view.orphan_deadline(A) == 300.0  # A's copy of "s2" (still at B) is kept: no expiry said, orphan_timeout
+
+
+def test_a_dispute_ends_when_the_item_is_said_to_be_there_or_another_live_lookup_service_lists_it(
+        clock: FakeClock) -> None:
+    view = MergedView([A, B, C], orphan_timeout=300, clock=clock)
+    for lookup in (A, B):
+        view.report(lookup, "s1", item("s1"), Expiry(30.0, 30.0))
+    view.unlist(B, "s1")
+    view.report(A, "s1", item("s1", "changed"), Expiry(30.0, 30.0))  # A says it is there: no longer disputed
+    view.lost(A)
+    assert view.orphan_deadline(A) == 30.0
+    view.report(B, "s2", item("s2"), Expiry(30.0, 30.0))
+    view.report(C, "s2", item("s2"), Expiry(30.0, 30.0))
+    view.unlist(C, "s2")  # B, live, lists it
+    assert view.doubted(B)
+    view.lost(B)  # C said it is gone, and no lookup service that is not lost lists it now
+    assert view.orphan_deadline(B) == 0.0
+    view.replace_listing(B, {"s2": item("s2")})  # back: its fresh snapshot lists it, no longer disputed
+    view.lost(B)
+    assert view.orphan_deadline(B) == 300.0  # its expiry not said by the snapshot: orphan_timeout
