@@ -18,6 +18,8 @@ from mhkit import (
 )
 from netns import Network, network
 
+from lookup.follower import PROBE_TIMEOUT
+
 __all__ = ["network"]  # a fixture, imported for pytest
 
 TERM = 2.0
@@ -77,4 +79,26 @@ def test_a_dead_service_leaves_the_cache_within_its_term_though_a_lookup_service
     print(f"a cut off; the client noticed {noticed.time - cut:.2f} s later; the service killed: "
           f"gone from the client's cache {seconds(None if gone is None else gone - killed)} after")
     assert gone is not None and gone - killed < TERM + ALLOWANCE, \
+        f"the client's cache kept the service killed at {killed:.2f}:\n{client.tail()}"
+
+
+def test_a_dead_service_leaves_the_cache_within_its_term_and_a_probe_before_a_cut_off_is_noticed(
+        network: Network) -> None:
+    """As above, but the client's event leases are 60 s (the default) and the service is killed as
+    soon as a is cut off: when c says it is gone, the client asks a (which still lists it) whether it
+    is there, finds it cannot be reached within the probe's timeout, and drops the service then."""
+    a, b, c = network["a"], network["b"], network["c"]
+    lookup_a, lookup_c = start_lookup(a), start_lookup(c)
+    service = start_service(b, [lookup_a, lookup_c], TERM)
+    service_id = registered(service, 2)[0].group(1)
+    client = start_client(c, [lookup_a, lookup_c], 60.0)
+    client.expect(rf"^found {re.escape(service_id)} ")
+
+    client_mark = client.mark()
+    network.partition(a)
+    killed = service.kill()
+    gone = moment(client, rf"^vanished {re.escape(service_id)} ([\d.]+)$", TERM + PROBE_TIMEOUT + 10, client_mark)
+    print(f"a cut off and the service killed: gone from the client's cache "
+          f"{seconds(None if gone is None else gone - killed)} after")
+    assert gone is not None and gone - killed < TERM + PROBE_TIMEOUT + ALLOWANCE, \
         f"the client's cache kept the service killed at {killed:.2f}:\n{client.tail()}"
