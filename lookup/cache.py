@@ -93,10 +93,14 @@ class LookupCache:
     **A service reported gone.** A lookup service that is not lost and
     reports an item gone (an event, or a snapshot without it) has it
     dropped unless another lookup service that is not lost lists it: what a
-    lost one last listed does not keep it. A lookup service counts as lost
-    from when its loss is noticed, within about ``lease_duration`` of it
-    dying or being cut off; until then its word counts as a live one's.
-    A client that finds a service dead calls :meth:`discard`.
+    lost one last listed does not keep it. A lookup service is lost when its
+    event registration cannot be renewed for ``lease_duration``, or sooner:
+    one that still lists an item another says is gone is asked at once
+    (its event registration renewed, waiting at most
+    :data:`~lookup.follower.PROBE_TIMEOUT`), and is lost if it cannot be
+    reached or has forgotten the registration; one that answers keeps the
+    item (it may have the service indeed). A client that finds a service
+    dead calls :meth:`discard`.
 
     **Discarding.** :meth:`discard` drops an item the client found dead (a
     call to it failed), as Jini's ServiceDiscoveryManager does, until a
