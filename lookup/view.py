@@ -143,8 +143,12 @@ class MergedView:
         expiries, orphans = self._expiries[lookup], self._orphans.setdefault(lookup, {})
         self._doubted.discard(lookup)
         for service_id in self._listings[lookup]:
-            said_gone = service_id in self._disputed and not self._listed_live(service_id)
-            orphans[service_id] = now if said_gone else now + self._kept_for(expiries.get(service_id), now)
+            orphans[service_id] = now + self._kept_for(expiries.get(service_id), now)
+        for service_id in self._listings[lookup]:
+            if service_id in self._disputed and not self._listed_live(service_id):  # said gone, none live lists it
+                for lost in self._orphans.values():  # every lost lookup service's copy is due now
+                    if service_id in lost:
+                        lost[service_id] = now
 
     def doubted(self, lookup: str) -> bool:
         """Whether ``lookup`` (not lost) lists an item another lookup service said is gone: to be asked
@@ -216,7 +220,8 @@ class MergedView:
 
     def _gone_from(self, lookup: str, service_id: str) -> None:
         """``lookup`` stopped listing ``service_id``: if it is not lost and no other lookup service
-        that is not lost lists it, the lost ones' copies go (the caller merges)."""
+        that is not lost lists it, the lost ones' copies go (the caller merges); if another that is
+        not lost does, ``service_id`` is disputed and those lookup services doubted."""
         if lookup in self._orphans:
             return
         still = [uri for uri, listing in self._listings.items() if uri not in self._orphans and service_id in listing]

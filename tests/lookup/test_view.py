@@ -306,3 +306,16 @@ def test_a_dispute_ends_when_the_item_is_said_to_be_there_or_another_live_lookup
     view.replace_listing(B, {"s2": item("s2")})  # back: its fresh snapshot lists it, no longer disputed
     view.lost(B)
     assert view.orphan_deadline(B) == 300.0  # its expiry not said by the snapshot: orphan_timeout
+
+
+def test_a_disputed_item_goes_from_every_lost_lookup_service_once_none_live_lists_it(clock: FakeClock) -> None:
+    view = MergedView([A, B, C], orphan_timeout=300, clock=clock)
+    for lookup in (A, B, C):
+        view.report(lookup, "s1", item("s1"), Expiry(30.0, 30.0))
+    view.lost(A)  # lost long ago: its copy kept for the term
+    view.unlist(C, "s1")  # C says it is gone; B, not known lost, still lists it: B is asked
+    assert view.doubted(B) and view.orphan_deadline(A) == 30.0
+    clock.advance(1)
+    view.lost(B)  # B could not be reached: no live lookup service lists it now, and C said it is gone
+    assert view.orphan_deadline(A) == 1.0 and view.orphan_deadline(B) == 1.0
+    assert view.forget_orphans(A) and view.forget_orphans(B) and len(view) == 0
