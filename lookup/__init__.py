@@ -39,7 +39,7 @@ from .events import (
                     EventRegistration,
                     ServiceEvent,
 )
-from .item import ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
+from .item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .join import JoinManager
 from .locate import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
 from .ownership import NotOwnerError
@@ -50,7 +50,7 @@ from .service import LookupService
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches", "qualified_name",
-    "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names",
+    "ServiceItem", "ServiceTemplate", "ServiceMatches", "Expiry", "matches", "type_names",
     "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService", "JoinManager", "LookupCache",
     "discover", "LookupDiscovery", "DiscoveredLookup",
     "locate", "LookupGroup", "LookupServiceNotFoundError", "LOOKUP_OBJECT_ID", "ReplicatedLookupService",

@@ -9,9 +9,10 @@ locally, without a round trip.
 
 Several lookup services make one view: a service registered with three of
 them is one item (by ``service_id``), added once, kept while any of them
-lists it. Each lookup service is followed by a thread of its own, so one
-that hangs delays no other; one that is lost (its event registration could
-not be renewed) is subscribed to again, at delays growing exponentially with
+lists it (one that is lost, for at most its registration's term there).
+Each lookup service is followed by a thread of its own, so one that hangs
+delays no other; one that is lost (its event registration could not be
+renewed) is subscribed to again, at delays growing exponentially with
 jitter, and its outage is logged once at WARNING.
 
 Callbacks are served on an address the lookup service can reach: the local
@@ -76,14 +77,30 @@ class LookupCache:
     service is unreachable or has forgotten it), nothing another lookup
     service lists is lost, and the items *only* that lookup service listed
     are kept too: a client must not be told a live service vanished because
-    one lookup service died. They stay until the cache has subscribed there
-    again, when the fresh snapshot decides, or until ``orphan_timeout``
-    seconds after the loss was noticed, when their registrations there would
-    have run out anyway (the default, ``DEFAULT_MAX_LEASE`` = 300 s, is the
-    longest lease a lookup service grants by default). Give the services'
-    own lease term to have them dropped sooner, or 0 to drop them at once
-    (what Jini's ServiceDiscoveryManager does). A client that finds such a
-    service dead calls :meth:`discard`.
+    one lookup service died. But each is kept at most as long as its
+    registration there can still run: lookup services say, with every item
+    they send, when its registration ends and its term
+    (:class:`~lookup.item.Expiry`), and a registration may have been renewed
+    just before the loss, so an item is kept for its term from the moment
+    the loss is noticed (or to its end as last said, if later). The fresh
+    snapshot decides once the cache has subscribed there again.
+    ``orphan_timeout`` caps this (0: drop them at once, as Jini's
+    ServiceDiscoveryManager does), and alone decides for items whose
+    lookup service did not say (one before expiries; the default,
+    ``DEFAULT_MAX_LEASE`` = 300 s, is the longest lease a lookup service
+    grants by default).
+
+    **A service reported gone.** A lookup service that is not lost and
+    reports an item gone (an event, or a snapshot without it) has it
+    dropped unless another lookup service that is not lost lists it: what a
+    lost one last listed does not keep it. A lookup service is lost when its
+    event registration cannot be renewed for ``lease_duration``, or sooner:
+    one that still lists an item another says is gone is asked at once
+    (its event registration renewed, waiting at most
+    :data:`~lookup.follower.PROBE_TIMEOUT`), and is lost if it cannot be
+    reached or has forgotten the registration; one that answers keeps the
+    item (it may have the service indeed). A client that finds a service
+    dead calls :meth:`discard`.
 
     **Discarding.** :meth:`discard` drops an item the client found dead (a
     call to it failed), as Jini's ServiceDiscoveryManager does, until a
@@ -123,9 +140,10 @@ class LookupCache:
             and is shortened by up to half at random...
         retry_max: ...up to this (default 30; never below ``retry_delay``).
         retry_delay: the older name of ``retry_initial``, still understood.
-        orphan_timeout: seconds to keep showing items that only a lost
-            lookup service listed (see above); ``FOREVER``: until it is back.
-        clock: what retries and ``orphan_timeout`` are timed on.
+        orphan_timeout: the most seconds to keep showing items that only a lost
+            lookup service listed, each kept for its registration's term (see
+            above); for items whose term is not known, ``FOREVER`` keeps them until it is back.
+        clock: what retries, expiries and ``orphan_timeout`` are timed on.
         groups: also follow every lookup service of these discovery groups
             (``""``: the public group) found by discovery, with no address
             configured (``lookups`` may then be empty): each is followed from

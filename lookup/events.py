@@ -25,6 +25,7 @@ from Pyro5 import config as pyro_config
 from landlord import SYSTEM_CLOCK, Clock, discard_proxy, proxy_for, timeout_within
 from landlord.aio import StreamCalls
 
+from .item import Expiry
 from .outbox import GAVE_UP, Attempt, MailLimits, Outbox
 
 __all__ = [
@@ -53,6 +54,8 @@ class ServiceEvent:
         service_id: the service that changed.
         transition: one of the ``TRANSITION_*`` constants.
         item: the service item as it is now, or ``None`` once it is gone.
+        expiry: when the item's registration ends (with ``item``; ``None``: not known,
+            as from a lookup service before expiries were sent).
     """
 
     event_id: int
@@ -61,6 +64,7 @@ class ServiceEvent:
     service_id: str
     transition: int
     item: Any = dataclasses.field(repr=False)
+    expiry: Expiry | None = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)  # eq=False: equal only to itself, as before

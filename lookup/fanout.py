@@ -26,7 +26,7 @@ from .events import (
     EventMailer,
     ServiceEvent,
 )
-from .item import ServiceItem, ServiceTemplate
+from .item import Expiry, ServiceItem, ServiceTemplate
 from .outbox import MailLimits
 
 __all__ = ["EventRecord", "EventFanout"]
@@ -167,9 +167,11 @@ class EventFanout:
 
     # -- events -------------------------------------------------------------------------
 
-    def fire(self, service_id: str, before: ServiceItem | None, after: ServiceItem | None) -> None:
+    def fire(self, service_id: str, before: ServiceItem | None, after: ServiceItem | None,
+             expiry: Expiry | None = None) -> None:
         """Send the events of one change of ``service_id``'s item from ``before`` to ``after``
-        (``None``: not registered) to every live registration that wants its transition."""
+        (``None``: not registered) to every live registration that wants its transition;
+        ``expiry``: when the registration of ``after`` ends, sent with it."""
         now = self.clock.monotonic()
         for record in self._records.values():
             leased = record.leased
@@ -190,7 +192,7 @@ class EventFanout:
                 if self._persist is not None:  # before posting: a restart never repeats a number sent
                     self._persist(record)
                 event = ServiceEvent(record.event_id, record.sequence_number, record.handback, service_id,
-                                     transition, after)
+                                     transition, after, expiry if after is not None else None)
                 self._mailer.post(record.event_id, record.listener, event)
 
     # -- the store codec of event registrations -----------------------------------------

@@ -11,6 +11,7 @@ snapshot anew, retrying at delays growing exponentially with jitter.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -18,18 +19,30 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from landlord import FOREVER, Backoff, Clock, LeaseRenewalEvent, LeaseRenewalManager, PeerErrors
+import Pyro5.errors
+
+from landlord import (
+    FOREVER,
+    Backoff,
+    Clock,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    PeerErrors,
+    UnknownLeaseError,
+    timeout_within,
+)
 
 from .events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
-from .item import ServiceTemplate
+from .item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate
 from .peer import PeerThread, leader_proxy
 from .view import MergedView
 
-__all__ = ["Follower", "MAX_SNAPSHOT"]
+__all__ = ["Follower", "MAX_SNAPSHOT", "PROBE_TIMEOUT"]
 
 log = logging.getLogger(__name__)
 
 MAX_SNAPSHOT = 100_000
+PROBE_TIMEOUT = 2.0  # seconds for a doubted lookup service to answer whether it is there (at most lease_duration)
 
 
 class Follower:
@@ -113,12 +126,15 @@ class Follower:
         orphan_deadline = self._view.orphan_deadline(self.uri)
         if now >= orphan_deadline:
             if self._view.forget_orphans(self.uri):
-                self._logger.info("%s lost for %g s: no longer showing what only it listed", self.uri,
-                                  self._view.orphan_timeout)
+                self._logger.info("%s lost: its registrations there have run out (or %g s passed): "
+                                  "no longer showing what only it listed of them", self.uri, self._view.orphan_timeout)
             self._condition.notify_all()
             return self._tell
         if self._needs_sync and now >= self._peer.due:
             return self._subscribe_or_retry
+        if self._subscribed and self._view.doubted(self.uri):
+            self._view.settle(self.uri)
+            return self._probe
         return min(self._peer.due if self._needs_sync else math.inf, orphan_deadline)
 
     def _subscribe_or_retry(self) -> None:
@@ -152,8 +168,7 @@ class Follower:
             else:
                 stale, self._event_lease = self._event_lease, registration.lease
                 self._last_sequence = registration.sequence_number
-                self._view.replace_listing(self.uri, {item.service_id: item for item in snapshot.items
-                                                      if item.service_id})
+                self._view.replace_listing(self.uri, *_listing(snapshot))
                 held, self._held = self._held or [], None
                 for event in sorted(held, key=lambda e: e.sequence_number):
                     self._apply(event)
@@ -175,10 +190,35 @@ class Follower:
         # renew_duration: each renewal asks for the term given, not the lookup service's maximum
         self._renewals.renew_for(registration.lease, FOREVER, self._lost, renew_duration=self._lease_duration)
 
+    def _probe(self) -> None:
+        """Another lookup service said gone what this one lists: is this one still there? Renew the
+        event registration now, within ``PROBE_TIMEOUT``; one that cannot be reached (or has forgotten
+        the registration) is lost now, not at the end of the registration's lease, up to
+        ``lease_duration`` later: meanwhile its copy would keep a dead service shown."""
+        with self._condition:
+            lease = self._event_lease
+        if lease is None:
+            return
+        try:
+            with timeout_within(min(PROBE_TIMEOUT, self._lease_duration)):
+                lease.renew(self._lease_duration)
+        except (Pyro5.errors.CommunicationError, UnknownLeaseError) as exc:
+            with contextlib.suppress(Exception):  # dropped already
+                self._renewals.remove(lease)
+            self._lose(lease, exc)
+            self._tell()
+        except Exception as exc:  # it answered: it is there
+            self._logger.debug("%s answered a renewal with %r: it is there", self.uri, exc)
+
     def _lost(self, event: LeaseRenewalEvent) -> None:
         """The event registration could not be renewed: subscribe again, at once; keep the listing a while."""
+        self._lose(event.lease, event.exception)
+
+    def _lose(self, lease: Any, error: BaseException | None) -> None:
+        """The event registration ``lease`` is lost (``error``: why): subscribe again, at once;
+        keep the listing a while."""
         with self._condition:
-            if self._peer.stopped or event.lease is not self._event_lease:
+            if self._peer.stopped or lease is not self._event_lease:
                 return
             self._event_lease = None
             self._needs_sync = True
@@ -186,8 +226,8 @@ class Follower:
             self._view.lost(self.uri)
             if self._held is None:  # else the token is a new subscription's, on its way: keep routing it
                 self._token = None
-            self._peer.retry_now(event.exception)
-        self._peer.lost(event.exception, "the event registration at", "subscribing")
+            self._peer.retry_now(error)
+        self._peer.lost(error, "the event registration at", "subscribing")
 
     def _apply(self, event: ServiceEvent) -> None:
         """Apply one event in order (call with the condition held)."""
@@ -200,7 +240,15 @@ class Follower:
         if event.transition == TRANSITION_MATCH_NOMATCH or event.item is None:
             self._view.unlist(self.uri, event.service_id)
         else:
-            self._view.report(self.uri, event.service_id, event.item)
+            self._view.report(self.uri, event.service_id, event.item, event.expiry)
+
+
+def _listing(snapshot: ServiceMatches) -> tuple[dict[str, ServiceItem], dict[str, Expiry]]:
+    """A snapshot's items by service id, and their expiries where known (by service id too)."""
+    items = {item.service_id: item for item in snapshot.items if item.service_id}
+    expiries = {item.service_id: expiry for item, expiry in zip(snapshot.items, snapshot.expiries or ())
+                if item.service_id and expiry is not None}
+    return items, expiries
 
 
 def _cancel_quietly(lease: Any) -> None:

@@ -16,8 +16,9 @@ An empty template matches every item.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
-from typing import Any
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 import Pyro5.client
 import Pyro5.core
@@ -25,7 +26,7 @@ import Pyro5.core
 from .entry import MAX_NAME_LENGTH, Entry, check_class_name, entry_matches, qualified_name
 
 __all__ = [
-    "ServiceItem", "ServiceTemplate", "ServiceMatches", "matches", "type_names", "uri_of",
+    "ServiceItem", "ServiceTemplate", "ServiceMatches", "Expiry", "matches", "type_names", "uri_of",
     "MAX_TYPES", "MAX_ATTRIBUTES", "MAX_URI_LENGTH",
 ]
 
@@ -294,27 +295,68 @@ def matches(template: ServiceTemplate, item: ServiceItem) -> bool:
     return template.matches(item)
 
 
+class Expiry(NamedTuple):
+    """When an item's registration at one lookup service ends, as that lookup service said (Jini's
+    DURATION style: seconds, not a time, so clocks need not agree; the receiver adds ``remaining``
+    to its own monotonic now). The registration may be renewed after it was said, each renewal
+    granting about ``term`` again, so ``term`` bounds what is left at any later moment.
+
+    Args:
+        remaining: seconds the registration had left when it was sent (0 or more).
+        term: seconds its lease was granted, ``inf`` for FOREVER (more than 0).
+    """
+
+    remaining: float
+    term: float
+
+    @classmethod
+    def checked(cls, remaining: object, term: object) -> Expiry:
+        """An expiry from values that came from elsewhere (the wire), checked.
+
+        Raises:
+            TypeError: either is not an int or float (a bool is not).
+            ValueError: ``remaining`` negative or NaN, ``term`` not more than 0, or NaN.
+        """
+        remaining, term = _seconds(remaining, "remaining"), _seconds(term, "term")
+        if not remaining >= 0:
+            raise ValueError(f"an expiry's remaining must be 0 or more seconds, got {remaining!r}")
+        if not term > 0:
+            raise ValueError(f"an expiry's term must be more than 0 seconds, got {term!r}")
+        return cls(remaining, term)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether it says when the registration ends at the latest (neither figure is infinite)."""
+        return not (math.isinf(self.remaining) or math.isinf(self.term))
+
+
 # Not frozen (its attributes were always assignable; freezing made each lookup's answer 80% slower to build),
 # and init=False: a __post_init__ made it 10% slower (one more call, one more store).
 @dataclasses.dataclass(slots=True, init=False, repr=False)
 class ServiceMatches:
     """The answer to ``lookup_all``: some matching items, and how many matched in all.
 
-    Equal when the items and the total are; unhashable.
+    Equal when the items and the total are (not their expiries: those change by the second); unhashable.
 
     Args:
         items: matching items (at most the number asked for); kept as a list.
         total: the number of items that matched, which may exceed ``len(items)``.
+        expiries: when each item's registration ends, in the items' order (``None`` for one
+            not known), or ``None``: none known (an answer from a lookup service before
+            expiries were sent).
 
     Raises:
-        TypeError: ``items`` is not a sequence of ServiceItems, or ``total`` not an int.
-        ValueError: ``total`` is less than ``len(items)``.
+        TypeError: ``items`` is not a sequence of ServiceItems, ``total`` not an int, or
+            ``expiries`` not a sequence of Expiry or ``None``.
+        ValueError: ``total`` is less than ``len(items)``, or ``expiries`` of another length.
     """
 
     items: list[ServiceItem]
     total: int
+    expiries: list[Expiry | None] | None = dataclasses.field(default=None, compare=False)
 
-    def __init__(self, items: Iterable[ServiceItem], total: int) -> None:
+    def __init__(self, items: Iterable[ServiceItem], total: int,
+                 expiries: Sequence[Expiry | None] | None = None) -> None:
         if isinstance(items, (str, bytes, ServiceItem)) or not isinstance(items, Iterable):
             raise TypeError(f"items must be a sequence of ServiceItems, got {type(items).__name__}")
         found = list(items)
@@ -327,6 +369,24 @@ class ServiceMatches:
             raise ValueError(f"total ({total}) is less than the number of items ({len(found)})")
         self.items = found
         self.total = total
+        self.expiries = None if expiries is None else _check_expiries(expiries, len(found))
 
     def __repr__(self) -> str:  # a long answer is cut short
         return f"ServiceMatches(total={self.total}, items={self.items!r:.200})"
+
+
+def _seconds(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"an expiry's {name} is a number of seconds, got {type(value).__name__}")
+    return float(value)
+
+
+def _check_expiries(expiries: object, count: int) -> list[Expiry | None]:
+    if isinstance(expiries, (str, bytes, Expiry)) or not isinstance(expiries, Sequence):
+        raise TypeError(f"expiries must be a sequence of Expiry or None, got {type(expiries).__name__}")
+    for expiry in expiries:
+        if expiry is not None and not isinstance(expiry, Expiry):
+            raise TypeError(f"expiries must be Expiry or None, got {type(expiry).__name__}")
+    if len(expiries) != count:
+        raise ValueError(f"{len(expiries)} expiries for {count} items")
+    return list(expiries)

@@ -13,6 +13,9 @@ documents the form and registers the converters; this module builds and reads it
   item *layout* (its types, the shapes of its entries) once, then one row per
   item: its service id, its URI, its layout, and the values of its entries'
   non-``None`` fields in order.
+- ``expiries``, when the lookup service sends them: when each item's
+  registration ends, ``[remaining, term]`` or ``null``, one per row (see
+  :mod:`lookup.wire`); a reader before them ignores the key.
 - A value JSON cannot carry exactly (a list, tuple or dict, an infinite float)
   goes in ``values``, beside the table in the serializer's own form, and the row
   holds ``[k]``, its place there: serpent keeps a tuple a tuple, as it did.
@@ -48,9 +51,10 @@ from .entry import (
     entry_class,
     plain_defaults,
 )
-from .item import MAX_ATTRIBUTES, MAX_TYPES, ServiceItem, ServiceMatches, _check_service_id, uri_of
+from .item import MAX_ATTRIBUTES, MAX_TYPES, Expiry, ServiceItem, ServiceMatches, _check_service_id, uri_of
 
-__all__ = ["pack_matches", "unpack_matches", "keep_packing", "TABLE_KEYS", "URIS_KEPT", "TABLES_KEPT"]
+__all__ = ["pack_matches", "unpack_matches", "read_expiries", "read_expiry", "keep_packing", "TABLE_KEYS",
+           "URIS_KEPT", "TABLES_KEPT"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +64,8 @@ TABLES_KEPT = 1024  # lineages, entry shapes and lists of types known to be soun
 _ROW_HEAD = 3  # service id, URI, layout: then the values
 _KEEP = object()  # an item's _packing: kept once made
 _SCALARS = frozenset({str, int, float, bool})
+_NUMBERS = frozenset({int, float})
+_new_tuple = tuple.__new__  # an Expiry of a pair checked already, without a call of its __new__
 
 
 def _refuse_constant(name: str) -> Any:
@@ -191,7 +197,17 @@ def pack_matches(matches: ServiceMatches) -> tuple[str, list[Any]]:
             tail = "".join("," + _encode(tables.extra(value)) for value in packing.values)
         rows.append(f"{packing.head}{tables.layout(packing)}{tail}]")
     return (f'{{"lineages":{_encode(tables.lineages)},"shapes":{_encode(tables.shapes)},'
-            f'"layouts":{_encode(tables.layouts)},"items":[{",".join(rows)}]}}'), tables.values
+            f'"layouts":{_encode(tables.layouts)},"items":[{",".join(rows)}]{_expiries(matches.expiries)}}}'
+            ), tables.values
+
+
+def _expiries(expiries: list[Expiry | None] | None) -> str:
+    """The table's ``"expiries"``, if any: ``[remaining, term]`` each, remaining to the millisecond
+    (formatted here: JSON's float repr was most of the cost), ``null`` for one not known or not finite."""
+    if expiries is None:
+        return ""
+    return ',"expiries":[' + ",".join([f"[{expiry[0]:.3f},{expiry[1]!r}]" if expiry is not None and expiry.bounded
+                                       else "null" for expiry in expiries]) + "]"
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -441,4 +457,40 @@ def _unpack_matches(classname: str, total: int, text: str, values: Sequence[Any]
     items = [_item(row, layouts, values, number, classname) for number, row in enumerate(parts["items"])]
     if total < len(items):
         raise ValueError(f"malformed {classname}: total ({total}) is less than the number of items ({len(items)})")
-    return ServiceMatches(items, total)
+    return ServiceMatches(items, total, read_expiries(table.get("expiries"), len(items), classname))
+
+
+def read_expiries(expiries: Any, count: int, classname: str) -> list[Expiry | None] | None:
+    """The expiries of ``count`` items as sent (``[remaining, term]`` or ``None`` each; ``None``: none sent).
+
+    Raises:
+        TypeError, ValueError: not a list of ``count`` such pairs, or a figure out of range.
+    """
+    if expiries is None:
+        return None
+    if not isinstance(expiries, (list, tuple)):
+        raise TypeError(f"malformed {classname}: 'expiries' is {type(expiries).__name__}, not a list")
+    if len(expiries) != count:
+        raise ValueError(f"malformed {classname}: {len(expiries)} expiries for {count} items")
+    pairs = [pair for pair in expiries if pair is not None]
+    if (all(type(pair) is list and len(pair) == 2 for pair in pairs)  # as a packed table has them: checked at once
+            and _NUMBERS.issuperset(map(type, itertools.chain.from_iterable(pairs)))
+            and all(remaining >= 0 and term > 0 for remaining, term in pairs)):
+        return [None if pair is None else _new_tuple(Expiry, pair) for pair in expiries]
+    return [None if expiry is None else read_expiry(expiry, f"expiry {number}", classname)  # to say what is wrong
+            for number, expiry in enumerate(expiries)]
+
+
+def read_expiry(pair: Any, where: str, classname: str) -> Expiry:
+    """One expiry as sent, ``[remaining, term]``.
+
+    Raises:
+        TypeError, ValueError: not such a pair, or a figure out of range.
+    """
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        raise TypeError(f"malformed {classname}: {where} is not a [remaining, term] pair")
+    try:
+        return Expiry.checked(*pair)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"malformed {classname}: {where}: {exc}") from None
+

@@ -18,10 +18,12 @@ from typing import Any
 from landlord import Clock, LeasedResource, UnknownLeaseError
 
 from .index import ServiceIndex
-from .item import ServiceItem, ServiceTemplate
+from .item import Expiry, ServiceItem, ServiceTemplate
 from .packed import keep_packing
 
 __all__ = ["ServiceRecord", "Registry"]
+
+_new_tuple = tuple.__new__
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +41,18 @@ class ServiceRecord:
             its expiration says whether the registration is live.
         replaced: registered again under the same id: the end of this
             record's lease is not the end of the service's registration.
+        term: the seconds its lease was granted, once granted (``None``: not
+            known: a record taken back from the store, which keeps no term).
     """
 
-    __slots__ = ("item", "cookie", "leased", "replaced")
+    __slots__ = ("item", "cookie", "leased", "replaced", "term")
 
     def __init__(self, item: ServiceItem) -> None:
         self.item = item
         self.cookie = ""
         self.leased: LeasedResource | None = None
         self.replaced = False
+        self.term: float | None = None
 
     @property
     def service_id(self) -> str:
@@ -156,6 +161,10 @@ class Registry:
 
     def matching(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceItem]:
         """The items of live registrations ``template`` matches, in registration order, at most ``limit``."""
+        return [record.item for record in self.matching_records(template, limit)]
+
+    def matching_records(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceRecord]:
+        """The live registrations ``template`` matches, in registration order, at most ``limit``."""
         now = self.clock.monotonic()
         candidates: Iterable[ServiceRecord]
         if template.service_id is not None:
@@ -165,14 +174,27 @@ class Registry:
         else:
             candidates = self.index.in_order(template, self._records)
             decided = self.index.decides(template)  # by type, or one field: matches() would say yes to each
-        found: list[ServiceItem] = []
+        found: list[ServiceRecord] = []
         for record in candidates:
             leased = record.leased
             if leased is not None and leased.expiration > now and (decided or template.matches(record.item)):
-                found.append(record.item)
+                found.append(record)
                 if limit is not None and len(found) >= limit:
                     break
         return found
+
+    def expiry(self, record: ServiceRecord) -> Expiry | None:
+        """When ``record``'s registration ends, to send with its item; ``None`` once it has no time left.
+
+        Its term is the one granted, or what it has left if that is more (a renewal for
+        longer than the grant) or the term is not known.
+        """
+        return _expiry(record, self.clock.monotonic())
+
+    def expiries(self, records: list[ServiceRecord]) -> list[Expiry | None]:
+        """When ``records``' registrations end (see :meth:`expiry`), in order."""
+        now = self.clock.monotonic()
+        return [_expiry(record, now) for record in records]
 
     def registrations(self) -> list[tuple[ServiceItem, float]]:
         """Every live registration's item and its seconds left, in registration order."""
@@ -212,3 +234,15 @@ class Registry:
             raise TypeError(f"not a registration: {record!r:.80}")
         record.cookie, record.leased = leased.cookie, leased
         self.add(record)
+
+
+def _expiry(record: ServiceRecord, now: float) -> Expiry | None:
+    leased, term = record.leased, record.term
+    if leased is None:
+        return None
+    remaining = leased.expiration - now
+    if remaining <= 0:
+        return None
+    if term is None or term < remaining:
+        term = remaining
+    return _new_tuple(Expiry, (remaining, term))  # made for every item of every answer: without a call of __new__

@@ -170,12 +170,12 @@ class LookupService(Landlord):
             self._registrations_held.check(client, replacing=holder.cookie if holder is not None else None)
             lease = self.new_lease(record, duration)  # a refusal changes nothing
             self._registrations_held.hold(lease.cookie, client)
-            record.cookie, record.leased = lease.cookie, self.manager.get(lease.cookie)
+            record.cookie, record.leased, record.term = lease.cookie, self.manager.get(lease.cookie), lease.term
             old = self.registry.add(record)
             previous = old.item if old is not None and self.registry.live(old) else None
             if old is not None:  # replaced, so the end of its lease is ignored
                 self._cancel_lease(old.cookie)
-            self.fanout.fire(record.service_id, previous, item)
+            self.fanout.fire(record.service_id, previous, item, self.registry.expiry(record))
         log.info("registered %s %s for %.1f s", record.service_id, list(item.types), lease.remaining)
         return ServiceRegistration(record.service_id, lease, secret)
 
@@ -217,7 +217,7 @@ class LookupService(Landlord):
             before = self.registry.change(record, checked)
             if self.store is not None:
                 self.manager.resource_changed(record.cookie)
-            self.fanout.fire(record.service_id, before, record.item)
+            self.fanout.fire(record.service_id, before, record.item, self.registry.expiry(record))
 
     # -- looking up -------------------------------------------------------------
 
@@ -234,7 +234,8 @@ class LookupService(Landlord):
 
     @Pyro5.server.expose
     def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES) -> ServiceMatches:
-        """At most ``max_matches`` items matching ``template``, and how many match in all.
+        """At most ``max_matches`` items matching ``template``, and how many match in all, with
+        when each one's registration ends (see :class:`~lookup.item.Expiry`).
 
         Raises:
             TypeError: ``template`` is not a ServiceTemplate, or ``max_matches`` not an int.
@@ -242,8 +243,12 @@ class LookupService(Landlord):
         """
         if not 0 <= _check_int(max_matches, "max_matches") <= MAX_MATCHES:
             raise ValueError(f"max_matches must be 0 to {MAX_MATCHES}, got {max_matches}")
-        items = self._matching(template)
-        return ServiceMatches(items[:max_matches], len(items))
+        _check_template(template)
+        self.manager.reap()  # free what has run out, so its events go out now
+        with self._lock:
+            records = self.registry.matching_records(template)
+            given = records[:max_matches]
+            return ServiceMatches([record.item for record in given], len(records), self.registry.expiries(given))
 
     @Pyro5.server.expose
     def entry_classes(self, template: ServiceTemplate) -> list[str]:

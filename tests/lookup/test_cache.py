@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,11 +13,12 @@ import Pyro5.api
 import Pyro5.core
 import Pyro5.errors
 import pytest
-from conftest import Child, free_port
+from conftest import PROCESSES, Child, ChildProcess, free_port
+from lookup_processes import LookupProcess, serve_lookup  # noqa: F401  (a fixture)
 from served_lookups import LogWatch, RenewalSpy, ServedLookup
 
 from landlord import FakeClock, LeaseRenewalManager
-from lookup import Comment, LookupService, Name, ServiceItem, ServiceTemplate
+from lookup import LOOKUP_OBJECT_ID, Comment, LookupService, Name, ServiceItem, ServiceTemplate
 from lookup.cache import LookupCache
 
 QUOTER = "examples.Quoter"
@@ -376,3 +378,97 @@ def test_a_lookup_service_reached_over_ipv6_is_given_an_ipv6_callback() -> None:
             assert not cache.wait_ready(0) and "callback_host='::'" in str(cache.last_error)
     finally:
         served.close()
+
+
+# -- a dead service, after a lookup service died first: real processes, kill -9 ---------------
+
+GREETER_SERVICE = PROCESSES.parent / "multihost" / "mh_service.py"  # a JoinManager'd greeter, its leases said
+GREETERS = ServiceTemplate(types=["mh_api.Greeter"])
+SERVICE_LEASE = 2.0  # seconds: the greeter's registrations' term
+ALLOWANCE = 2.0  # seconds past that term: the lookup's reaper, the event's way to the cache, a busy machine
+Serve = Callable[..., "tuple[LookupProcess, int]"]
+
+
+def lookup_uri(port: int) -> str:
+    return f"PYRO:{LOOKUP_OBJECT_ID}@127.0.0.1:{port}"
+
+
+def greeter_joined(*lookups: str) -> ChildProcess:
+    """The greeter in a process of its own, registered at every one of ``lookups`` for SERVICE_LEASE."""
+    service = ChildProcess(str(GREETER_SERVICE), *lookups, "--host", "127.0.0.1", "--lease", str(SERVICE_LEASE),
+                           stdin=True)  # it leaves when its stdin ends
+    for _ in lookups:
+        service.expect("registered ")
+    return service
+
+
+def seconds_until_gone(cache: LookupCache, timeout: float) -> float | None:
+    """How long the cache took to show no greeter (``None``: not within ``timeout``), on the monotonic clock."""
+    started = time.monotonic()
+    if not cache.wait_until(lambda items: not items, timeout):
+        return None
+    return time.monotonic() - started
+
+
+def test_a_dead_service_leaves_the_cache_within_its_term_though_a_lookup_service_died_first(
+        serve_lookup: Serve) -> None:
+    # the user trial: a cache over A and B, a 2 s service at both; A killed, then the service: B says it
+    # is gone, and A's last listing (lost, not live) must not keep it for orphan_timeout (300 s)
+    (a, port_a), (_, port_b) = serve_lookup(), serve_lookup()
+    with LogWatch("lookup.cache") as watch, greeter_joined(lookup_uri(port_a), lookup_uri(port_b)) as service, \
+            LookupCache([lookup_uri(port_a), lookup_uri(port_b)], GREETERS, lease_duration=1.0,
+                        retry_initial=0.1) as cache:
+        assert cache.wait_ready(10, count=2) and len(cache) == 1
+        a.kill()  # kill -9
+        assert watch.wait_count(logging.WARNING, lookup_uri(port_a), 1)  # lost: its event registration ran out
+        assert len(cache) == 1  # still at B
+        service.kill()  # kill -9: its registration at B runs out within its term
+        gone_after = seconds_until_gone(cache, SERVICE_LEASE + 10)
+    assert gone_after is not None and gone_after < SERVICE_LEASE + ALLOWANCE, gone_after
+
+
+def test_a_lost_lookup_services_items_leave_the_cache_within_their_term(serve_lookup: Serve) -> None:
+    # no live lookup service to say it is gone: each lost one's copy is kept for its registration's term
+    (a, port_a), (b, port_b) = serve_lookup(), serve_lookup()
+    with LogWatch("lookup.cache") as watch, greeter_joined(lookup_uri(port_a), lookup_uri(port_b)), \
+            LookupCache([lookup_uri(port_a), lookup_uri(port_b)], GREETERS, lease_duration=1.0,
+                        retry_initial=0.1) as cache:
+        assert cache.wait_ready(10, count=2) and len(cache) == 1
+        a.kill()
+        b.kill()
+        assert watch.wait_count(logging.WARNING, lookup_uri(port_a), 1)
+        assert watch.wait_count(logging.WARNING, lookup_uri(port_b), 1)
+        gone_after = seconds_until_gone(cache, SERVICE_LEASE + 10)  # counted from the later loss
+    assert gone_after is not None and gone_after < SERVICE_LEASE + ALLOWANCE, gone_after
+
+
+def test_a_dead_service_leaves_the_cache_within_its_term_before_the_cache_has_noticed_a_lookup_service_died(
+        serve_lookup: Serve) -> None:
+    # the cache's event registrations at their default term (60 s): A is not yet known lost when B says
+    # the service is gone, so A is asked at once whether it is there, and found dead
+    (a, port_a), (_, port_b) = serve_lookup(), serve_lookup()
+    with greeter_joined(lookup_uri(port_a), lookup_uri(port_b)) as service, \
+            LookupCache([lookup_uri(port_a), lookup_uri(port_b)], GREETERS, retry_initial=0.1) as cache:
+        assert cache.wait_ready(10, count=2) and len(cache) == 1
+        a.kill()
+        service.kill()
+        gone_after = seconds_until_gone(cache, SERVICE_LEASE + 10)
+    assert gone_after is not None and gone_after < SERVICE_LEASE + ALLOWANCE, gone_after
+
+
+def test_a_lookup_service_that_lists_what_another_says_is_gone_is_asked_and_kept_when_it_answers() -> None:
+    a, b = ServedLookup(RenewalSpy()), ServedLookup()
+    try:
+        _, at_b = register_everywhere([a.service, b.service], "at a still")
+        with LogWatch("lookup.cache") as watch, \
+                LookupCache([a.uri, b.uri], TEMPLATE, lease_duration=60, retry_initial=0.1) as cache:
+            assert cache.wait_ready(10, count=2)
+            assert isinstance(a.service, RenewalSpy)
+            a.service.renewed.clear()
+            at_b.lease.cancel()  # B says it is gone; A (alive) still lists it
+            assert a.service.renewed.wait(10)  # asked at once, not at a third of the 60 s lease
+            assert names(cache.items()) == {"at a still"} and sorted(cache.subscribed()) == sorted([a.uri, b.uri])
+            assert watch.matching(logging.WARNING, a.uri) == []  # not lost
+    finally:
+        a.close()
+        b.close()

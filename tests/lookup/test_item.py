@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import Pyro5.api
@@ -14,6 +15,7 @@ from Pyro5.serializers import SerpentSerializer
 from lookup import (
     Comment,
     Entry,
+    Expiry,
     Location,
     Name,
     ServiceItem,
@@ -306,3 +308,17 @@ def test_matching_survives_the_wire(service: ServiceItem, wanted: list[Entry], t
     sent_template = serializer.loads(serializer.dumps(template))
     assert sent_item == service and sent_template == template
     assert sent_template.matches(sent_item) == template.matches(service)
+
+
+@pytest.mark.parametrize(("remaining", "term", "error"), [
+    (-1, 2, ValueError), (math.nan, 2, ValueError), (1, 0, ValueError), (1, -1, ValueError), (1, math.nan, ValueError),
+    (True, 2, TypeError), (1, False, TypeError), ("1", 2, TypeError), (None, 2, TypeError),
+])
+def test_an_expiry_from_elsewhere_is_checked(remaining: Any, term: Any, error: type[Exception]) -> None:
+    with pytest.raises(error, match="an expiry's"):
+        Expiry.checked(remaining, term)
+
+
+def test_an_expiry_is_seconds_and_bounded_unless_forever() -> None:
+    assert Expiry.checked(0, 2) == Expiry(0.0, 2.0) and Expiry.checked(1, 2).bounded
+    assert not Expiry.checked(math.inf, math.inf).bounded and not Expiry(1.0, math.inf).bounded

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from lookup import (
     Comment,
     Entry,
     EventRegistration,
+    Expiry,
     Location,
     LookupService,
     Name,
@@ -677,3 +679,84 @@ def test_the_old_forms_cross_a_real_daemon_into_the_lookup_service(daemon: Any) 
             assert remote.lookup(OLD_TEMPLATE)._pyroUri == Pyro5.core.URI(URI)
     finally:
         service.close()
+
+
+# -- expiries: when each item's registration ends ---------------------------------------------
+
+def test_an_event_carries_its_items_expiry_beside_the_form_older_readers_read() -> None:
+    item = ServiceItem("id-1", URI, ["a.Quoter"], [Name("x")])
+    event = ServiceEvent(3, 4, None, "id-1", TRANSITION_NOMATCH_MATCH, item, Expiry(1.5, 2.0))
+    data = SerializerBase.class_to_dict(event)
+    assert data.pop("remaining") == 1.5 and data.pop("term") == 2.0
+    assert data == SerializerBase.class_to_dict(ServiceEvent(3, 4, None, "id-1", TRANSITION_NOMATCH_MATCH, item))
+    assert round_trip(event).expiry == Expiry(1.5, 2.0)
+    assert round_trip(dataclasses.replace(event, expiry=Expiry(math.inf, math.inf))).expiry == Expiry(
+        math.inf, math.inf)  # FOREVER
+    gone = ServiceEvent(3, 5, None, "id-1", TRANSITION_MATCH_NOMATCH, None, Expiry(1.5, 2.0))
+    assert "remaining" not in SerializerBase.class_to_dict(gone)  # no item, nothing to say of it
+
+
+def test_an_event_without_an_expiry_says_it_is_not_known_and_a_lone_remaining_is_the_term() -> None:
+    assert round_trip(OLD_EVENT).expiry is None  # from a lookup service before expiries
+    assert round_trip(dict(OLD_EVENT, remaining=3)).expiry == Expiry(3.0, 3.0)  # as for a lease
+    assert round_trip(dict(OLD_EVENT, item=None, remaining=3, term=4)).expiry is None  # no item: none
+
+
+@pytest.mark.parametrize(("changes", "error"), [
+    ({"remaining": -1, "term": 2}, ValueError), ({"remaining": 1, "term": [2]}, TypeError),
+    ({"remaining": 1, "term": 0}, ValueError), ({"remaining": 1, "term": -math.inf}, ValueError),
+    ({"remaining": True, "term": 2}, TypeError), ({"remaining": "1", "term": 2}, TypeError),
+    ({"remaining": 1, "term": None}, TypeError), ({"remaining": 0}, ValueError),
+])
+def test_a_forged_event_expiry_is_refused_clearly(changes: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error, match="malformed lookup.ServiceEvent: its expiry"):
+        round_trip(dict(OLD_EVENT, **changes))
+
+
+def test_matches_carry_expiries_in_their_table_beside_the_form_older_readers_read() -> None:
+    items = [quoter("id-1"), quoter("id-2"), quoter("id-3")]
+    sent = ServiceMatches(items, 5, [Expiry(1.25, 2.0), None, Expiry(math.inf, math.inf)])
+    data = SerializerBase.class_to_dict(sent)
+    table = json.loads(data["table"])
+    assert table.pop("expiries") == [[1.25, 2.0], None, None]  # JSON has no inf: FOREVER bounds nothing
+    assert table == json.loads(SerializerBase.class_to_dict(ServiceMatches(items, 5))["table"])  # rows as before
+    copy = round_trip(sent)
+    assert copy == sent and copy.expiries == [Expiry(1.25, 2.0), None, None]
+    assert round_trip(ServiceMatches(items, 5)).expiries is None  # none sent: none known
+    assert round_trip(ServiceMatches(items[:1], 1, [Expiry(1.23456789, 2.5)])).expiries == [Expiry(1.235, 2.5)]  # ms
+    assert round_trip(OLD_MATCHES).expiries is None
+
+
+def test_matches_in_the_dict_form_carry_expiries_too() -> None:
+    sent = ServiceMatches([quoter("id-1"), quoter("id-2")], 2, [Expiry(1.0, 2.0), None])
+    try:
+        lookup.wire.register_all(packed_matches=False)
+        data = SerializerBase.class_to_dict(sent)
+    finally:
+        lookup.wire.register_all()
+    assert data["expiries"] == [[1.0, 2.0], None]
+    assert round_trip(data).expiries == [Expiry(1.0, 2.0), None]
+
+
+@pytest.mark.parametrize(("expiries", "error", "says"), [
+    ("[[1,2]]", ValueError, "1 expiries for 2 items"),
+    ('{"a":1}', TypeError, "'expiries' is dict"),
+    ("[[1,2],[1]]", TypeError, "expiry 1 is not a \\[remaining, term\\] pair"),
+    ("[[1,2],[-1,2]]", ValueError, "expiry 1: an expiry's remaining"),
+    ('[[1,2],[1,"2"]]', TypeError, "expiry 1: an expiry's term"),
+    ("[[1,2],[true,2]]", TypeError, "expiry 1: an expiry's remaining"),
+])
+def test_forged_expiries_in_a_table_are_refused_clearly(expiries: str, error: type[Exception], says: str) -> None:
+    data = packed(quoter("id-1"), quoter("id-2"))
+    data["table"] = data["table"][:-1] + f',"expiries":{expiries}}}'
+    with pytest.raises(error, match=f"malformed lookup.PackedMatches: {says}"):
+        round_trip(data)
+    with pytest.raises(error):
+        round_trip(dict(OLD_MATCHES, expiries=json.loads(expiries)))
+
+
+def test_matches_refuse_expiries_that_are_not_one_per_item() -> None:
+    with pytest.raises(ValueError, match="1 expiries for 2 items"):
+        ServiceMatches([quoter("id-1"), quoter("id-2")], 2, [None])
+    with pytest.raises(TypeError, match="Expiry or None"):
+        ServiceMatches([quoter("id-1")], 1, [(1.0, 2.0, 3.0)])  # type: ignore[list-item]

@@ -11,7 +11,7 @@ import pytest
 from Pyro5.serializers import SerpentSerializer
 
 from landlord import FakeClock, LeasedResource, UnknownLeaseError
-from lookup import Location, Name, ServiceItem, ServiceTemplate
+from lookup import Expiry, Location, Name, ServiceItem, ServiceTemplate
 from lookup.registry import Registry, ServiceRecord
 
 URI = "PYRO:registered@127.0.0.1:9999"
@@ -136,6 +136,22 @@ def test_the_stored_form_survives_serpent_and_is_restored(registry: Registry, cl
     registry.restored(LeasedResource("restored-cookie-000000", 30.0, copy))
     assert copy.cookie == "restored-cookie-000000" and registry.records["one"] is copy
     assert found(registry, ServiceTemplate(attributes=[Location(floor=3)])) == ["one"]
+
+
+def test_a_records_term_is_said_with_what_it_has_left(registry: Registry, clock: FakeClock) -> None:
+    record = leased("one", until=30.0)
+    record.term = 40.0
+    registry.add(record)
+    clock.advance(10)
+    assert registry.expiry(record) == Expiry(20.0, 40.0)
+    assert registry.matching_records(EVERYTHING) == [record]
+    assert registry.expiries([record, ServiceRecord(ServiceItem("x", URI))]) == [Expiry(20.0, 40.0), None]
+    assert registry.load(registry.dump(record)).term is None  # the store keeps no term
+    record.term = None
+    assert registry.expiry(record) == Expiry(20.0, 20.0)  # what it has left stands for its term
+    clock.advance(20)
+    assert registry.expiry(record) is None  # nothing left to say
+    assert registry.expiry(ServiceRecord(ServiceItem("x", URI))) is None  # no lease yet
 
 
 def test_a_record_restored_twice_under_one_id_replaces_the_first(registry: Registry) -> None:

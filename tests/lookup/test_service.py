@@ -17,6 +17,7 @@ from lookup import (
     Comment,
     Entry,
     EventRegistration,
+    Expiry,
     Location,
     Name,
     ServiceEvent,
@@ -269,6 +270,24 @@ def test_events_for_every_transition_in_order(clock: FakeClock, service: LookupS
     assert {e.event_id for e in events} == {watch.event_id} and {e.handback for e in events} == {"my handback"}
     assert {e.service_id for e in events} == {registration.service_id}
     assert events[1].item.attributes == (Location(floor=3), Name("quotes")) and events[-1].item is None
+
+
+def test_events_and_answers_say_when_each_registration_ends(clock: FakeClock, service: LookupService) -> None:
+    listener = Events()
+    service.notify(ServiceTemplate(types=[Quoter]), ALL, listener, None, 60)
+    registration = service.register(item(Name("a")), 20)
+    forever = service.register(item(Name("b"), types=("other.Type",)), 100)
+    clock.advance(5)
+    registration.add_attributes([Comment("changed")])
+    assert service.lookup_all(ServiceTemplate()).expiries == [Expiry(15, 20), Expiry(95, 100)]
+    assert service.lookup_all(ServiceTemplate(), 1).expiries == [Expiry(15, 20)]  # one per item sent
+    assert service.renew(registration.lease.cookie, 50) == 50  # renewed for longer: what it has left says so
+    assert service.lookup_all(ServiceTemplate(types=[Quoter])).expiries == [Expiry(50, 50)]
+    clock.advance(50)
+    assert service.lookup_all(ServiceTemplate(types=[Quoter])).items == []  # expired
+    events = listener.wait_for(3)
+    assert [e.expiry for e in events] == [Expiry(20, 20), Expiry(15, 20), None]  # none once it is gone
+    assert forever.lease.term == 100
 
 
 def test_only_the_transitions_asked_for(service: LookupService) -> None:
@@ -584,6 +603,8 @@ def test_records_in_the_stored_form_of_earlier_versions_load(tmp_path: Any) -> N
         assert again.landlord_id == "earlier"
         [(found, left)] = again.registrations()
         assert found == stored and left == pytest.approx(30)
+        # its term is not stored: what it has left stands for it
+        assert again.lookup_all(ServiceTemplate()).expiries == [Expiry(pytest.approx(30), pytest.approx(30))]
         assert again.lookup(ServiceTemplate(attributes=[Location(floor=2)])) == SERVICE_URI  # filed in the index
         [record] = again.fanout.records.values()
         assert (record.event_id, record.cookie, record.listener, record.handback, record.sequence_number,
