@@ -50,7 +50,16 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from . import __version__
-from .admin import EXIT_USAGE, add_admin_commands, port_argument, prefix_behind_dashes, run_admin, seconds_argument
+from .admin import (
+    EXIT_USAGE,
+    add_admin_commands,
+    hosts_argument,
+    port_argument,
+    positive_count_argument,
+    prefix_behind_dashes,
+    run_admin,
+    seconds_argument,
+)
 
 __all__ = ["main", "build_parser"]
 
@@ -104,35 +113,20 @@ def _add_renewal_service(commands: argparse._SubParsersAction[Any]) -> None:
                          help="the longest a set's lease is granted for (default %(default)g)")
     service.add_argument("--set-lease", type=seconds_argument, default=DEFAULT_SET_LEASE, metavar="S",
                          help="a set's lease when any is asked for (default %(default)g)")
-    service.add_argument("--sets-per-client", type=_positive_int, default=SETS_PER_CLIENT, metavar="N",
+    service.add_argument("--sets-per-client", type=positive_count_argument, default=SETS_PER_CLIENT, metavar="N",
                          help="renewal sets one client (a host) may hold (default %(default)s)")
-    service.add_argument("--leases-per-set", type=_positive_int, default=MAX_MEMBERS, metavar="N",
+    service.add_argument("--leases-per-set", type=positive_count_argument, default=MAX_MEMBERS, metavar="N",
                          help="leases one set may hold (default %(default)s)")
-    service.add_argument("--leases-per-client", type=_positive_int, default=LEASES_PER_CLIENT, metavar="N",
+    service.add_argument("--leases-per-client", type=positive_count_argument, default=LEASES_PER_CLIENT, metavar="N",
                          help="leases one client's sets may hold together (default %(default)s)")
-    service.add_argument("--landlord-hosts", type=_hosts, default=None, metavar="H1,H2",
+    service.add_argument("--landlord-hosts", type=hosts_argument, default=None, metavar="H1,H2",
                          help="the only hosts the leases' landlords may be at, as their URIs name them "
                               "(default: any)")
-    service.add_argument("--callback-hosts", type=_hosts, default=None, metavar="H1,H2",
+    service.add_argument("--callback-hosts", type=hosts_argument, default=None, metavar="H1,H2",
                          help="the only hosts the sets' listeners may be on (default: any)")
     service.add_argument("-v", "--verbose", action="store_true", help="log each set and warning (INFO)")
 
 
-def _hosts(text: str) -> list[str]:
-    hosts = [host.strip() for host in text.split(",")]
-    if not all(hosts):
-        raise argparse.ArgumentTypeError(f"a comma-separated list of host names or addresses, got {text!r}")
-    return hosts
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _port_or_any(text: str) -> int:

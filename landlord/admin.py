@@ -112,7 +112,7 @@ __all__ = [
     "format_table", "add_admin_commands", "EVICT_OPTIONS", "prefix_behind_dashes", "run_admin",
     "ADMIN_PREFIX", "MIN_TOKEN_LENGTH", "MAX_TOKEN_LENGTH", "MIN_PREFIX", "PREFIX_SHOWN", "DEFAULT_LIMIT",
     "MAX_LIMIT", "RESOURCE_WIDTH", "TOKEN_ENV", "DEFAULT_TIMEOUT", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE",
-    "NONCE_BYTES", "MAX_SEQUENCE",
+    "NONCE_BYTES", "MAX_SEQUENCE", "positive_count_argument", "hosts_argument",
 ]
 
 log = logging.getLogger(__name__)
@@ -748,6 +748,33 @@ def seconds_argument(text: str) -> float:
     if not (seconds > 0 and math.isfinite(seconds)):
         raise argparse.ArgumentTypeError(f"seconds must be positive and finite, not {text}")
     return seconds
+
+
+def positive_count_argument(text: str) -> int:
+    """A whole number of at least 1 from the command line (a limit: connections, sets, leases...).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else.
+    """
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {count}")
+    return count
+
+
+def hosts_argument(text: str) -> list[str]:
+    """A comma-separated list of host names or addresses from the command line (an allow-list).
+
+    Raises:
+        argparse.ArgumentTypeError: an empty name in it.
+    """
+    hosts = [host.strip() for host in text.split(",")]
+    if not all(hosts):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of host names or addresses, got {text!r}")
+    return hosts
 
 
 def _limit(text: str) -> int:

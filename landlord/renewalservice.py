@@ -71,6 +71,7 @@ import Pyro5.callcontext
 import Pyro5.core
 import Pyro5.server
 
+from .callbacks import check_hosts, host_key, parse_pyro_uri
 from .clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import FOREVER, check_duration
@@ -139,18 +140,10 @@ class RenewalLimits:
 
 
 def _hosts(hosts: Iterable[str]) -> frozenset[str]:
-    """Host names or addresses as a URI's host is compared with them: lower case, IPv6
-    without brackets (a single string is refused: it is not a list)."""
-    if isinstance(hosts, str):
-        raise TypeError("landlord_hosts must be a collection of host names, not one string")
-    checked = set()
-    for host in hosts:
-        if not isinstance(host, str):
-            raise TypeError(f"a landlord host must be a str, got {type(host).__name__}")
-        if not host.strip():
-            raise ValueError("a landlord host must not be empty")
-        checked.add(host.strip().strip("[]").lower())  # as Pyro5 parses a URI's host: no IPv6 brackets
-    return frozenset(checked)
+    """Landlord hosts as a URI's host is compared with them (:func:`landlord.callbacks.check_hosts`)."""
+    checked = check_hosts(hosts, "landlord")
+    assert checked is not None  # given hosts, never None
+    return checked
 
 
 def check_pyro_uri(uri: object, what: str, *, hosts: frozenset[str] | None = None,
@@ -172,15 +165,8 @@ def check_pyro_uri(uri: object, what: str, *, hosts: frozenset[str] | None = Non
         uri = str(uri)
     if not isinstance(uri, str):
         raise TypeError(f"{what} must be a PYRO: URI, got {type(uri).__name__}")
-    if len(uri) > max_length:
-        raise ValueError(f"{what} must be at most {max_length} characters, got {len(uri)}")
-    try:
-        parsed = Pyro5.core.URI(uri)
-    except Exception:
-        raise ValueError(f"{what} must be a PYRO: URI, got {uri!r:.80}") from None
-    if parsed.protocol != "PYRO":
-        raise ValueError(f"{what} must be a PYRO: URI, got {uri!r:.80}")
-    if hosts is not None and (parsed.host or "").lower() not in hosts:
+    parsed = parse_pyro_uri(uri, what, max_length=max_length)
+    if hosts is not None and host_key(parsed.host or "") not in hosts:
         raise ValueError(f"{what} is at {parsed.host!r:.80}, which this service does not renew with "
                          f"(its landlord hosts: {', '.join(sorted(hosts))})")
     return uri

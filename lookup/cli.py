@@ -84,7 +84,9 @@ import Pyro5.errors
 from landlord import StoreInUseError, __version__
 from landlord.admin import (
     add_admin_commands,
+    hosts_argument,
     port_argument,
+    positive_count_argument,
     prefix_behind_dashes,
     read_token,
     run_admin,
@@ -124,11 +126,6 @@ def _count(text: str) -> int:
     return count
 
 
-def _positive_count(text: str) -> int:
-    count = _count(text)
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {count}")
-    return count
 
 
 def _advertise(text: str) -> str:
@@ -258,12 +255,12 @@ def _add_event_options(parser: argparse.ArgumentParser) -> None:
                        help="seconds one delivery attempt may take, connecting included (default %(default)g)")
     group.add_argument("--event-deadline", type=seconds_argument, default=limits.deadline, metavar="S",
                        help="seconds an event may wait to be delivered, then it is dropped (default %(default)g)")
-    group.add_argument("--event-queue", type=_positive_count, default=limits.queue, metavar="N",
+    group.add_argument("--event-queue", type=positive_count_argument, default=limits.queue, metavar="N",
                        help="events waiting per listener; beyond, its oldest is dropped (default %(default)d)")
-    group.add_argument("--event-attempts", type=_positive_count, default=limits.in_flight, metavar="N",
+    group.add_argument("--event-attempts", type=positive_count_argument, default=limits.in_flight, metavar="N",
                        help="delivery attempts at once (sockets), a quarter of them kept for listeners "
                             "known to be live (default %(default)d)")
-    group.add_argument("--callback-hosts", type=_hosts, metavar="H1,H2",
+    group.add_argument("--callback-hosts", type=hosts_argument, metavar="H1,H2",
                        help="the only hosts event listeners may be on (default: any)")
 
 
@@ -271,18 +268,19 @@ def _add_connection_options(parser: argparse.ArgumentParser) -> None:
     """``serve``'s bounds on what one client may hold (see :class:`landlord.FrameLimits`)."""
     limits = FrameLimits()
     group = parser.add_argument_group("client limits", "bounds on what one client (a host) may hold")
-    group.add_argument("--connections-per-host", type=_positive_count, default=limits.connections_per_host,
+    group.add_argument("--connections-per-host", type=positive_count_argument, default=limits.connections_per_host,
                        metavar="N", help="connections one client address may hold open (default %(default)d)")
     group.add_argument("--message-deadline", type=seconds_argument, default=limits.deadline, metavar="S",
                        help="seconds a message may take to arrive whole, from its first byte; a slower one is "
                             "refused and its connection closed (default %(default)g)")
     quotas = LookupLimits()
-    group.add_argument("--registrations-per-client", type=_positive_count, default=quotas.registrations_per_client,
-                       metavar="N", help="live registrations one client may hold (default %(default)d)")
-    group.add_argument("--event-registrations-per-client", type=_positive_count,
+    group.add_argument("--registrations-per-client", type=positive_count_argument,
+                       default=quotas.registrations_per_client, metavar="N",
+                       help="live registrations one client may hold (default %(default)d)")
+    group.add_argument("--event-registrations-per-client", type=positive_count_argument,
                        default=quotas.event_registrations_per_client, metavar="N",
                        help="live event registrations one client may hold (default %(default)d)")
-    group.add_argument("--attribute-bytes", type=_positive_count, default=quotas.attribute_bytes, metavar="N",
+    group.add_argument("--attribute-bytes", type=positive_count_argument, default=quotas.attribute_bytes, metavar="N",
                        help="bytes of attributes one registration may carry (default %(default)d)")
 
 
@@ -303,11 +301,6 @@ def _mail_limits(args: argparse.Namespace, parser: argparse.ArgumentParser) -> M
     raise AssertionError("parser.error exits")  # pragma: no cover
 
 
-def _hosts(text: str) -> list[str]:
-    hosts = [host.strip() for host in text.split(",")]
-    if not all(hosts):
-        raise argparse.ArgumentTypeError(f"a comma-separated list of host names or addresses, got {text!r}")
-    return hosts
 
 
 def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
