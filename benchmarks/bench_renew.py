@@ -435,7 +435,9 @@ def measure(args: argparse.Namespace) -> Report:
     return Report(rows, notes=notes, title=(
         f"landlord against a raw Pyro5 call of the same shape, same plain Pyro5 daemon (server type "
         f"{Pyro5.config.SERVERTYPE!r}, serializer {Pyro5.config.SERIALIZER!r}), landlord in another process on "
-        f"loopback; one client thread; renew round trip in blocks of {args.block} calls, {args.seconds:g} s a side"))
+        f"loopback; one client thread; renew round trip in blocks of {args.block} calls, {args.seconds:g} s a side"
+        + ("" if args.skip_transport else "; the guarded vs multiplex row on two landlord processes of its own, "
+           "served by serve_landlord")))
 
 
 if __name__ == "__main__":
