@@ -1,7 +1,7 @@
 """Load-adaptive terms: the renewal load a landlord serves as its leases grow tenfold (issue 13, item 4).
 
-Two landlord processes in turn (``--child landlord``: ``serve_landlord``, the
-multiplex server, on loopback), one with an :class:`~landlord.adaptive.AdaptivePolicy`
+Two landlord processes in turn (``--child landlord``: ``serve_landlord``, its
+default guarded server, on loopback), one with an :class:`~landlord.adaptive.AdaptivePolicy`
 capped at ``--cap`` renewals a second, the baseline with a fixed term
 (``LeaseDurationPolicy``, ``--fixed-term``). Each counts the renewals it
 serves (a ``LeaseHooks`` subclass, told of every renewed batch). This process

@@ -21,11 +21,14 @@ Two measurements, each ``--rounds`` rounds of ``--seconds`` per side:
    (``asyncio.gather``), again and again; the baseline renews them one after
    another from its thread, as sync code without threads of its own would.
 
-The landlord runs in another process, served by ``serve_landlord`` (the
-multiplex server a deployed landlord runs). The pipelined prototype stays
-here to show why ``StreamCalls`` makes one call at a time per connection:
-Pyro5 daemons leave Nagle's algorithm on, so an answer sent while the one
-before is unacknowledged waits for the client's delayed ACK.
+The landlord runs in another process, served by ``serve_landlord`` (its
+default, the guarded server a deployed landlord runs). The pipelined
+prototype stays here to show why ``StreamCalls`` makes one call at a time per
+connection: on Pyro5's own daemons, which leave Nagle's algorithm on, an
+answer sent while the one before is unacknowledged waits for the client's
+delayed ACK. The guarded server sets ``TCP_NODELAY``, but does not read a
+connection while its last message is being served, so calls pipelined down
+one connection are still served one after another.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ class BenchLandlord(Landlord):
 
 
 def serve(args: argparse.Namespace) -> int:
-    """The landlord process: ``serve_landlord`` (multiplex server) on loopback until SIGTERM."""
+    """The landlord process: ``serve_landlord`` (its default guarded server) on loopback until SIGTERM."""
     harness.signal.signal(harness.signal.SIGTERM, harness.stop_on_sigterm)
     try:
         landlord.serve_landlord(BenchLandlord(), "127.0.0.1", 0, announce=False,
@@ -262,7 +265,7 @@ def measure(args: argparse.Namespace) -> Report:
                 at_once["executor many"]),
     ]
     notes = [f"baseline: sync lease.renew() from one thread (no loop); {args.rounds} rounds of {seconds:g} s "
-             "per side, taken in turns; the landlord in another process (serve_landlord, multiplex server).",
+             "per side, taken in turns; the landlord in another process (serve_landlord, guarded server).",
              "head to head (the streams' rate over the executor's, same rounds):"]
     notes += [f"  {row.metric:<42} {row.ratio or float('nan'):.2f}x  (rounds: "
               f"{row.spread.get('ratio_min', float('nan')):.2f}–{row.spread.get('ratio_max', float('nan')):.2f}x)"

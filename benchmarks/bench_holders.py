@@ -5,7 +5,8 @@ processes (``--child client``); each holder holds a lease of every side:
 
 * **landlord**: a ``LandlordLease`` granted by one landlord served by
   ``landlord.serve_landlord`` (``--child landlord``; its default server, the
-  multiplex one: one thread for every connection), renewed with
+  guarded one: one thread gathers every connection's messages, workers serve
+  them), renewed with
   ``lease.renew(TTL)``;
 * **lookup**: the holder's own registration with the lookup service as
   ``python -m lookup serve`` runs it (``lookup.locate(...).register(item,
@@ -103,7 +104,7 @@ class HolderLandlord(harness.GrantsOnRequest, Landlord):
 
 
 def serve(args: argparse.Namespace) -> int:
-    """The landlord process: ``serve_landlord`` with its defaults (the multiplex server) until SIGTERM."""
+    """The landlord process: ``serve_landlord`` with its defaults (the guarded server) until SIGTERM."""
     try:
         landlord.serve_landlord(HolderLandlord(), HOST, 0, announce=False,
                                 ready=lambda uri: print(f"URI: {uri}", flush=True))
@@ -548,7 +549,7 @@ def measure(args: argparse.Namespace) -> Report:
         summaries += [f"    {side}: {summary(per_round[mode, side])}" for side in SIDES if (mode, side) in per_round]
     title = (f"{args.holders:,} holder threads in {len(servers.clients)} client processes, each renewing its own "
              f"lease (TTL {TTL} s) flat out (closed loop)" + (f" and at {args.rate:g}/s each" if args.rate else "") +
-             f", against one landlord (serve_landlord, multiplex server) | one lookup service (python -m lookup "
+             f", against one landlord (serve_landlord, guarded server) | one lookup service (python -m lookup "
              f"serve) | etcd; {args.rounds} rounds of {args.seconds:g} s per side and way (after {args.warm_up:g} s "
              "not counted), the sides taking turns. A lookup row's 'landlord' column is the lookup service; the "
              "baseline is etcd")

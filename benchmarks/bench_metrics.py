@@ -1,14 +1,15 @@
 """What metrics cost a renewal: a served landlord with its metrics on against the same without (issue 13, item 6).
 
 Two landlords in child processes (this script again, ``--child on`` and
-``--child off``), each served by ``landlord.serve_landlord`` (the multiplex
-server) on loopback: the same ``Landlord`` subclass and policy, the first
+``--child off``), each served by ``landlord.serve_landlord`` (its default,
+the guarded server) on loopback: the same ``Landlord`` subclass and policy, the first
 with ``metrics_port=0`` (a ``landlord.metrics.LeaseMetrics`` among its hooks
 and its HTTP endpoint up), the second without. This process is one client
 thread, a plain Pyro5 proxy to each.
 
-1. **Batched renewals**: ``renew_all`` of ``--leases`` cookies (10,000) in one
-   call, ``--calls`` calls a side a round, the sides taking turns round after
+1. **Batched renewals**: ``renew_all`` of ``--leases`` cookies in one call
+   (``CALL_BATCH``, 1,000, what a holder sends; at most a landlord's
+   ``MAX_BATCH``, 2,000), ``--calls`` calls a side a round, the sides taking turns round after
    round; leases renewed per second.
 2. **Single renewals**: ``renew(cookie, duration)``, one lease a call, the sides
    taking turns in blocks of ``--block`` calls until each has had ``--seconds``.
@@ -50,6 +51,7 @@ from harness import Report, at_most, compare, interleave, positive_int, positive
 import landlord
 from landlord import Landlord, LeaseDurationPolicy
 from landlord.grantor import MAX_BATCH
+from landlord.landlordlease import CALL_BATCH
 from landlord.testing import ChildProcess, WaitFailed
 
 TERM = 3600.0                # the landlord's longest grant: nothing expires during the run
@@ -64,7 +66,8 @@ BENCH = harness.Benchmark(
     "same landlord with them off, both in child processes, measured in turns in the same run.",
     rounds=7, modules=(landlord, Pyro5, serpent),
     quick={"rounds": 2, "leases": 1000, "calls": 2, "seconds": 0.3})
-BENCH.option("--leases", at_most(MAX_BATCH), 10_000, "batched renewals: leases per renew_all call")
+BENCH.option("--leases", at_most(MAX_BATCH), CALL_BATCH,
+             "batched renewals: leases per renew_all call, at most a landlord's MAX_BATCH")
 BENCH.option("--calls", positive_int, 20, "batched renewals: calls per side per round")
 BENCH.option("--seconds", positive_seconds, 2.0, "single renewals: seconds per side per round")
 BENCH.option("--block", positive_int, 25, "single renewals: calls per block while taking turns")

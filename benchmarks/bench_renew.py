@@ -11,11 +11,23 @@ one client thread.
    turns in blocks of ``--block`` calls until each has had ``--seconds``.
    Goal >= 0.9x. A printed breakdown (``--no-breakdown`` skips it) shows
    where a gap comes from.
-2. **Batched keep-alive**, for each of ``--sizes``: ``LeaseMap.renew_all()``
-   and a ``LeaseRenewalManager`` round (timed from the moment its leases fall
-   due to the moment its thread sleeps again with all of them renewed, seen
-   through an instrumented clock) against ``echo_all`` carrying the same
-   lists. Goals >= 0.7x and >= 50,000 leases/s.
+2. **Batched keep-alive**, for each of ``--sizes`` (leases kept alive, not
+   leases per call): ``LeaseMap.renew_all()`` and a ``LeaseRenewalManager``
+   round (timed from the moment its leases fall due to the moment its thread
+   sleeps again with all of them renewed, seen through an instrumented clock)
+   against ``echo_all`` carrying the same lists. Both sides send them in calls
+   of ``CALL_BATCH`` (1,000) leases, as a holder does, so both pay the same
+   per-call cost. Goals >= 0.7x and >= 50,000 leases/s.
+3. **Transport**: ``lease.renew(TERM)`` against a landlord served by
+   ``serve_landlord`` on its default, guarded server (``landlord.frameserver``)
+   against the same on Pyro5's multiplex server
+   (``serve_landlord(..., server_type="multiplex")``), each in a process of its
+   own, taking turns in blocks of ``--block`` calls as in item 1; the ratio is
+   guarded / multiplex (no goal: the cost of the guarded transport).
+
+Items 1 and 2 share one landlord process served on a plain ``Pyro5.api.Daemon``
+(Pyro5's thread server, not the guarded one): both sides of every comparison
+there are on that same daemon.
 
 The method in full: ``benchmarks/README.md``; the options, rounds, table and
 JSON: ``harness.py``. Not a test: pytest collects only ``tests/``.
@@ -41,12 +53,12 @@ from harness import Report, Row, ServerProcess, compare, interleave, positive_in
 import landlord
 import landlord.renewal
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, SystemClock
-from landlord.grantor import MAX_BATCH
+from landlord.landlordlease import CALL_BATCH
 
 TERM = 3600.0                   # the landlord's longest grant: nothing expires during the run
 BREAKDOWN_SECONDS = 0.6         # per contender, per round, of the breakdown
-MIN_ROUND_LEASES = 100_000      # a batch round renews at least this many leases (several calls if small)
-RENT_CHUNK = 10_000             # leases rented per call while setting up
+MIN_ROUND_LEASES = 100_000      # a batch round renews at least this many leases (several rounds if small)
+RENT_CHUNK = 10_000             # leases rented per call while setting up (an answer: no cap on its size)
 
 RENEW_GOAL = 0.9                # lease.renew / raw call
 BATCH_GOAL = 0.7                # batched keep-alive / raw call
@@ -58,12 +70,12 @@ SETUP_FACTOR = 2.0              # the leases fall due this many times the last s
 ASLEEP_HORIZON = 600.0          # the manager sleeping longer than this: the round is over
 ROUND_TIMEOUT = 120.0
 
-CALL_TIMEOUT = 120.0            # renting or renewing 100,000 leases in one call takes a while
+CALL_TIMEOUT = 120.0            # renting 10,000 leases in one call takes a while on a busy machine
 
 BENCH = harness.Benchmark(
     "bench_renew", "Renew round trip and batched keep-alive through landlord (landlord in another process), "
     "against a raw Pyro5 call of the same shape on the same daemon, measured in the same run.",
-    sizes="10000,100000", max_size=MAX_BATCH, modules=(landlord, Pyro5, serpent),
+    sizes="10000,100000", modules=(landlord, Pyro5, serpent),
     quick={"seconds": 0.3, "rounds": 2, "sizes": "1000"})
 BENCH.option("--seconds", positive_seconds, 3.0, "renew round trip: seconds per side per round")
 # 500, not 25: with blocks of 25 calls, switching between the two connections every 3 ms
@@ -72,6 +84,8 @@ BENCH.option("--seconds", positive_seconds, 3.0, "renew round trip: seconds per 
 # 500 and 0.88x in blocks of 2,000 (and 1.34x when a third contender joined the turns)
 BENCH.option("--block", positive_int, 500, "renew round trip: calls per block while taking turns")
 BENCH.parser.add_argument("--skip-renew", action="store_true", help="skip the renew round trip")
+BENCH.parser.add_argument("--skip-transport", action="store_true",
+                          help="skip the renew round trip on the guarded server against the multiplex server")
 BENCH.parser.add_argument("--no-breakdown", dest="breakdown", action="store_false",
                           help="skip the renew round trip's breakdown")
 
@@ -123,6 +137,20 @@ class BenchLandlord(Landlord):
 def serve(args: argparse.Namespace) -> int:
     """The landlord process: serve a BenchLandlord on loopback until SIGTERM or Ctrl-C."""
     return harness.serve_forever(BenchLandlord())
+
+
+def serve_landlord_on(server_type: str) -> int:
+    """A landlord process of item 3: a BenchLandlord served by ``serve_landlord`` on ``server_type``
+    until SIGTERM; prints ``URI: <uri>`` once it answers."""
+    served = BenchLandlord()
+    try:
+        landlord.serve_landlord(served, "127.0.0.1", 0, server_type=server_type, announce=False,
+                                ready=lambda uri: print(f"URI: {uri}", flush=True))
+    except KeyboardInterrupt:  # stopped before serve_landlord set its handlers
+        pass
+    finally:
+        served.close()
+    return 0
 
 
 # -- 1. renew round trip ---------------------------------------------------------------------
@@ -285,7 +313,12 @@ def batch_rows(size: int, raw: Any, manager: landlord.LeaseRenewalManager, clock
     lease_map = LeaseMap({LandlordLease(cookie, uri, landlord_id, time.time() + TERM): FOREVER
                           for cookie in cookies})
     calls = max(1, math.ceil(MIN_ROUND_LEASES / size))
-    raw.echo_all(cookies, durations)  # warm up both
+    # the raw side sends the lists in calls of CALL_BATCH, as LeaseMap and the manager do: the same
+    # calls, the same per-call cost (the slices are made here, not timed)
+    chunks = [(cookies[start:start + CALL_BATCH], durations[start:start + CALL_BATCH])
+              for start in range(0, size, CALL_BATCH)]
+    for chunk_cookies, chunk_durations in chunks:  # warm up both
+        raw.echo_all(chunk_cookies, chunk_durations)
     lease_map.renew_all()
     details: list[ManagerRound] = []
 
@@ -296,8 +329,9 @@ def batch_rows(size: int, raw: Any, manager: landlord.LeaseRenewalManager, clock
         return calls * size / (time.perf_counter() - started)
 
     def raw_call() -> None:
-        if len(answer := raw.echo_all(cookies, durations)) != size:
-            raise RuntimeError(f"echo_all answered {len(answer)} floats for {size} cookies")
+        for chunk_cookies, chunk_durations in chunks:
+            if len(answer := raw.echo_all(chunk_cookies, chunk_durations)) != len(chunk_cookies):
+                raise RuntimeError(f"echo_all answered {len(answer)} floats for {len(chunk_cookies)} cookies")
 
     def manager_side() -> float:
         per_lease = max((d.setup / size for d in details), default=FIRST_GUESS_PER_LEASE)
@@ -306,9 +340,10 @@ def batch_rows(size: int, raw: Any, manager: landlord.LeaseRenewalManager, clock
 
     figures = harness.alternate({"raw": lambda: timed(raw_call), "map": lambda: timed(lease_map.renew_all),
                                  "manager": manager_side}, rounds, what=f"batched keep-alive, {size:,} leases")
-    rows = [compare(f"LeaseMap.renew_all, {size:,} leases/call", "leases/s", figures["map"], figures["raw"],
+    per_call = f"{size:,} leases in calls of {min(size, CALL_BATCH):,}"
+    rows = [compare(f"LeaseMap.renew_all, {per_call}", "leases/s", figures["map"], figures["raw"],
                     goal=BATCH_GOAL, limit=BATCH_RATE_GOAL),
-            compare(f"LeaseRenewalManager, {size:,} leases", "leases/s", figures["manager"], figures["raw"],
+            compare(f"LeaseRenewalManager, {per_call}", "leases/s", figures["manager"], figures["raw"],
                     goal=BATCH_GOAL, limit=BATCH_RATE_GOAL)]
     return rows, (f"  {size:,} leases: manager round {', '.join(f'{d.seconds:.3f}' for d in details)} s, "
                   f"{', '.join(str(d.calls) for d in details)} renew_all call(s)")
@@ -317,16 +352,16 @@ def batch_rows(size: int, raw: Any, manager: landlord.LeaseRenewalManager, clock
 def measure_batches(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     """Item 2: LeaseMap.renew_all and LeaseRenewalManager against a raw call carrying the same lists."""
     landlord_id = landlord_proxy.rent(1)[0].landlord_id
-    landlord.set_call_timeout(CALL_TIMEOUT)  # the library's calls: 100,000 leases take a while
+    landlord.set_call_timeout(CALL_TIMEOUT)  # the library's calls, on a busy machine
     raw = Pyro5.api.Proxy(uri)  # Pyro5's defaults, bar a timeout long enough for the biggest call
     raw._pyroTimeout = CALL_TIMEOUT
     rows: list[Row] = []
-    notes = ["batched keep-alive, every round (raw echo_all carries the same cookies and durations; "
-             "manager: from falling due to rescheduled):"]
+    notes = [f"batched keep-alive, every round (raw echo_all carries the same cookies and durations in calls of "
+             f"{CALL_BATCH:,}, as the lease sends them; manager: from falling due to rescheduled):"]
     clock = WatchedClock()
     # max_batch: one group per round, so that the round ends with one reschedule (the lease still
-    # sends it in calls of CALL_BATCH; the default max_batch would make ten groups of 10,000)
-    manager = landlord.LeaseRenewalManager(clock=clock, max_batch=MAX_BATCH)
+    # sends it in calls of CALL_BATCH; the default max_batch, CALL_BATCH, would make a group per call)
+    manager = landlord.LeaseRenewalManager(clock=clock, max_batch=max(args.sizes))
     try:
         for size in args.sizes:
             size_rows, note = batch_rows(size, raw, manager, clock, landlord_proxy, uri, landlord_id, args.rounds)
@@ -338,11 +373,44 @@ def measure_batches(uri: str, landlord_proxy: Any, args: argparse.Namespace) -> 
     return rows, notes
 
 
+# -- 3. the guarded transport against Pyro5's multiplex server --------------------------------
+
+
+def measure_transport(args: argparse.Namespace) -> Row:
+    """Item 3: ``lease.renew`` on a landlord served by ``serve_landlord`` on the guarded server, against the
+    same on the multiplex server, each in its own process, taking turns in blocks of calls."""
+    servers: dict[str, ServerProcess] = {}
+    proxies: list[Any] = []
+    try:
+        for kind in ("guarded", "multiplex"):
+            servers[kind] = ServerProcess(__file__, kind, f"landlord on the {kind} server")
+        leases = {}
+        for kind, server in servers.items():
+            proxy = Pyro5.api.Proxy(server.uri())
+            proxies.append(proxy)
+            leases[kind] = proxy.rent(1)[0]
+        contenders: dict[str, Callable[[], object]] = {kind: (lambda lease=lease: lease.renew(TERM))
+                                                       for kind, lease in leases.items()}
+        interleave(contenders, 0.3, args.block)  # warm up: connections made, caches filled
+        rounds = []
+        for number in range(args.rounds):
+            progress(f"renew round trip, guarded vs multiplex server: round {number + 1} of {args.rounds} "
+                     f"({2 * args.seconds:g} s)...")
+            rounds.append(interleave(contenders, args.seconds, args.block))
+        return compare("renew round trip: guarded server vs multiplex (serve_landlord)", "calls/s",
+                       [r["guarded"] for r in rounds], [r["multiplex"] for r in rounds])
+    finally:
+        for proxy in proxies:
+            proxy._pyroRelease()
+        for server in servers.values():
+            server.stop()
+
+
 # -- running ---------------------------------------------------------------------------------
 
 
 def measure(args: argparse.Namespace) -> Report:
-    """Start the landlord, measure both items, stop the landlord."""
+    """Start the landlord, measure items 1 and 2, stop it; then item 3 on two landlords of its own."""
     server = ServerProcess(__file__, "landlord", "landlord")
     rows: list[Row] = []
     notes: list[str] = []
@@ -359,11 +427,20 @@ def measure(args: argparse.Namespace) -> Report:
                 notes += batch_notes
     finally:
         server.stop()
+    if not args.skip_transport:
+        rows.append(measure_transport(args))
+        notes.append("renew round trip, guarded vs multiplex: lease.renew on two landlords served by "
+                     "serve_landlord, one on its default guarded server, one with server_type='multiplex', each in "
+                     "its own process; ratio guarded / multiplex")
     return Report(rows, notes=notes, title=(
-        f"landlord against a raw Pyro5 call of the same shape, same daemon (server type "
+        f"landlord against a raw Pyro5 call of the same shape, same plain Pyro5 daemon (server type "
         f"{Pyro5.config.SERVERTYPE!r}, serializer {Pyro5.config.SERIALIZER!r}), landlord in another process on "
-        f"loopback; one client thread; renew round trip in blocks of {args.block} calls, {args.seconds:g} s a side"))
+        f"loopback; one client thread; renew round trip in blocks of {args.block} calls, {args.seconds:g} s a side"
+        + ("" if args.skip_transport else "; the guarded vs multiplex row on two landlord processes of its own, "
+           "served by serve_landlord")))
 
 
 if __name__ == "__main__":
-    raise SystemExit(BENCH.main(measure, children={"landlord": serve}))
+    raise SystemExit(BENCH.main(measure, children={
+        "landlord": serve, "guarded": lambda args: serve_landlord_on("guarded"),
+        "multiplex": lambda args: serve_landlord_on("multiplex")}))

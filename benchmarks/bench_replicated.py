@@ -14,10 +14,13 @@ defaults). This process is the holder, one client thread.
    rounds (the killed replica is started again, as a follower, between
    rounds). Goal <= 3 s. No renewal may be refused (a problem otherwise).
 2. **Batched renewals**, leases per second, ``renew_all`` of ``--batch``
-   leases a call through a lease's ``call_landlord``: the replicated leader
+   leases a call (at most ``MAX_BATCH``, 2,000, what a landlord takes; by
+   default ``CALL_BATCH``, 1,000, what a holder sends) through a lease's
+   ``call_landlord``: the replicated leader
    against an in-memory ``Landlord`` in a child process (the baseline; goal
    >= 0.5x) and against a ``Landlord`` on the SQLite ``LeaseStore`` (also on
-   tmpfs); both served by ``serve_landlord`` like the replicas.
+   tmpfs); both served by ``serve_landlord`` on the same server as the
+   replicas, ``serve_replica``'s default (the guarded server).
 3. **Grant latency**: the leader's ``grant`` (one etcd transaction) against
    etcd's own ``LeaseGrant`` (pyetcd, the same cluster); the in-memory
    landlord's grant is timed beside them for reference.
@@ -59,7 +62,7 @@ import Pyro5
 import Pyro5.api
 import Pyro5.errors
 import serpent
-from harness import Report, Row, compare, positive_int, positive_seconds, progress, rate
+from harness import Report, Row, compare, positive_seconds, progress, rate
 
 import landlord
 from landlord import (
@@ -75,6 +78,7 @@ from landlord import (
     timeout_within,
 )
 from landlord.grantor import MAX_BATCH
+from landlord.landlordlease import CALL_BATCH
 from landlord.testing import ChildProcess, WaitFailed, free_port
 from landlord.testing_etcd import EtcdCluster, EtcdUnavailable, leading_replica, replica_status, unavailable_reason
 
@@ -101,9 +105,10 @@ WARM_UP = 0.2               # seconds each side runs before the rounds
 ETCD_MAX_IN_FLIGHT = 1000   # pipelined LeaseGrants at once (etcd answers "too many requests" far beyond)
 BIN = 0.1                   # seconds per bar of the failover plot
 UNBUFFERED = {"PYTHONUNBUFFERED": "1"}
-# every landlord here is served the same way (serve_replica's default): a grant waits for etcd and must not
-# hold up renewals; the baselines on the same server type, so that only the store differs
-SERVER_TYPE = "thread"
+# every landlord here is served the same way (serve_replica's default, the guarded server: its workers serve
+# renewals while a grant waits for etcd); the baselines on the same server type, so that only the store differs.
+# Every message it takes is capped (serpent: 64 KiB): a renew_all of MAX_BATCH cookies asking TERM fits.
+SERVER_TYPE = "guarded"
 
 log = logging.getLogger("bench_replicated")
 
@@ -728,9 +733,11 @@ BENCH = harness.Benchmark(
     "keep-alive streams. Without etcd or its client it says why and measures the SQLite and in-memory landlords.",
     modules=(landlord, Pyro5, serpent),
     quick={"rounds": 1, "batch": 1000, "seconds": 0.5, "failover_leases": 200})
-BENCH.option("--batch", harness.at_most(MAX_BATCH), 10_000, "leases per renew_all call (and etcd leases per stream)")
+BENCH.option("--batch", harness.at_most(MAX_BATCH), CALL_BATCH,
+             "leases per renew_all call, at most a landlord's MAX_BATCH (and etcd leases per stream)")
 BENCH.option("--seconds", positive_seconds, 2.0, "seconds per side per round of the renewal and grant rows")
-BENCH.option("--failover-leases", positive_int, 1000, "leases the failover holder renews in each call")
+BENCH.option("--failover-leases", harness.at_most(MAX_BATCH), 1000,
+             "leases the failover holder renews in each call, at most a landlord's MAX_BATCH")
 BENCH.parser.add_argument("--plot", type=Path, default=PLOT, help="where the failover plot goes, if matplotlib is "
                           "installed (default: benchmarks/replicated_failover.png)")
 BENCH.parser.add_argument("--no-etcd", action="store_true", help="measure the SQLite and in-memory landlords alone")

@@ -8,8 +8,9 @@ without (the baseline, in the same run, same operations, same order):
 
 * ``grant``     -- ``new_lease``: one SQLite transaction per lease;
 * ``renew``     -- ``renew(cookie, duration)``: one transaction per call;
-* ``renew_all`` -- ``renew_all`` in batches of ``--batch``: one transaction
-  per 1,000 leases (the manager's chunk), reported per lease;
+* ``renew_all`` -- ``renew_all`` in batches of ``--batch`` (default
+  ``CALL_BATCH``, 1,000, what a holder sends a call; at most a landlord's
+  ``MAX_BATCH``, 2,000): one transaction per call, reported per lease;
 * ``cancel``    -- ``cancel(cookie)``: one transaction per call;
 * ``restart``   -- opening a new landlord on the file holding them all
   (reading every lease back), per lease; the baseline has nothing to restart
@@ -38,6 +39,8 @@ from harness import Report, positive_int
 
 import landlord
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore
+from landlord.grantor import MAX_BATCH
+from landlord.landlordlease import CALL_BATCH
 
 OPERATIONS = ("grant", "renew", "renew_all", "cancel", "restart")
 
@@ -80,7 +83,7 @@ def one_round(leases: int, batch: int, store_path: Path | None, synchronous: str
 BENCH = harness.Benchmark("store", "The cost of a durable LeaseStore against an in-memory landlord.",
                           modules=(landlord,), quick={"leases": 2000, "rounds": 2})
 BENCH.option("--leases", positive_int, 20_000, "leases per round")
-BENCH.option("--batch", positive_int, 10_000, "leases per renew_all")
+BENCH.option("--batch", harness.at_most(MAX_BATCH), CALL_BATCH, "leases per renew_all, at most a landlord's MAX_BATCH")
 BENCH.parser.add_argument("--dir", type=Path, default=None, help="where the SQLite file goes (default: a temp dir)")
 BENCH.parser.add_argument("--synchronous", choices=landlord.store.SYNCHRONOUS_MODES, default="NORMAL")
 

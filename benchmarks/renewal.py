@@ -266,8 +266,7 @@ def synchronise(leases: list[LandlordLease], term: float) -> None:
     Raises:
         LeaseMapError: some were not renewed.
     """
-    # a LeaseMap sends all its leases of one landlord in one call, and the
-    # landlord refuses calls of more than MAX_BATCH: hence the slices
+    # slices of MAX_BATCH leases, each LeaseMap sending its slice in calls of CALL_BATCH
     for i in range(0, len(leases), MAX_BATCH):
         LeaseMap(dict.fromkeys(leases[i:i + MAX_BATCH], term)).renew_all()
 
@@ -466,7 +465,7 @@ BENCH.option("--leases", positive_int, 100_000, "leases to keep alive")
 BENCH.option("--seconds", positive_seconds, 30.0, "length of the measured steady state")
 BENCH.option("--term", positive_seconds, 5.0, "the landlord's longest grant, in seconds; short, so that several "
              "renewal rounds fall in the window")
-BENCH.option("--chunk", harness.at_most(MAX_BATCH), 10_000, "leases rented per call while setting up")
+BENCH.option("--chunk", harness.at_most(MAX_BATCH), MAX_BATCH, "leases rented per call while setting up")
 BENCH.parser.add_argument("--renew-after", type=float, default=RENEW_AFTER, metavar="SHARE",
                           help="renew once this share of the term has passed (default a third; 0.5: at half)")
 

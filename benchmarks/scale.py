@@ -38,6 +38,7 @@ from harness import Report, Row, compare, positive_int, progress
 from sortedcontainers import SortedList
 
 import landlord
+from landlord.grantor import MAX_BATCH
 
 REAPERS = ("lazy", "sleeper", "polling")
 OPS = ("fill", "grant", "renew", "renew_all", "cancel")
@@ -375,7 +376,7 @@ BENCH = harness.Benchmark(
 BENCH.parser.add_argument("--reaper", choices=REAPERS, default="lazy",
                           help="the landlord's reaper (default: %(default)s, no background thread)")
 BENCH.option("--sample", positive_int, 20_000, "operations per timed section, at most the size")
-BENCH.option("--batch", positive_int, 1000, "cookies per renew_all call")
+BENCH.option("--batch", harness.at_most(MAX_BATCH), 1000, "cookies per renew_all call, at most a landlord's MAX_BATCH")
 BENCH.parser.add_argument("--seed", type=int, default=0, help="seed of the random choice of leases")
 BENCH.parser.add_argument("--no-memory", dest="memory", action="store_false",
                           help="skip the (slower) tracemalloc pass")
