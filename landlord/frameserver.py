@@ -82,6 +82,7 @@ WORKERS = 16                 # workers for small messages: enough that calls wai
 _READ_CHUNK = 256 * 1024     # the most one read takes
 _ACCEPTS_PER_TURN = 64       # connections accepted per turn of the loop, so a flood of them delays no reading
 _TURN = 1.0                  # longest wait of the selector when no deadline is nearer
+_REST_AFTER = 0.02           # a large message that took longer than this makes its worker rest
 _MOST_REST = 0.1             # the longest the large-message worker rests after a message
 _ACCEPT_PAUSE = 0.1          # seconds of not accepting after running out of file descriptors
 _LOG_BURST = 10              # warnings per rule per second; the rest are counted
@@ -522,10 +523,12 @@ class FrameServer:
                 self.wakeup()
             if paced:
                 # A parse holds the GIL from start to end, and with a next large message ready this worker
-                # would start its parse before a small call that waited through this one got the GIL:
-                # resting as long as it worked keeps large messages to half of the server's time, and a
-                # renewal waits behind one parse at most, never two.
-                time.sleep(min(time.monotonic() - started, _MOST_REST))
+                # would start its parse before a small call that waited through this one got the GIL.
+                # After a costly message it rests as long as it worked, so that a renewal waits behind one
+                # such parse at most, never two; a batch of a thousand renewals (a few ms) takes no rest.
+                took = time.monotonic() - started
+                if took > _REST_AFTER:
+                    time.sleep(min(took, _MOST_REST))
 
     def _read_on(self, conn: FramedConnection) -> bool:
         """The common end of a call, taken by the worker itself, saving the gathering thread a turn: the
