@@ -5,9 +5,20 @@ they care; a lease that is not renewed expires and its resource is freed.
 
 Importing this package registers the converters that let leases, batch
 results and lease errors cross the wire as themselves.
+
+``import landlord`` loads the core alone: leases, the renewal manager, the
+grantor (``Landlord``, its manager, policies, reapers, the SQLite store), the
+wire and TLS. The extras load on first use of their name
+(:data:`_LAZY`, PEP 562): serving (``serve_landlord``, ``serve_replica``: the
+guarded server, admin, metrics beside), replication (``ReplicatedLandlord``:
+election, the etcd store), the renewal service and its client, and the
+revocation receiver. A holder that only renews loads none of them.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .adaptive import AdaptivePolicy
@@ -21,7 +32,7 @@ from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError,
 from .framing import FrameLimits
 from .grantor import Landlord, RenewResults, ResourceCodec
 from .hooks import LeaseHooks
-from .landlordlease import LandlordLease, call_group, known_leader
+from .landlordlease import LandlordLease, call_group, known_leader, replica_uris
 from .lanes import Lanes
 from .lease import AbstractLease, Lease, LeaseMap
 from .manager import LeaseManager
@@ -30,15 +41,45 @@ from .proxies import discard as discard_proxy
 from .proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
-from .renewalclient import RenewalSetClient, RenewalSetListener
-from .renewalservice import LeaseRenewalService
-from .replicated import ReplicatedLandlord, replica_uris
 from .resource import LeasedResource, LeaseExtra
-from .revocation import RevocationReceiver
-from .serving import serve_landlord, serve_replica
 from .store import LeaseStore, Store, StoreInUseError
 from .tls import TLSConfig, apply_tls, tls_settings
 from .wire import register_exception
+
+if TYPE_CHECKING:  # for the type checker: at run time these load on first use (__getattr__ below)
+    from .renewalclient import RenewalSetClient, RenewalSetListener
+    from .renewalservice import LeaseRenewalService
+    from .replicated import ReplicatedLandlord
+    from .revocation import RevocationReceiver
+    from .serving import serve_landlord, serve_replica
+
+# the extras: each name, and the module that defines it, imported when the name is first used
+_LAZY = {
+    "RenewalSetClient": "renewalclient", "RenewalSetListener": "renewalclient",
+    "LeaseRenewalService": "renewalservice",
+    "ReplicatedLandlord": "replicated",
+    "RevocationReceiver": "revocation",
+    "serve_landlord": "serving", "serve_replica": "serving",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """An extra's name, from its module, or a submodule, imported now (and kept: this runs once per name)."""
+    module = _LAZY.get(name)
+    if module is None:  # a submodule not imported yet (``landlord.serving`` after ``import landlord``), else nothing
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise  # the submodule is there, but something it imports is not
+            raise AttributeError(f"module 'landlord' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __version__ = "0.1.0"
 

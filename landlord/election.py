@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backoff import OutageLog
 from .clock import SYSTEM_CLOCK, Clock
+from .landlordlease import check_group
 
 if TYPE_CHECKING:
     import pyetcd
@@ -152,8 +153,7 @@ def leader_key(group: str, *, prefix: str = "landlord") -> str:
         ValueError: ``group`` empty or not of letters, digits, ``_.-``; or
             ``prefix`` not such names separated by ``/``.
     """
-    if not isinstance(group, str) or not _NAME.fullmatch(group):
-        raise ValueError(f"a group is a name of letters, digits and _.- (no slash): {group!r}")
+    check_group(group)
     if not isinstance(prefix, str) or not all(_NAME.fullmatch(part) for part in prefix.split("/")):
         raise ValueError(f"a prefix is names of letters, digits and _.- separated by '/': {prefix!r}")
     return f"/{prefix}/{group}/leader"

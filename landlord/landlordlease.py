@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Hashable, Sequence
@@ -27,7 +28,8 @@ from .clock import SYSTEM_CLOCK, Clock
 from .errors import LeaseError, NotLeaderError
 from .lease import AbstractLease, Lease, check_granted, sent_now
 
-__all__ = ["LandlordLease", "check_landlords", "known_leader", "call_group", "MAX_LANDLORDS", "MAX_REDIRECTS"]
+__all__ = ["LandlordLease", "check_landlords", "known_leader", "call_group", "replica_uris", "replica_object_id",
+           "check_group", "MAX_LANDLORDS", "MAX_REDIRECTS"]
 
 log = logging.getLogger(__name__)
 
@@ -486,3 +488,68 @@ def check_cookie(cookie: object) -> str:
         raise ValueError(f"a lease cookie has 1 to {MAX_COOKIE_LENGTH} characters, got {len(cookie)}")
     return cookie
 
+
+# -- a replicated landlord's group, as its holders name it ---------------------------------------------
+
+_GROUP_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # no slash, nothing to escape in an etcd key or an object id
+
+
+def check_group(group: str) -> str:
+    """``group`` if it is a replica group's name: letters, digits and ``_.-``.
+
+    Raises:
+        ValueError: it is not (or not a str).
+    """
+    if not isinstance(group, str) or not _GROUP_NAME.fullmatch(group):
+        raise ValueError(f"a group is a name of letters, digits and _.- (no slash): {group!r}")
+    return group
+
+
+def replica_object_id(group: str) -> str:
+    """The Pyro5 object id a replica of ``group`` is served under: ``"landlord." + group``, the same on
+    every host, so that each replica's URI follows from its address.
+
+    Raises:
+        ValueError: not a group name (letters, digits, ``_.-``).
+    """
+    check_group(group)
+    return "landlord." + group
+
+
+def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str | None = None, *,
+                 object_id: str | None = None) -> list[str]:
+    """The URIs of a group's replicas served at ``addresses`` (:func:`replica_object_id` on each).
+
+    Args:
+        addresses: ``"h1:p1,h2:p2,h3:p3"``, or a list of ``"host:port"`` or ``(host, port)``.
+        group: the group's name (unless ``object_id`` is given).
+        object_id: the object id the replicas are served under, if not :func:`replica_object_id`
+            (the replicated lookup service keeps the lookup service's).
+
+    Raises:
+        ValueError: an address that is not ``host:port`` with a port from 1 to 65535, or a bad group.
+        TypeError: ``addresses`` of the wrong type.
+    """
+    if object_id is None:
+        if group is None:
+            raise TypeError("replica_uris needs the group's name, or the object id the replicas are served under")
+        object_id = replica_object_id(group)
+    elif group is not None:
+        replica_object_id(group)  # checked all the same
+    items = addresses.split(",") if isinstance(addresses, str) else addresses
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"addresses must be 'h1:p1,h2:p2' or a list, got {type(addresses).__name__}")
+    uris = []
+    for item in items:
+        if isinstance(item, str):
+            host, _, port_text = item.strip().rpartition(":")
+            port: object = int(port_text) if port_text.isdigit() else port_text
+        elif isinstance(item, tuple) and len(item) == 2:
+            host, port = item
+        else:
+            raise TypeError(f"an address is 'host:port' or (host, port), not {item!r:.80}")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not isinstance(host, str) or not host or not isinstance(port, int) or not 0 < port < 65536:
+            raise ValueError(f"not an address of the form host:port: {item!r:.80}")
+        uris.append(f"PYRO:{object_id}@{f'[{host}]' if ':' in host else host}:{port}")
+    return list(check_landlords(uris, name="addresses"))

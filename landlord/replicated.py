@@ -47,7 +47,7 @@ from .election import Election, LeadershipLost, etcd_errors, leader_key, require
 from .errors import LeaseError, NotLeaderError
 from .etcdstore import EtcdLeaseStore
 from .grantor import Landlord, RenewResults, ResourceCodec, served_uri
-from .landlordlease import LandlordLease, check_landlords
+from .landlordlease import LandlordLease, check_landlords, replica_object_id, replica_uris
 from .manager import FreeCallback, LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .resource import LeasedResource
@@ -64,56 +64,6 @@ T = TypeVar("T")
 READY_WAIT = 1.0  # seconds a call waits for a new leader to load its leases, before it is turned away
 RELOAD_PAUSE = 0.2  # seconds between attempts to load the leases when etcd fails to answer
 JOIN_TIMEOUT = 10.0  # seconds close() waits for the loader thread
-
-
-def replica_object_id(group: str) -> str:
-    """The Pyro5 object id a replica of ``group`` is served under: ``"landlord." + group``, the same on
-    every host, so that each replica's URI follows from its address.
-
-    Raises:
-        ValueError: not a group name (letters, digits, ``_.-``).
-    """
-    leader_key(group)
-    return "landlord." + group
-
-
-def replica_uris(addresses: str | Sequence[str | tuple[str, int]], group: str | None = None, *,
-                 object_id: str | None = None) -> list[str]:
-    """The URIs of a group's replicas served at ``addresses`` (:func:`replica_object_id` on each).
-
-    Args:
-        addresses: ``"h1:p1,h2:p2,h3:p3"``, or a list of ``"host:port"`` or ``(host, port)``.
-        group: the group's name (unless ``object_id`` is given).
-        object_id: the object id the replicas are served under, if not :func:`replica_object_id`
-            (the replicated lookup service keeps the lookup service's).
-
-    Raises:
-        ValueError: an address that is not ``host:port`` with a port from 1 to 65535, or a bad group.
-        TypeError: ``addresses`` of the wrong type.
-    """
-    if object_id is None:
-        if group is None:
-            raise TypeError("replica_uris needs the group's name, or the object id the replicas are served under")
-        object_id = replica_object_id(group)
-    elif group is not None:
-        replica_object_id(group)  # checked all the same
-    items = addresses.split(",") if isinstance(addresses, str) else addresses
-    if not isinstance(items, (list, tuple)):
-        raise TypeError(f"addresses must be 'h1:p1,h2:p2' or a list, got {type(addresses).__name__}")
-    uris = []
-    for item in items:
-        if isinstance(item, str):
-            host, _, port_text = item.strip().rpartition(":")
-            port: object = int(port_text) if port_text.isdigit() else port_text
-        elif isinstance(item, tuple) and len(item) == 2:
-            host, port = item
-        else:
-            raise TypeError(f"an address is 'host:port' or (host, port), not {item!r:.80}")
-        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if not isinstance(host, str) or not host or not isinstance(port, int) or not 0 < port < 65536:
-            raise ValueError(f"not an address of the form host:port: {item!r:.80}")
-        uris.append(f"PYRO:{object_id}@{f'[{host}]' if ':' in host else host}:{port}")
-    return list(check_landlords(uris, name="addresses"))
 
 
 class ReplicaTerm:

@@ -6,10 +6,16 @@ Every registration is a lease, so a service that dies vanishes on its own.
 
 Importing this package imports landlord and registers the converters that let
 entries (a user's own :class:`Entry` subclasses too), service items,
-templates and matches cross the wire as themselves.
+templates and matches cross the wire as themselves. It loads no extra of
+landlord's: the replicated lookup service (``ReplicatedLookupService``, over
+etcd) loads on first use of its name, and the server (``python -m lookup
+serve``, :mod:`lookup.server`) only when imported.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 import landlord as _landlord  # noqa: F401  (registers landlord's converters)
 
@@ -44,8 +50,31 @@ from .join import JoinManager
 from .locate import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
 from .ownership import NotOwnerError
 from .registration import ServiceRegistration
-from .replicated import ReplicatedLookupService
 from .service import LookupService
+
+if TYPE_CHECKING:  # at run time: loaded on first use (its replication loads landlord's, over etcd)
+    from .replicated import ReplicatedLookupService
+
+_LAZY = {"ReplicatedLookupService": "replicated"}
+
+
+def __getattr__(name: str) -> Any:
+    """An extra's name, from its module, or a submodule, imported now (and kept: this runs once per name)."""
+    module = _LAZY.get(name)
+    if module is None:  # a submodule not imported yet (``lookup.serving`` after ``import lookup``), else nothing
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise  # the submodule is there, but something it imports is not
+            raise AttributeError(f"module 'lookup' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",

@@ -82,6 +82,7 @@ from typing import Any, TextIO
 import Pyro5.errors
 
 from landlord import StoreInUseError, __version__
+from landlord.addresses import check_advertise
 from landlord.admin import (
     add_admin_commands,
     hosts_argument,
@@ -92,7 +93,7 @@ from landlord.admin import (
     run_admin,
     seconds_argument,
 )
-from landlord.serving import FrameLimits, check_advertise
+from landlord.serving import FrameLimits
 from landlord.tls import TLSConfig, tls_settings
 
 from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate

@@ -40,10 +40,11 @@ from landlord import (
     replica_uris,
     serve_replica,
 )
+from landlord.addresses import advertised_host
 from landlord.admin import LandlordAdmin
 from landlord.election import connect, etcd_errors, leader_key
 from landlord.replicated import ReplicaTerm
-from landlord.serving import FrameLimits, advertised_host
+from landlord.serving import FrameLimits
 from landlord.tls import TLSConfig
 
 from .announce import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing

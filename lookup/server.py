@@ -44,10 +44,11 @@ from typing import TYPE_CHECKING, Any
 import Pyro5.server
 
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
-from landlord.admin import LandlordAdmin
-from landlord.metrics import LeaseMetrics
 
 # the serving constants and helpers lived here before landlord.serving: still importable from here
+from landlord.addresses import advertised_host, check_advertise
+from landlord.admin import LandlordAdmin
+from landlord.metrics import LeaseMetrics
 from landlord.serving import (
     COMM_TIMEOUT,
     MAX_MESSAGE_SIZE,
@@ -56,8 +57,6 @@ from landlord.serving import (
     THREADPOOL_SIZE,
     WANTED_OPEN_FILES,
     FrameLimits,
-    advertised_host,
-    check_advertise,
     pyro_settings,
     raise_open_files_limit,
     serve_object,
@@ -255,7 +254,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             in every lease it grants (registrations, event registrations);
             ``None``: ``host``, or this host's own address when ``host`` is
             every interface, never the wildcard (see
-            :func:`landlord.serving.advertised_host`).
+            `landlord.addresses.advertised_host`).
         max_lease: the longest lease granted, in seconds.
         default_lease: the lease granted for ``ANY``, in seconds.
         reaper: ``"sleeper"``, ``"polling"`` or ``"lazy"`` (see :class:`~landlord.LeaseManager`).

@@ -19,7 +19,7 @@ from conftest import free_port
 from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 
 import landlord
-from landlord.serving import own_address
+from landlord.addresses import own_address
 from lookup import TRANSITION_NOMATCH_MATCH, Comment, Location, Name, ServiceItem, ServiceTemplate
 from lookup.cli import format_table
 from lookup.locate import locate

@@ -26,7 +26,7 @@ from Pyro5 import config as pyro_config
 
 import landlord
 from landlord import FakeClock, Landlord, LeaseDurationPolicy, UnknownLeaseError
-from landlord.serving import own_address
+from landlord.addresses import own_address
 from lookup import Comment, Name, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate, lookup_uri
 from lookup.server import MAX_MESSAGE_SIZE, ServedLookupService, entry_text, raise_open_files_limit, serve

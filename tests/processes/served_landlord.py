@@ -18,6 +18,7 @@ import sys
 import Pyro5.api
 
 import landlord
+import landlord.serving
 
 
 class RoomLandlord(landlord.Landlord):
