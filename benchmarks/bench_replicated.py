@@ -156,7 +156,7 @@ def serve_sqlite(args: argparse.Namespace) -> int:
 
 def serve_a_replica(args: argparse.Namespace) -> int:
     """One replica: ``--replica ENDPOINTS GROUP PORT ADDRESSES``, served at 127.0.0.1:PORT until SIGTERM."""
-    from landlord.election import connect
+    from landlord.replication.election import connect
 
     endpoints, group, port, addresses = args.replica
     logging.basicConfig(level=logging.WARNING, format="replica %(name)s %(levelname)s %(message)s")

@@ -49,7 +49,7 @@ from .wire import register_exception
 if TYPE_CHECKING:  # for the type checker: at run time these load on first use (__getattr__ below)
     from .renewalclient import RenewalSetClient, RenewalSetListener
     from .renewalservice import LeaseRenewalService
-    from .replicated import ReplicatedLandlord
+    from .replication.replicated import ReplicatedLandlord
     from .revocation import RevocationReceiver
     from .serving import serve_landlord, serve_replica
 
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # for the type checker: at run time these load on first use (
 _LAZY = {
     "RenewalSetClient": "renewalclient", "RenewalSetListener": "renewalclient",
     "LeaseRenewalService": "renewalservice",
-    "ReplicatedLandlord": "replicated",
+    "ReplicatedLandlord": "replication.replicated",
     "RevocationReceiver": "revocation",
     "serve_landlord": "serving", "serve_replica": "serving",
 }

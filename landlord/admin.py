@@ -102,7 +102,7 @@ from .errors import LeaseError, NotLeaderError, UnknownLeaseError
 from .grantor import Landlord
 from .landlordlease import MAX_COOKIE_LENGTH
 from .manager import HeldLease
-from .replicated import ReplicatedLandlord
+from .replication.replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
 from .wire import checked_fields, register_exception
 

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .errors import LeaseDeniedError, UnknownLeaseError
 from .grantor import Landlord
 from .hooks import HookFanout, LeaseHooks
-from .replicated import ReplicatedLandlord
+from .replication.replicated import ReplicatedLandlord
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry

@@ -98,7 +98,7 @@ from .frameserver import WORKERS, guard
 from .framing import FrameLimits
 from .grantor import Landlord
 from .multiplex import greet_when_spoken
-from .replicated import ReplicatedLandlord
+from .replication.replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
 
 if TYPE_CHECKING:  # imported when metrics are asked for: import landlord never loads them
@@ -316,7 +316,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     """Serve one replica of a replicated landlord at ``host:port`` until SIGTERM or SIGINT (or ``stop``),
     as :func:`serve_landlord` serves a landlord; then close it (it resigns: another replica leads at once).
 
-    It is registered under its ``object_id`` (:func:`~landlord.replicated.replica_object_id`),
+    It is registered under its ``object_id`` (:func:`~landlord.replication.replicated.replica_object_id`),
     so its URI is ``PYRO:landlord.<group>@<advertised host>:<port>``, which must
     be one of the group's ``replicas``; it joins the group's election once it
     answers, before ``ready`` is called.

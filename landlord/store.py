@@ -100,7 +100,7 @@ class StoredLease(NamedTuple):
 
 class Store(Protocol):
     """What a landlord and its lease manager need of a store: :class:`LeaseStore` (a file of
-    SQLite), or :class:`landlord.etcdstore.EtcdLeaseStore` (a replica group's leases in etcd).
+    SQLite), or :class:`landlord.replication.etcdstore.EtcdLeaseStore` (a replica group's leases in etcd).
     Expirations are wall-clock times; see :class:`LeaseStore` for what each method does."""
 
     def landlord_id(self) -> str | None: ...

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import Pyro5.api
 import Pyro5.errors
 
-from .election import connect, require_pyetcd
+from .replication.election import connect, require_pyetcd
 from .testing import ChildProcess, WaitFailed, free_port
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class EtcdCluster:
         election_timeout_ms: etcd's ``--election-timeout``. The defaults
             (50 and 500, etcd's own being 100 and 1000) let etcd elect a new
             leader of its own within about half a second of losing one, so
-            that an :class:`landlord.election.Election` with a 2 s TTL keeps
+            that an :class:`landlord.replication.election.Election` with a 2 s TTL keeps
             its leader through it; they also make etcd grant leases of 1 s.
         start_timeout: seconds to wait for the cluster, or a restarted member, to be healthy.
 
@@ -182,9 +182,9 @@ class EtcdCluster:
         return [member.client_url for member in self.members]
 
     def client(self, members: Sequence[int] | None = None, *, timeout: float = 1.0) -> pyetcd.MultiEndpointEtcd3Client:
-        """A client of these members (default: all), failing over between them (:func:`landlord.election.connect`),
-        each call taking at most ``timeout`` seconds (short enough for an :class:`~landlord.election.Election`
-        with its default TTL)."""
+        """A client of these members (default: all), failing over between them
+        (:func:`landlord.replication.election.connect`), each call taking at most ``timeout`` seconds
+        (short enough for an :class:`~landlord.replication.election.Election` with its default TTL)."""
         chosen = range(len(self.members)) if members is None else members
         return connect([self.members[i].client_url for i in chosen], timeout=timeout)
 

@@ -150,7 +150,7 @@ def _checked_by(check: Any) -> Any:
 
 def _add_etcd_options(parser: argparse.ArgumentParser, *, serving: bool) -> None:
     from landlord import replica_uris
-    from landlord.election import leader_key, parse_endpoints
+    from landlord.replication.election import leader_key, parse_endpoints
 
     group = parser.add_argument_group("replication", "a replicated lookup service, over etcd")
     group.add_argument("--etcd", type=_checked_by(parse_endpoints), metavar="URL[,URL...]",
@@ -508,7 +508,7 @@ def _leader_address(args: argparse.Namespace, out: TextIO) -> bool:
     """Ask etcd which replica leads ``--group``, say so, and point ``args`` at it; whether one does."""
     import Pyro5.core
 
-    from landlord.election import etcd_errors
+    from landlord.replication.election import etcd_errors
 
     from .replicated import EtcdUnreachableError, group_leader, reach_etcd
 

@@ -42,8 +42,8 @@ from landlord import (
 )
 from landlord.addresses import advertised_host
 from landlord.admin import LandlordAdmin
-from landlord.election import connect, etcd_errors, leader_key
-from landlord.replicated import ReplicaTerm
+from landlord.replication.election import connect, etcd_errors, leader_key
+from landlord.replication.replicated import ReplicaTerm
 from landlord.serving import FrameLimits
 from landlord.tls import TLSConfig
 
@@ -89,7 +89,7 @@ class ReplicatedLookupService(ReplicatedLandlord):
     :func:`landlord.serve_replica` (``python -m lookup serve --etcd``).
 
     Args:
-        client: an etcd client (:func:`landlord.election.connect`), this replica's own.
+        client: an etcd client (:func:`landlord.replication.election.connect`), this replica's own.
         group: the group's name, the same on every replica.
         replicas: every replica's URI, the same list on each
             (``landlord.replica_uris(addresses, group, object_id=LOOKUP_OBJECT_ID)``).

@@ -24,7 +24,7 @@ import pytest
 from conftest import skip_unless_required
 
 from landlord import ReplicatedLandlord, replica_uris
-from landlord.election import connect
+from landlord.replication.election import connect
 from landlord.testing import ServingDaemon, free_port
 from landlord.testing_etcd import EtcdCluster, unavailable_reason
 

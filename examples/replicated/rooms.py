@@ -37,8 +37,8 @@ import Pyro5.core
 
 import landlord  # importing it registers the converters that send leases over the wire
 from landlord import LandlordLease, LeaseDurationPolicy, ReplicatedLandlord, replica_uris
-from landlord.election import connect, parse_endpoints
-from landlord.replicated import replica_object_id
+from landlord.replication.election import connect, parse_endpoints
+from landlord.replication.replicated import replica_object_id
 
 _started = time.monotonic()
 _print_lock = threading.Lock()  # Pyro5's thread and the reaper's both print

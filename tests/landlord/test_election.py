@@ -1,4 +1,4 @@
-"""landlord.election: the fencing rule on a fake clock, and leadership through a real three-member etcd.
+"""landlord.replication.election: the fencing rule on a fake clock, and leadership through a real three-member etcd.
 
 The rule (Tenure) is tested alone, without threads or sleeps: a term is confirmed until the last
 answered keep-alive's *sending* plus the TTL minus the margin. Against etcd: of several candidates
@@ -26,7 +26,7 @@ from etcd_fixtures import cluster, etcd_cluster, new_group, require_etcd  # noqa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from landlord.election import (
+from landlord.replication.election import (
     INSTALL_HINT,
     Election,
     LeadershipLost,

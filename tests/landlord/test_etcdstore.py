@@ -1,4 +1,4 @@
-"""landlord.etcdstore: a replica group's leases in etcd.
+"""landlord.replication.etcdstore: a replica group's leases in etcd.
 
 The format (lease records, renewal-log chunks, folding them) is tested alone. The committer's timing
 and batching run on a fake clock against a recording leadership, without etcd. Against a real
@@ -23,10 +23,10 @@ from etcd_fixtures import cluster, etcd_cluster, new_group, require_etcd  # noqa
 from hypothesis import given
 from hypothesis import strategies as st
 
-import landlord.etcdstore as etcdstore
+import landlord.replication.etcdstore as etcdstore
 from landlord import FOREVER, Landlord, LeaseDurationPolicy
-from landlord.election import Election, LeadershipLost, leader_key
-from landlord.etcdstore import (
+from landlord.replication.election import Election, LeadershipLost, leader_key
+from landlord.replication.etcdstore import (
     CHUNK_BYTES,
     MAX_OPS,
     TXN_BYTES,

@@ -15,7 +15,8 @@ import pytest
 import landlord
 
 # the extras: replication over etcd, admin, metrics, the renewal service, serving, the revocation receiver
-EXTRAS = ("landlord.election", "landlord.etcdstore", "landlord.replicated", "landlord.admin", "landlord.metrics",
+EXTRAS = ("landlord.replication", "landlord.replication.election", "landlord.replication.etcdstore",
+          "landlord.replication.replicated", "landlord.admin", "landlord.metrics",
           "landlord.renewalservice", "landlord.renewalsets", "landlord.renewalclient", "landlord.serving",
           "landlord.frameserver", "landlord.multiplex", "landlord.revocation", "landlord.testing",
           "landlord.testing_etcd", "lookup.replicated", "lookup.server", "pyetcd", "prometheus_client")
@@ -36,7 +37,7 @@ def test_importing_the_facade_loads_no_extra(code: str) -> None:
 def test_an_extra_loads_on_first_use_of_its_name_and_is_the_modules_own() -> None:
     loaded = loaded_after("import landlord; landlord.serve_landlord")
     assert "landlord.serving" in loaded and "landlord.renewalservice" not in loaded
-    from landlord.replicated import ReplicatedLandlord
+    from landlord.replication.replicated import ReplicatedLandlord
     from landlord.serving import serve_landlord
 
     assert landlord.serve_landlord is serve_landlord and landlord.ReplicatedLandlord is ReplicatedLandlord

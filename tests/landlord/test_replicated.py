@@ -1,4 +1,4 @@
-"""landlord.replicated: one replica of a landlord replicated through etcd.
+"""landlord.replication.replicated: one replica of a landlord replicated through etcd.
 
 Three replicas in this process, each on a Pyro5 daemon of its own and with an etcd client of its own,
 against a real three-member etcd: one leads and the others name it; a lease names every replica and
@@ -28,8 +28,8 @@ from landlord import (
     UnknownLeaseError,
     replica_uris,
 )
-from landlord.election import connect
-from landlord.replicated import replica_object_id
+from landlord.replication.election import connect
+from landlord.replication.replicated import replica_object_id
 from landlord.testing import Recorder, ServingDaemon, free_port
 from landlord.testing_etcd import EtcdCluster
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 from etcd_fixtures import REQUIRE_ENV, cluster, etcd_cluster, new_group, require_etcd  # noqa: F401
 
-from landlord.election import INSTALL_HINT
+from landlord.replication.election import INSTALL_HINT
 from landlord.testing_etcd import ETCD_ENV, EtcdCluster, EtcdUnavailable, find_etcd, unavailable_reason
 
 HERE = pathlib.Path(__file__).resolve().parent

@@ -2,7 +2,7 @@
 
     python tests/processes/etcd_candidate.py ENDPOINTS GROUP ID
 
-It runs a :class:`landlord.election.Election` and prints, each on a line of
+It runs a :class:`landlord.replication.election.Election` and prints, each on a line of
 its own as it happens::
 
     elected <revision>      it leads (on_elected)
@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from landlord.election import Election, LeadershipLost, connect, guarded_transaction
+from landlord.replication.election import Election, LeadershipLost, connect, guarded_transaction
 
 _print_lock = threading.Lock()
 

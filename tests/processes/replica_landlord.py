@@ -19,7 +19,7 @@ import sys
 import Pyro5.api
 
 import landlord
-from landlord.election import connect
+from landlord.replication.election import connect
 
 
 def say(line: str) -> None:

@@ -15,8 +15,8 @@ done before the call returns, and guarded by the term the store was made in:
 sent only while its election still leads in that term (fencing: an
 unconfirmed leader sends nothing), and applied by etcd only while the
 election key is still the one created at that term's revision
-(:func:`~landlord.election.guarded_transaction`). A refused write raises
-:class:`~landlord.election.LeadershipLost` and changes nothing here.
+(:func:`~landlord.replication.election.guarded_transaction`). A refused write raises
+:class:`~landlord.replication.election.LeadershipLost` and changes nothing here.
 
 Renewals are not written one by one. :meth:`EtcdLeaseStore.renew` records
 each lease's new expiration in memory; a committer thread writes what was
@@ -72,10 +72,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from Pyro5.serializers import SerpentSerializer
 
-from .backoff import OutageLog
-from .clock import SYSTEM_CLOCK, Clock
+from ..backoff import OutageLog
+from ..clock import SYSTEM_CLOCK, Clock
+from ..store import StoredLease
 from .election import LeadershipLost, etcd_errors, guarded_transaction, require_pyetcd
-from .store import StoredLease
 
 if TYPE_CHECKING:
     import pyetcd
@@ -86,7 +86,7 @@ __all__ = [
     "pack_renewals", "pack_ended", "unpack_chunk", "fold",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.etcdstore")  # its name before it moved into replication/
 
 T = TypeVar("T")
 
@@ -112,7 +112,7 @@ _COOKIE_BYTES = 255  # a cookie's length is one byte in the log
 
 
 class Leadership(Protocol):
-    """What the store needs of its replica's leadership; :class:`~landlord.election.Election` is one.
+    """What the store needs of its replica's leadership; :class:`~landlord.replication.election.Election` is one.
 
     ``key`` is the group's election key (``/<prefix>/<group>/leader``): the
     store keeps its keys beside it. ``revision`` is the revision this replica
@@ -365,7 +365,7 @@ class _Calls:
     A write is sent only while ``leadership.revision`` is still ``term`` (the
     term is confirmed: fencing), in a transaction etcd applies only while the
     election key is still the one created at ``term``
-    (:func:`~landlord.election.guarded_transaction`): never in a later term,
+    (:func:`~landlord.replication.election.guarded_transaction`): never in a later term,
     whose leader may have changed what this store knew.
 
     A call that fails because its etcd member did (refused, timed out: then
@@ -652,8 +652,8 @@ class EtcdLeaseStore:
 
     Args:
         client: the etcd client it reads and writes with
-            (:func:`landlord.election.connect`; :meth:`close` does not close it).
-        leadership: the replica's :class:`~landlord.election.Election` (or
+            (:func:`landlord.replication.election.connect`; :meth:`close` does not close it).
+        leadership: the replica's :class:`~landlord.replication.election.Election` (or
             any :class:`Leadership`), leading now: its key says where the
             group's keys are, its revision guards the writes.
         commit_interval: seconds from a renewal to the commit that writes it

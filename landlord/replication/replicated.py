@@ -2,10 +2,10 @@
 
 Run one per host, each with the same group and the same list of every
 replica's URI; they elect one leader through etcd
-(:class:`~landlord.election.Election`). The leader alone grants, renews,
+(:class:`~landlord.replication.election.Election`). The leader alone grants, renews,
 cancels and expires; every write but a renewal reaches etcd before the
 caller has its answer, and renewals within ``commit_interval``
-(:class:`~landlord.etcdstore.EtcdLeaseStore`). The others answer
+(:class:`~landlord.replication.etcdstore.EtcdLeaseStore`). The others answer
 :class:`~landlord.NotLeaderError` naming the leader, which a lease of the
 group follows on its own (its ``landlords`` name every replica).
 
@@ -18,7 +18,7 @@ keep-alives go on meanwhile. A lease keeps its cookie and its remaining time
 clocks' skew; expiry is then decided on the new leader's monotonic clock.
 
 Fencing: a replica answers only while its election confirms its term
-(:attr:`~landlord.election.Election.revision`), checked before and after
+(:attr:`~landlord.replication.election.Election.revision`), checked before and after
 each call. A leader that cannot confirm it in time, or a term that ended
 while a call was being answered, answers nothing: the caller sees its
 connection closed (a Pyro5 ``CommunicationError``, which a holder retries),
@@ -41,23 +41,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import Pyro5.errors
 import Pyro5.server
 
-from .clock import SYSTEM_CLOCK, Clock
-from .duration import ANY
+from ..clock import SYSTEM_CLOCK, Clock
+from ..duration import ANY
+from ..errors import LeaseError, NotLeaderError
+from ..grantor import Landlord, RenewResults, ResourceCodec, served_uri
+from ..landlordlease import LandlordLease, check_landlords, replica_object_id, replica_uris
+from ..manager import FreeCallback, LeaseManager
+from ..policy import LeaseDurationPolicy, LeasePolicy
+from ..resource import LeasedResource
 from .election import Election, LeadershipLost, etcd_errors, leader_key, require_pyetcd
-from .errors import LeaseError, NotLeaderError
 from .etcdstore import EtcdLeaseStore
-from .grantor import Landlord, RenewResults, ResourceCodec, served_uri
-from .landlordlease import LandlordLease, check_landlords, replica_object_id, replica_uris
-from .manager import FreeCallback, LeaseManager
-from .policy import LeaseDurationPolicy, LeasePolicy
-from .resource import LeasedResource
 
 if TYPE_CHECKING:
     import pyetcd
 
 __all__ = ["ReplicatedLandlord", "ReplicaTerm", "replica_uris", "replica_object_id"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.replicated")  # its name before it moved into replication/
 
 T = TypeVar("T")
 
@@ -109,14 +109,14 @@ class ReplicatedLandlord:
     connection is closed: it hears nothing).
 
     Args:
-        client: an etcd client (:func:`landlord.election.connect`), this
+        client: an etcd client (:func:`landlord.replication.election.connect`), this
             replica's own; :meth:`close` does not close it.
         group: the group's name: every replica of it gives the same.
         replicas: every replica's URI, the same list on each
             (:func:`replica_uris`); every lease names them all.
         prefix: where the group's keys live in etcd.
         ttl: the election lease's TTL in whole seconds: how long a dead
-            leader's successor waits (see :class:`~landlord.election.Election`).
+            leader's successor waits (see :class:`~landlord.replication.election.Election`).
         commit_interval: seconds from a renewal to its commit to etcd.
         ready_wait: seconds a call to a new leader waits for it to load.
         landlord_id: the group's landlord id; ``None``: the one stored in
@@ -232,7 +232,7 @@ class ReplicatedLandlord:
 
         Raises:
             ValueError: the candidate is not one of ``replicas`` (callers could not follow it),
-                or the election's timing options are refused (see :class:`~landlord.election.Election`).
+                or the election's timing options are refused (see :class:`~landlord.replication.election.Election`).
             RuntimeError: not registered with a daemon and no candidate given, or started before.
         """
         candidate = candidate if candidate is not None else self.uri

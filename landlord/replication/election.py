@@ -38,9 +38,9 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .backoff import OutageLog
-from .clock import SYSTEM_CLOCK, Clock
-from .landlordlease import check_group
+from ..backoff import OutageLog
+from ..clock import SYSTEM_CLOCK, Clock
+from ..landlordlease import check_group
 
 if TYPE_CHECKING:
     import pyetcd
@@ -51,7 +51,7 @@ __all__ = [
     "guarded_transaction", "etcd_errors", "Tenure", "Election",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.election")  # its name before it moved into replication/
 
 T = TypeVar("T")
 

@@ -1,0 +1,16 @@
+"""Replication: one landlord served by several replicas, its leases kept in etcd.
+
+- :mod:`~landlord.replication.election`: which replica leads a group, through an
+  etcd lease and key; the fencing rule; etcd writes guarded by leadership.
+- :mod:`~landlord.replication.etcdstore`: a group's leases in etcd
+  (:class:`~landlord.replication.etcdstore.EtcdLeaseStore`), written only by the leader.
+- :mod:`~landlord.replication.replicated`: :class:`~landlord.ReplicatedLandlord`,
+  one replica: a :class:`~landlord.Landlord` per term of leadership over the etcd store.
+
+It may import the grantor, the holder side, the transport and the basics, never
+serving or the renewal service. The etcd client (the ``etcd`` extra) is imported
+only when a replica connects; ``import landlord`` loads none of this package
+(``landlord.ReplicatedLandlord`` loads it on first use). Loggers keep the names
+the modules had before they moved here (``landlord.election``,
+``landlord.etcdstore``, ``landlord.replicated``).
+"""
