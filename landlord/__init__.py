@@ -47,16 +47,16 @@ from .tls import TLSConfig, apply_tls, tls_settings
 from .wire import register_exception
 
 if TYPE_CHECKING:  # for the type checker: at run time these load on first use (__getattr__ below)
-    from .renewalclient import RenewalSetClient, RenewalSetListener
-    from .renewalservice import LeaseRenewalService
+    from .renewalservice.client import RenewalSetClient, RenewalSetListener
+    from .renewalservice.service import LeaseRenewalService
     from .replication.replicated import ReplicatedLandlord
     from .revocation import RevocationReceiver
     from .serving import serve_landlord, serve_replica
 
 # the extras: each name, and the module that defines it, imported when the name is first used
 _LAZY = {
-    "RenewalSetClient": "renewalclient", "RenewalSetListener": "renewalclient",
-    "LeaseRenewalService": "renewalservice",
+    "RenewalSetClient": "renewalservice.client", "RenewalSetListener": "renewalservice.client",
+    "LeaseRenewalService": "renewalservice.service",
     "ReplicatedLandlord": "replication.replicated",
     "RevocationReceiver": "revocation",
     "serve_landlord": "serving", "serve_replica": "serving",

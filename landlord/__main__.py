@@ -28,13 +28,13 @@ that connection only (see :mod:`landlord.admin`); and/or an admin certificate fo
 which admin object it serves.
 
 ``renewal-service`` serves a lease renewal service
-(:mod:`landlord.renewalservice`, after Jini's Norm) until SIGTERM or SIGINT,
+(:mod:`landlord.renewalservice.service`, after Jini's Norm) until SIGTERM or SIGINT,
 printing ``landlord at <uri> (...)`` once it answers. With ``--store`` its
 renewal sets survive a restart. ``--sets-per-client``, ``--leases-per-set`` and
 ``--leases-per-client`` bound what one client (a host) may hold;
 ``--landlord-hosts`` names the only hosts the leases' landlords may be at and
 ``--callback-hosts`` the only hosts the sets' listeners may be on (each: any
-host when not given). See :class:`landlord.renewalservice.RenewalLimits`.
+host when not given). See :class:`landlord.renewalservice.service.RenewalLimits`.
 
 Errors are one line on stderr, ``landlord <command>: error: <what>`` (usage)
 or ``landlord: error: <what>``. Exit codes: 0 done, 1 refused or unreachable
@@ -85,7 +85,7 @@ def build_parser(prog: str = "landlord") -> argparse.ArgumentParser:
 
 
 def _add_renewal_service(commands: argparse._SubParsersAction[Any]) -> None:
-    from .renewalservice import (
+    from .renewalservice.service import (
         DEFAULT_PORT,
         DEFAULT_SET_LEASE,
         LEASES_PER_CLIENT,
@@ -99,7 +99,7 @@ def _add_renewal_service(commands: argparse._SubParsersAction[Any]) -> None:
         "renewal-service", help="serve a lease renewal service (renewal sets: leases kept alive for others)",
         description=f"Serve a lease renewal service at HOST:PORT as PYRO:{SERVICE_OBJECT_ID}@HOST:PORT, "
                     f"until SIGTERM or SIGINT. Clients put leases in renewal sets "
-                    f"(landlord.renewalclient.RenewalSetClient) and may exit; the service renews them.")
+                    f"(landlord.renewalservice.client.RenewalSetClient) and may exit; the service renews them.")
     service.set_defaults(serve_renewals=True)
     service.add_argument("--host", default="127.0.0.1", help="the address to listen on (default %(default)s)")
     service.add_argument("--port", type=_port_or_any, default=DEFAULT_PORT,
@@ -138,7 +138,7 @@ def _serve_renewals(args: argparse.Namespace, prog: str) -> int:
     import sqlite3
 
     from .policy import LeaseDurationPolicy
-    from .renewalservice import SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
+    from .renewalservice.service import SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
     from .serving import serve_landlord
     from .store import StoreInUseError
 

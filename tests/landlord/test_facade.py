@@ -17,7 +17,8 @@ import landlord
 # the extras: replication over etcd, admin, metrics, the renewal service, serving, the revocation receiver
 EXTRAS = ("landlord.replication", "landlord.replication.election", "landlord.replication.etcdstore",
           "landlord.replication.replicated", "landlord.admin", "landlord.metrics",
-          "landlord.renewalservice", "landlord.renewalsets", "landlord.renewalclient", "landlord.serving",
+          "landlord.renewalservice", "landlord.renewalservice.service", "landlord.renewalservice.sets",
+          "landlord.renewalservice.client", "landlord.serving",
           "landlord.frameserver", "landlord.multiplex", "landlord.revocation", "landlord.testing",
           "landlord.testing_etcd", "lookup.replicated", "lookup.server", "pyetcd", "prometheus_client")
 

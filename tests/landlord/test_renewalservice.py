@@ -20,9 +20,9 @@ import pytest
 from conftest import Child, free_port
 
 from landlord import AbstractLease, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, UnknownLeaseError
-from landlord import renewalservice as service_module
-from landlord.renewalclient import RenewalSetClient, RenewalSetListener
-from landlord.renewalservice import IN_PROCESS, SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
+from landlord.renewalservice import service as service_module
+from landlord.renewalservice.client import RenewalSetClient, RenewalSetListener
+from landlord.renewalservice.service import IN_PROCESS, SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
 from landlord.testing import Recorder, ServingDaemon, start_server
 
 TERM = 10.0  # the rooms' leases

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 import sqlite3
 
-from landlord.renewalsets import RenewalSet, SetStore
+from landlord.renewalservice.sets import RenewalSet, SetStore
 
 BEFORE_OWNERS = """
 CREATE TABLE renewal_sets (

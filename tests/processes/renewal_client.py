@@ -15,7 +15,7 @@ import sys
 import Pyro5.api
 
 from landlord import FOREVER
-from landlord.renewalclient import RenewalSetClient
+from landlord.renewalservice.client import RenewalSetClient
 
 
 def main() -> None:

@@ -24,19 +24,19 @@ from typing import Any
 import Pyro5.api
 import Pyro5.server
 
-from .duration import ANY, FOREVER, check_duration
-from .landlordlease import LandlordLease
-from .lease import Lease
+from ..duration import ANY, FOREVER, check_duration
+from ..landlordlease import LandlordLease
+from ..lease import Lease
 
 __all__ = ["RenewalSetClient", "RenewalSetListener", "CALL_TIMEOUT"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.renewalclient")  # its name before it moved into renewalservice/
 
 CALL_TIMEOUT = 10.0  # seconds one call to the service may take
 
 
 class RenewalSetClient:
-    """One renewal set at a lease renewal service (:class:`~landlord.renewalservice.LeaseRenewalService`).
+    """One renewal set at a lease renewal service (:class:`~landlord.renewalservice.service.LeaseRenewalService`).
 
     Args:
         set_id: the set's id (what listeners are told).

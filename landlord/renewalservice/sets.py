@@ -23,12 +23,12 @@ from typing import Any
 
 from Pyro5.serializers import SerpentSerializer
 
-from .lease import Lease
-from .store import BUSY_TIMEOUT
+from ..lease import Lease
+from ..store import BUSY_TIMEOUT
 
 __all__ = ["RenewalSet", "Member", "SetStore", "StoredSet"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.renewalsets")  # its name before it moved into renewalservice/
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS renewal_sets (
@@ -72,7 +72,7 @@ class RenewalSet:
         warn_before: ...this many seconds before the set's lease ends.
         warned_for: the set lease's expiration last warned about (one warning per term).
         client: who made it (the host its ``create_set`` came from): its leases count against
-            that client's limits (:class:`~landlord.renewalservice.RenewalLimits`).
+            that client's limits (:class:`~landlord.renewalservice.service.RenewalLimits`).
     """
 
     set_id: str

@@ -10,7 +10,7 @@ leases end within their own terms, as if their holder had died. Nothing is
 cancelled for the holder.
 
 Listeners are Pyro5 objects the holder names by URI (see
-:class:`~landlord.renewalclient.RenewalSetListener`):
+:class:`~landlord.renewalservice.client.RenewalSetListener`):
 
 * ``renewal_failed(set_id, lease, reason)``: a lease of the set was denied
   or lost (its landlord refused, or could not be reached for its whole
@@ -71,28 +71,28 @@ import Pyro5.callcontext
 import Pyro5.core
 import Pyro5.server
 
-from .callbacks import check_hosts, host_key, parse_pyro_uri
-from .clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
-from .clock import SYSTEM_CLOCK, Clock
-from .duration import FOREVER, check_duration
-from .errors import UnknownLeaseError
-from .grantor import Landlord
-from .landlordlease import MAX_URI_LENGTH, LandlordLease
-from .lanes import Lanes
-from .lease import Lease
-from .notices import NOTICE_TIMEOUT
-from .policy import LeaseDurationPolicy, LeasePolicy
-from .renewal import ANSWERING, FAILING, UNHEARD, Endpoints, LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
-from .renewalsets import Member, RenewalSet, SetStore
-from .schedule import RENEW_AFTER
-from .store import LeaseStore
+from ..callbacks import check_hosts, host_key, parse_pyro_uri
+from ..clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
+from ..clock import SYSTEM_CLOCK, Clock
+from ..duration import FOREVER, check_duration
+from ..errors import UnknownLeaseError
+from ..grantor import Landlord
+from ..landlordlease import MAX_URI_LENGTH, LandlordLease
+from ..lanes import Lanes
+from ..lease import Lease
+from ..notices import NOTICE_TIMEOUT
+from ..policy import LeaseDurationPolicy, LeasePolicy
+from ..renewal import ANSWERING, FAILING, UNHEARD, Endpoints, LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
+from ..schedule import RENEW_AFTER
+from ..store import LeaseStore
+from .sets import Member, RenewalSet, SetStore
 
 __all__ = ["LeaseRenewalService", "RenewalLimits", "SetEvents", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS",
            "DEFAULT_SET_LEASE", "MAX_SET_LEASE", "SETS_PER_CLIENT", "LEASES_PER_CLIENT", "IN_PROCESS", "UNIX_SOCKET",
            "IPV6_CLIENT_PREFIX",
            "check_pyro_uri", "client_of_call"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.renewalservice")  # its name before it moved into renewalservice/
 
 SERVICE_OBJECT_ID = "landlord.RenewalService"  # fixed, so host and port are enough to reach it
 DEFAULT_PORT = 4162  # beside the lookup service's 4160
