@@ -3,7 +3,7 @@
 Three replica processes (this script again, ``--child replica``: a
 ``ReplicatedLandlord`` subclass that also exposes ``grant``, ``grant_many``
 and ``status``, served by ``landlord.serve_replica``) over a real
-three-member etcd on loopback (``landlord.testing_etcd.EtcdCluster``, data on
+three-member etcd on loopback (``landlord.testing.etcd.EtcdCluster``, data on
 tmpfs), election TTL 2 s and renewals committed to etcd every 0.1 s (the
 defaults). This process is the holder, one client thread.
 
@@ -80,7 +80,7 @@ from landlord import (
 from landlord.grantor import MAX_BATCH
 from landlord.landlordlease import CALL_BATCH
 from landlord.testing import ChildProcess, WaitFailed, free_port
-from landlord.testing_etcd import EtcdCluster, EtcdUnavailable, leading_replica, replica_status, unavailable_reason
+from landlord.testing.etcd import EtcdCluster, EtcdUnavailable, leading_replica, replica_status, unavailable_reason
 
 HERE = Path(__file__).resolve().parent
 PLOT = HERE / "replicated_failover.png"

@@ -26,7 +26,7 @@ from conftest import skip_unless_required
 from landlord import ReplicatedLandlord, replica_uris
 from landlord.replication.election import connect
 from landlord.testing import ServingDaemon, free_port
-from landlord.testing_etcd import EtcdCluster, unavailable_reason
+from landlord.testing.etcd import EtcdCluster, unavailable_reason
 
 __all__ = ["REQUIRE_ENV", "require_etcd", "etcd_cluster", "cluster", "new_group", "ReplicaGroup", "FAILOVER"]
 

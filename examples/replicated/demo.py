@@ -1,6 +1,6 @@
 """The replicated room landlord, top to bottom: kill -9 the leader, and no lease is lost.
 
-1. Start a three-member etcd on this machine (``landlord.testing_etcd.EtcdCluster``,
+1. Start a three-member etcd on this machine (``landlord.testing.etcd.EtcdCluster``,
    a helper for tests and demos: in production you run etcd yourself).
 2. Start three ``rooms.py`` replicas of one group; they elect a leader through etcd.
 3. Rent three rooms through the group (a replica that does not lead names the one
@@ -35,7 +35,7 @@ import Pyro5.errors
 
 from landlord import FOREVER, LandlordLease, LeaseRenewalEvent, LeaseRenewalManager, NotLeaderError, replica_uris
 from landlord.testing import ChildProcess, Line, WaitFailed, free_port
-from landlord.testing_etcd import EtcdCluster, EtcdUnavailable, unavailable_reason
+from landlord.testing.etcd import EtcdCluster, EtcdUnavailable, unavailable_reason
 
 HERE = Path(__file__).resolve().parent
 GROUP = "rooms"

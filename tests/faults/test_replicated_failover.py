@@ -25,7 +25,7 @@ from etcd_fixtures import cluster, etcd_cluster, new_group  # noqa: F401
 
 from landlord import LandlordLease, LeaseError, NotLeaderError, RenewResults, replica_uris, timeout_within
 from landlord.testing import WaitFailed, free_port
-from landlord.testing_etcd import EtcdCluster, leading_replica, replica_status
+from landlord.testing.etcd import EtcdCluster, leading_replica, replica_status
 
 TERM = 20.0  # seconds each renewed lease is granted
 FAILOVER_GOAL = 3.0  # seconds from the leader's death to the first renewal served by its successor

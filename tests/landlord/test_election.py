@@ -38,7 +38,7 @@ from landlord.replication.election import (
     require_pyetcd,
 )
 from landlord.testing import ChildProcess, FakeClock, Recorder
-from landlord.testing_etcd import EtcdCluster
+from landlord.testing.etcd import EtcdCluster
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent  # the repository

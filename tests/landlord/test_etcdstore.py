@@ -41,7 +41,7 @@ from landlord.replication.etcdstore import (
     unpack_record,
 )
 from landlord.testing import FakeClock
-from landlord.testing_etcd import EtcdCluster
+from landlord.testing.etcd import EtcdCluster
 
 WALL = 1_700_000_000.0
 

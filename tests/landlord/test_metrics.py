@@ -37,7 +37,7 @@ from landlord import (
 from landlord.hooks import LeaseHooks
 from landlord.metrics import DENIAL_REASONS, LeaseMetrics, find_metrics, serve_metrics
 from landlord.testing import Recorder
-from landlord.testing_etcd import EtcdCluster
+from landlord.testing.etcd import EtcdCluster
 
 COUNTERS = ("granted", "renewed", "cancelled", "expired", "revoked")
 UNKNOWN = "x" * 22  # a well-formed cookie no lease has

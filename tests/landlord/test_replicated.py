@@ -31,7 +31,7 @@ from landlord import (
 from landlord.replication.election import connect
 from landlord.replication.replicated import replica_object_id
 from landlord.testing import Recorder, ServingDaemon, free_port
-from landlord.testing_etcd import EtcdCluster
+from landlord.testing.etcd import EtcdCluster
 
 # -- addresses, pure -------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""landlord.testing_etcd: a real three-member etcd cluster on loopback, what a test does to its members,
+"""landlord.testing.etcd: a real three-member etcd cluster on loopback, what a test does to its members,
 and its cleaning up however the test ends; and the etcd tests skipping (or failing, when required)
 where etcd or its client is missing."""
 
@@ -13,7 +13,7 @@ import pytest
 from etcd_fixtures import REQUIRE_ENV, cluster, etcd_cluster, new_group, require_etcd  # noqa: F401
 
 from landlord.replication.election import INSTALL_HINT
-from landlord.testing_etcd import ETCD_ENV, EtcdCluster, EtcdUnavailable, find_etcd, unavailable_reason
+from landlord.testing.etcd import ETCD_ENV, EtcdCluster, EtcdUnavailable, find_etcd, unavailable_reason
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent  # the repository

@@ -22,7 +22,7 @@ from lookup_processes import run_lookup, serve_lookup  # noqa: F401
 from prometheus_client.parser import text_string_to_metric_families
 
 from landlord.testing import Recorder, ServingDaemon
-from landlord.testing_etcd import EtcdCluster
+from landlord.testing.etcd import EtcdCluster
 from lookup import ALL_TRANSITIONS, LookupService, Name, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.events import DeliveryObserver, EventMailer
 from lookup.locate import locate

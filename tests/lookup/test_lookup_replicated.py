@@ -22,7 +22,7 @@ from lookup_processes import run_lookup
 
 from landlord import NotLeaderError, UnknownLeaseError
 from landlord.testing import ChildProcess, Recorder, ServingDaemon
-from landlord.testing_etcd import EtcdCluster
+from landlord.testing.etcd import EtcdCluster
 from lookup import (
     TRANSITION_MATCH_NOMATCH,
     TRANSITION_NOMATCH_MATCH,

@@ -26,7 +26,7 @@ import pytest
 from etcd_fixtures import require_etcd
 from netns import HostProcess, Network, clean_stale, require_multihost
 
-from landlord.testing_etcd import find_etcd
+from landlord.testing.etcd import find_etcd
 
 ETCD_CLIENT_PORT, ETCD_PEER_PORT, REPLICA_PORT = 2379, 2380, 7000  # each host has every port to itself
 TERM = 10.0
@@ -56,7 +56,7 @@ def etcd_data() -> Iterator[str]:
 
 
 def start_etcd(network: Network, hosts: list[str], workdir: str) -> list[HostProcess]:
-    """One etcd member on each host, on its own address (timing as landlord.testing_etcd.EtcdCluster's)."""
+    """One etcd member on each host, on its own address (timing as landlord.testing.etcd.EtcdCluster's)."""
     binary = find_etcd()
     initial = ",".join(f"{name}=http://{network[name].address}:{ETCD_PEER_PORT}" for name in hosts)
     members = []

@@ -2,7 +2,7 @@
 
 ::
 
-    from landlord.testing_etcd import EtcdCluster
+    from landlord.testing.etcd import EtcdCluster
 
     with EtcdCluster() as cluster:          # three members, healthy when this returns
         client = cluster.client()           # fails over between the members
@@ -23,7 +23,7 @@ on ``PATH``; Debian's ``etcd-server`` package installs it) and the
 etcd-sdk-python client (``pip install 'landlord[etcd]'``).
 :func:`unavailable_reason` says which is missing, for a test to skip on.
 
-``import landlord`` does not import this module: ``import landlord.testing_etcd``.
+``import landlord`` does not import this module: ``import landlord.testing.etcd``.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 import Pyro5.api
 import Pyro5.errors
 
-from .replication.election import connect, require_pyetcd
-from .testing import ChildProcess, WaitFailed, free_port
+from ..replication.election import connect, require_pyetcd
+from . import ChildProcess, WaitFailed, free_port
 
 if TYPE_CHECKING:
     import pyetcd

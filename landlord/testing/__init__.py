@@ -1,5 +1,10 @@
 """Helpers for testing a landlord, and what holds its leases, without sleeping.
 
+This package is the testing room: its ``__init__`` holds the helpers any test
+uses; :mod:`landlord.testing.etcd` starts a real etcd cluster (it needs the
+``etcd`` binary, and imports the replication package). It may import anything
+of landlord's; nothing of landlord's imports it.
+
 * :class:`FakeClock`: time that moves only when the test says so (hand it to
   a ``Landlord``, ``LeaseManager`` or ``LeaseRenewalManager`` as ``clock=``).
 * :class:`Recorder`: a callback (``on_expire``, a renewal listener, ...)
@@ -39,7 +44,7 @@ from typing import IO, Any, Generic, Literal, TypeVar
 
 import Pyro5.api
 
-from .clock import FakeClock
+from ..clock import FakeClock
 
 __all__ = [
     "FakeClock", "Recorder", "WaitFailed", "ServingDaemon", "ChildProcess", "OutputLines", "Line", "URI_LINE",
