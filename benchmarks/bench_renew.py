@@ -19,7 +19,7 @@ one client thread.
    of ``CALL_BATCH`` (1,000) leases, as a holder does, so both pay the same
    per-call cost. Goals >= 0.7x and >= 50,000 leases/s.
 3. **Transport**: ``lease.renew(TERM)`` against a landlord served by
-   ``serve_landlord`` on its default, guarded server (``landlord.frameserver``)
+   ``serve_landlord`` on its default, guarded server (``landlord.transport.frameserver``)
    against the same on Pyro5's multiplex server
    (``serve_landlord(..., server_type="multiplex")``), each in a process of its
    own, taking turns in blocks of ``--block`` calls as in item 1; the ratio is

@@ -22,28 +22,28 @@ from typing import TYPE_CHECKING, Any
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .adaptive import AdaptivePolicy
-from .backoff import Backoff, OutageLog, PeerErrors
-from .callbacks import check_callback_hosts, check_callback_uri
-from .clients import IN_PROCESS as IN_PROCESS_CLIENT
-from .clients import client_of_call
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
-from .framing import FrameLimits
 from .grantor import Landlord, RenewResults, ResourceCodec
 from .hooks import LeaseHooks
 from .landlordlease import LandlordLease, call_group, known_leader, replica_uris
-from .lanes import Lanes
 from .lease import AbstractLease, Lease, LeaseMap
 from .manager import LeaseManager
 from .policy import LeaseDurationPolicy, LeasePolicy
-from .proxies import discard as discard_proxy
-from .proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within
 from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
 from .renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
 from .resource import LeasedResource, LeaseExtra
 from .store import LeaseStore, Store, StoreInUseError
 from .tls import TLSConfig, apply_tls, tls_settings
+from .transport.backoff import Backoff, OutageLog, PeerErrors
+from .transport.callbacks import check_callback_hosts, check_callback_uri
+from .transport.clients import IN_PROCESS as IN_PROCESS_CLIENT
+from .transport.clients import client_of_call
+from .transport.framing import FrameLimits
+from .transport.lanes import Lanes
+from .transport.proxies import discard as discard_proxy
+from .transport.proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within
 from .wire import register_exception
 
 if TYPE_CHECKING:  # for the type checker: at run time these load on first use (__getattr__ below)

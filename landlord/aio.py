@@ -13,7 +13,7 @@ anything is sent, and raise at once. Then a call takes one of two paths:
   replicated landlord's group and leader, TLS, another serializer, leases of
   other kinds, :func:`call`, a :class:`~landlord.LeaseMap`) runs the sync code
   on a worker of a bounded :class:`CallPool`; each worker keeps its own Pyro5
-  proxies, one per URI, as :mod:`landlord.proxies` does for any thread.
+  proxies, one per URI, as :mod:`landlord.transport.proxies` does for any thread.
 
 ::
 
@@ -79,13 +79,13 @@ import Pyro5.core
 import Pyro5.errors
 from Pyro5 import config as pyro_config
 
-from . import proxies
 from .duration import ANY, check_duration
 from .errors import LeaseError, LeaseMapError
 from .landlordlease import CALL_BATCH, LandlordLease
 from .lease import Lease, LeaseMap, check_granted, sent_now
 from .renewal import LeaseRenewalManager
 from .schedule import LeaseRenewalEvent
+from .transport import proxies
 
 __all__ = [
     "DEFAULT_MAX_WORKERS", "CallPool", "shared_pool", "close_shared_pool", "call", "renew", "cancel", "renew_all",

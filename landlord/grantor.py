@@ -14,7 +14,6 @@ from typing import Any, Protocol
 import Pyro5.core
 import Pyro5.server
 
-from .callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, check_duration
 from .errors import LeaseDeniedError
@@ -25,6 +24,7 @@ from .notices import RevocationNotices
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .store import Store
+from .transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
 
 __all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
 
@@ -157,7 +157,7 @@ class Landlord:
         callback_hosts: the only hosts a listener given to it (:meth:`listen`,
             a subclass's callbacks: :meth:`check_callback`) may name; ``None``:
             any host. Every callback must be a ``PYRO:`` URI with a host and
-            port whatever this says (see :mod:`landlord.callbacks`).
+            port whatever this says (see :mod:`landlord.transport.callbacks`).
 
     Raises:
         ValueError: the policy already serves another landlord, an unknown
@@ -213,7 +213,7 @@ class Landlord:
 
         Raises:
             TypeError: ``uri`` is not a str.
-            ValueError: any other URI (see :func:`landlord.callbacks.check_callback_uri`).
+            ValueError: any other URI (see :func:`landlord.transport.callbacks.check_callback_uri`).
         """
         return check_callback_uri(uri, allowed_hosts=self._callback_hosts)
 

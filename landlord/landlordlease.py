@@ -6,7 +6,7 @@ go to the replica this process last learnt leads the group; a replica that
 does not lead answers :class:`~landlord.NotLeaderError` naming the one that
 does, and the call goes there at once (at most ``MAX_REDIRECTS`` times); a
 replica that cannot be reached gives way to the next of the group. All of it
-within the one call's timeout (:func:`landlord.proxies.timeout_within`).
+within the one call's timeout (:func:`landlord.transport.proxies.timeout_within`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 import Pyro5.core
 import Pyro5.errors
 
-from . import proxies
 from .clock import SYSTEM_CLOCK, Clock
 from .errors import LeaseError, NotLeaderError
 from .lease import AbstractLease, Lease, check_granted, sent_now
+from .transport import proxies
 
 __all__ = ["LandlordLease", "check_landlords", "known_leader", "call_group", "replica_uris", "replica_object_id",
            "check_group", "MAX_LANDLORDS", "MAX_REDIRECTS"]
@@ -393,7 +393,7 @@ def _call_group(landlord_id: str, landlord: str, group: tuple[str, ...], method:
     times), or the group's next replica when one cannot be reached.
 
     Every attempt after the first is bounded by what is left of the timeout the
-    first had (:func:`landlord.proxies.current_timeout`), so the whole call
+    first had (:func:`landlord.transport.proxies.current_timeout`), so the whole call
     takes no longer than one call would.
 
     Raises:

@@ -35,7 +35,7 @@ Prometheus text format:
   took to answer one renewal call (``renew``, or a whole ``renew_all``);
 - ``landlord_transport_refused_total{rule}``: connections and messages its
   guarded server refused, by the rule broken (``deadline``, ``too large``,
-  ``serializer``, ``connections``, ...; see :mod:`landlord.framing`), read from
+  ``serializer``, ``connections``, ...; see :mod:`landlord.transport.framing`), read from
   the server when scraped.
 
 What it costs a renewal: renewals come to the hooks in batches, and each
@@ -141,7 +141,7 @@ class LeaseMetrics(LeaseHooks):
 
     def count_refusals(self, refusals: Callable[[], Mapping[str, int]] | None) -> None:
         """Read, when scraped, what its server refused so far by rule (``None``: nothing), as
-        ``landlord_transport_refused_total{rule}`` (see :attr:`landlord.frameserver.FrameServer.refusals`).
+        ``landlord_transport_refused_total{rule}`` (see :attr:`landlord.transport.frameserver.FrameServer.refusals`).
         Read at scrape time only: a refusal costs the server nothing more."""
         self._refusals = refusals
 

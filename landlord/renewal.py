@@ -12,7 +12,7 @@ about 3 s. When to renew is :func:`renewal_time`: once a third of the term
 has passed, as etcd's and ZooKeeper's clients do, which leaves two thirds of
 the term to get through, so a partition of up to half the term loses nothing.
 
-What happens on failure (:func:`landlord.classify.classify` tells which):
+What happens on failure (:func:`landlord.transport.classify.classify` tells which):
 
 * a :class:`~landlord.LeaseError` (denied, unknown) is definite: the lease is
   dropped and its ``listener`` told at once;
@@ -45,7 +45,7 @@ The manager is a driver. What is due when, batch by batch, is decided by its
 :class:`~landlord.schedule.Schedule`, which reads no clock and runs no
 thread. One thread sleeps until the schedule's next due time and takes what
 is due; the remote calls go out on a few worker threads, one
-:mod:`lane <landlord.lanes>` per *endpoint* (the host and port a landlord's
+:mod:`lane <landlord.transport.lanes>` per *endpoint* (the host and port a landlord's
 URI names: :class:`Endpoints`), so a landlord that hangs (until the call
 timeout, :func:`landlord.set_call_timeout`) holds up its own renewals and no
 one else's, however many landlords are named at its address. Endpoints
@@ -72,13 +72,10 @@ from typing import Protocol
 
 import Pyro5.core
 
-from . import proxies
-from .classify import Verdict, classify
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, check_duration
 from .errors import LeaseDeniedError, UnknownLeaseError
 from .landlordlease import CALL_BATCH, LandlordLease
-from .lanes import Lanes
 from .lease import Lease
 from .schedule import (
     RENEW_AFTER,
@@ -94,6 +91,9 @@ from .schedule import (
     check_finite,
     renewal_time,
 )
+from .transport import proxies
+from .transport.classify import Verdict, classify
+from .transport.lanes import Lanes
 
 __all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time", "attempt_timeout",
            "renew_duration_for", "RENEW_AFTER", "Endpoints", "ANSWERING", "UNHEARD", "FAILING"]

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import Pyro5.api
 
-from .addresses import advertised_host
 from .landlordlease import LandlordLease
+from .transport.addresses import advertised_host
 
 __all__ = ["RevocationReceiver"]
 

@@ -33,7 +33,7 @@ timeout). Four client processes hammering lookups: 4,750 vs 3,640 calls/s
 (one thread, no GIL hand-offs).
 
 Since issue 23 the default is the ``"guarded"`` server
-(:mod:`landlord.frameserver`): like the multiplex server it waits on every
+(:mod:`landlord.transport.frameserver`): like the multiplex server it waits on every
 socket from one thread, but that thread only gathers whole messages (under a
 deadline from each message's first byte, and caps read from its header) and
 hands them to workers, so no client can hold it. What follows is about the
@@ -45,7 +45,7 @@ handshake) stalls everyone, for at most :data:`COMM_TIMEOUT`. A client that
 connects and sends nothing at all costs nothing: Pyro5 would read its
 handshake at once and wait for it (4.9 s measured behind one silent raw
 connection, so 1,000 of them would starve renewals for over an hour), but
-:mod:`landlord.multiplex` makes the server greet a connection only once it has
+:mod:`landlord.transport.multiplex` makes the server greet a connection only once it has
 sent data. Idle connections are never timed out (the selector only reads a
 socket that has data), and :data:`MAX_MESSAGE_SIZE` bounds what one
 message may make the server read or allocate. This is robustness against a
@@ -58,8 +58,8 @@ Addresses
 every URI it hands out (the object's own, and so every lease a landlord
 grants). Listening on all interfaces (``0.0.0.0``, ``::``, ``""``) without
 ``advertise`` advertises this host's own address, never the wildcard, which
-no other host can connect to: :mod:`landlord.addresses` makes that choice
-(:func:`~landlord.addresses.advertised_host`); Pyro5's daemon puts it in the
+no other host can connect to: :mod:`landlord.transport.addresses` makes that choice
+(:func:`~landlord.transport.addresses.advertised_host`); Pyro5's daemon puts it in the
 URIs (its ``nathost``).
 
 Metrics and health checks
@@ -92,14 +92,14 @@ from typing import TYPE_CHECKING, Any
 import Pyro5.api
 from Pyro5 import config as pyro_config
 
-from .addresses import WILDCARD_HOSTS, advertised_host, uri_host
 from .admin import LandlordAdmin, admin_object_id
-from .frameserver import WORKERS, guard
-from .framing import FrameLimits
 from .grantor import Landlord
-from .multiplex import greet_when_spoken
 from .replication.replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
+from .transport.addresses import WILDCARD_HOSTS, advertised_host, uri_host
+from .transport.frameserver import WORKERS, guard
+from .transport.framing import FrameLimits
+from .transport.multiplex import greet_when_spoken
 
 if TYPE_CHECKING:  # imported when metrics are asked for: import landlord never loads them
     from .metrics import LeaseMetrics
@@ -119,7 +119,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
-SERVER_TYPE = "guarded"  # landlord.frameserver: one thread gathers whole messages, workers serve them
+SERVER_TYPE = "guarded"  # landlord.transport.frameserver: one thread gathers whole messages, workers serve them
 SERVER_TYPES = ("guarded", "multiplex", "thread")
 THREADPOOL_SIZE = 2048     # workers if the "thread" server type is asked for: one per connection
 
@@ -406,7 +406,7 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         server_type: ``"guarded"``, ``"multiplex"`` or ``"thread"`` (see the module docstring).
         threadpool_size: the most connections the ``"thread"`` server takes.
         limits: what one message may be on the ``"guarded"`` server (default:
-            :class:`~landlord.framing.FrameLimits`' defaults).
+            :class:`~landlord.transport.framing.FrameLimits`' defaults).
         workers: the ``"guarded"`` server's workers for small messages.
         stop: set it to stop serving; SIGTERM and SIGINT set it too when
             called from the main thread.

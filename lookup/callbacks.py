@@ -21,7 +21,7 @@ from typing import Any
 import Pyro5.api
 import Pyro5.core
 
-from landlord.addresses import WILDCARD_HOSTS, uri_host
+from landlord.transport.addresses import WILDCARD_HOSTS, uri_host
 
 from .events import ServiceEvent
 

@@ -82,7 +82,6 @@ from typing import Any, TextIO
 import Pyro5.errors
 
 from landlord import StoreInUseError, __version__
-from landlord.addresses import check_advertise
 from landlord.admin import (
     add_admin_commands,
     hosts_argument,
@@ -95,6 +94,7 @@ from landlord.admin import (
 )
 from landlord.serving import FrameLimits
 from landlord.tls import TLSConfig, tls_settings
+from landlord.transport.addresses import check_advertise
 
 from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
 from .outbox import MailLimits

@@ -34,7 +34,7 @@ try:
 except ImportError:  # pragma: no cover (not Unix)
     fcntl = None  # type: ignore[assignment]
 
-from landlord.addresses import own_address
+from landlord.transport.addresses import own_address
 
 __all__ = [
     "DISCOVERY_PORT", "ANNOUNCE_GROUP", "REQUEST_GROUP", "DEFAULT_TTL", "DiscoveryNetwork", "Interface",

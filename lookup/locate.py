@@ -20,7 +20,7 @@ import Pyro5.api
 import Pyro5.errors
 
 from landlord import call_group, replica_uris, timeout_within
-from landlord.addresses import uri_host
+from landlord.transport.addresses import uri_host
 
 __all__ = [
     "locate", "lookup_uri", "LookupGroup", "LookupServiceNotFoundError",

@@ -29,7 +29,7 @@ from landlord import (
     discard_proxy,
     proxy_for,
 )
-from landlord.classify import Verdict, classify
+from landlord.transport.classify import Verdict, classify
 
 from .item import uri_of
 from .locate import LookupGroup

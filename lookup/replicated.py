@@ -40,12 +40,12 @@ from landlord import (
     replica_uris,
     serve_replica,
 )
-from landlord.addresses import advertised_host
 from landlord.admin import LandlordAdmin
 from landlord.replication.election import connect, etcd_errors, leader_key
 from landlord.replication.replicated import ReplicaTerm
 from landlord.serving import FrameLimits
 from landlord.tls import TLSConfig
+from landlord.transport.addresses import advertised_host
 
 from .announce import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
 from .disconet import DiscoveryNetwork

@@ -11,7 +11,7 @@ Many clients
 ------------
 A lookup service is something every service and client of a network keeps a
 connection to, and that strangers can reach, so it is served by the
-``"guarded"`` server (:mod:`landlord.frameserver`: one thread gathers whole
+``"guarded"`` server (:mod:`landlord.transport.frameserver`: one thread gathers whole
 messages under per-message deadlines and caps, workers serve them): the loop
 of :func:`landlord.serving.serve_object`, shared
 with :func:`landlord.serving.serve_landlord`. Why, what it costs and the
@@ -44,9 +44,6 @@ from typing import TYPE_CHECKING, Any
 import Pyro5.server
 
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
-
-# the serving constants and helpers lived here before landlord.serving: still importable from here
-from landlord.addresses import advertised_host, check_advertise
 from landlord.admin import LandlordAdmin
 from landlord.metrics import LeaseMetrics
 from landlord.serving import (
@@ -62,6 +59,9 @@ from landlord.serving import (
     serve_object,
 )
 from landlord.tls import TLSConfig
+
+# the serving constants and helpers lived here before landlord.serving: still importable from here
+from landlord.transport.addresses import advertised_host, check_advertise
 
 from .announce import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
 from .disconet import DiscoveryNetwork
@@ -254,7 +254,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             in every lease it grants (registrations, event registrations);
             ``None``: ``host``, or this host's own address when ``host`` is
             every interface, never the wildcard (see
-            `landlord.addresses.advertised_host`).
+            `landlord.transport.addresses.advertised_host`).
         max_lease: the longest lease granted, in seconds.
         default_lease: the lease granted for ``ANY``, in seconds.
         reaper: ``"sleeper"``, ``"polling"`` or ``"lazy"`` (see :class:`~landlord.LeaseManager`).

@@ -32,7 +32,7 @@ import Pyro5.api
 
 import landlord  # importing it registers the converters that send leases over the wire
 from landlord import Landlord, LandlordLease, LeaseDurationPolicy, RenewResults, UnknownLeaseError
-from landlord.addresses import check_advertise
+from landlord.transport.addresses import check_advertise
 
 OBJECT_ID = "foo.landlord"  # a fixed Pyro5 object id, so a fixed port gives a fixed URI
 NAMED_IN_A_BATCH = 10       # Foos named in the line for one renew_all call; more are counted

@@ -71,20 +71,20 @@ import Pyro5.callcontext
 import Pyro5.core
 import Pyro5.server
 
-from ..callbacks import check_hosts, host_key, parse_pyro_uri
-from ..clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
 from ..clock import SYSTEM_CLOCK, Clock
 from ..duration import FOREVER, check_duration
 from ..errors import UnknownLeaseError
 from ..grantor import Landlord
 from ..landlordlease import MAX_URI_LENGTH, LandlordLease
-from ..lanes import Lanes
 from ..lease import Lease
 from ..notices import NOTICE_TIMEOUT
 from ..policy import LeaseDurationPolicy, LeasePolicy
 from ..renewal import ANSWERING, FAILING, UNHEARD, Endpoints, LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
 from ..schedule import RENEW_AFTER
 from ..store import LeaseStore
+from ..transport.callbacks import check_hosts, host_key, parse_pyro_uri
+from ..transport.clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
+from ..transport.lanes import Lanes
 from .sets import Member, RenewalSet, SetStore
 
 __all__ = ["LeaseRenewalService", "RenewalLimits", "SetEvents", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS",
@@ -140,7 +140,7 @@ class RenewalLimits:
 
 
 def _hosts(hosts: Iterable[str]) -> frozenset[str]:
-    """Landlord hosts as a URI's host is compared with them (:func:`landlord.callbacks.check_hosts`)."""
+    """Landlord hosts as a URI's host is compared with them (:func:`landlord.transport.callbacks.check_hosts`)."""
     checked = check_hosts(hosts, "landlord")
     assert checked is not None  # given hosts, never None
     return checked
@@ -175,7 +175,7 @@ def check_pyro_uri(uri: object, what: str, *, hosts: frozenset[str] | None = Non
 class SetEvents:
     """Calls listeners' remote methods for a renewal service, so that no listener holds up another's.
 
-    One lane per listener address (host and port: :mod:`landlord.lanes`), so
+    One lane per listener address (host and port: :mod:`landlord.transport.lanes`), so
     events to one listener arrive in order and a listener that hangs holds up
     only its own address; and, as the renewal manager's calls
     (:class:`~landlord.renewal.Endpoints`), addresses that took their last

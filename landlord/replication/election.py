@@ -38,9 +38,9 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..backoff import OutageLog
 from ..clock import SYSTEM_CLOCK, Clock
 from ..landlordlease import check_group
+from ..transport.backoff import OutageLog
 
 if TYPE_CHECKING:
     import pyetcd

@@ -72,9 +72,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from Pyro5.serializers import SerpentSerializer
 
-from ..backoff import OutageLog
 from ..clock import SYSTEM_CLOCK, Clock
 from ..store import StoredLease
+from ..transport.backoff import OutageLog
 from .election import LeadershipLost, etcd_errors, guarded_transaction, require_pyetcd
 
 if TYPE_CHECKING:

@@ -113,7 +113,7 @@ def test_foo_server_advertises_its_address_and_logs_a_batch_of_renewals(foo_serv
 
     for lease in (first, second):
         lease.cancel()
-    landlord.proxies.discard(uri)
+    landlord.transport.proxies.discard(uri)
     assert foo_server.stop() == 0
     assert not any("Traceback" in line for line in foo_server.output)
 

@@ -50,7 +50,7 @@ from conftest import PROCESSES, ChildProcess, free_port, open_files_for_many_cli
 from etcd_fixtures import etcd_cluster, new_group  # noqa: F401 (a fixture)
 
 import landlord
-from landlord.framing import FrameLimits
+from landlord.transport.framing import FrameLimits
 from lookup import ServiceItem, locate
 
 pytestmark = pytest.mark.slow
@@ -130,7 +130,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
         port = int(where.rsplit(":", 1)[1])
         lease = _canary_lease(kind, uri, port)
         yield Target(kind, process, port, object_id, lease)
-        landlord.proxies.discard(uri)
+        landlord.transport.proxies.discard(uri)
 
 
 # the attacks whose figures docs/reliability.md gives for two servers are tried on those two only

@@ -1,4 +1,4 @@
-"""landlord.addresses: what a server advertises, and this host's own address."""
+"""landlord.transport.addresses: what a server advertises, and this host's own address."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import socket
 
 import pytest
 
-from landlord import addresses
-from landlord.addresses import WILDCARD_HOSTS, advertised_host, check_advertise, own_address, uri_host
+from landlord.transport import addresses
+from landlord.transport.addresses import WILDCARD_HOSTS, advertised_host, check_advertise, own_address, uri_host
 
 NOT_OURS = "203.0.113.77"  # a documentation address (RFC 5737): no host has it
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from landlord import Backoff
-from landlord.backoff import OutageLog, PeerErrors
+from landlord.transport.backoff import OutageLog, PeerErrors
 
 
 def test_delays_double_up_to_the_maximum_without_jitter() -> None:

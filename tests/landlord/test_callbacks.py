@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from landlord import FakeClock, Landlord, LeaseRenewalService, check_callback_hosts, check_callback_uri
-from landlord.callbacks import MAX_CALLBACK_URI
+from landlord.transport.callbacks import MAX_CALLBACK_URI
 
 
 @pytest.mark.parametrize("uri", ["PYRO:obj@127.0.0.1:9", "PYRO:obj@listener.example.org:4160", "PYRO:obj@[::1]:7"])

@@ -1,4 +1,4 @@
-"""landlord.clients: who a remote caller is counted as."""
+"""landlord.transport.clients: who a remote caller is counted as."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import Pyro5.callcontext
 import pytest
 
-from landlord.clients import IN_PROCESS, UNIX_SOCKET, client_host, client_of_address, client_of_call
+from landlord.transport.clients import IN_PROCESS, UNIX_SOCKET, client_host, client_of_address, client_of_call
 
 
 @pytest.mark.parametrize("peer, client", [

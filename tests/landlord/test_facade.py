@@ -19,7 +19,7 @@ EXTRAS = ("landlord.replication", "landlord.replication.election", "landlord.rep
           "landlord.replication.replicated", "landlord.admin", "landlord.metrics",
           "landlord.renewalservice", "landlord.renewalservice.service", "landlord.renewalservice.sets",
           "landlord.renewalservice.client", "landlord.serving",
-          "landlord.frameserver", "landlord.multiplex", "landlord.revocation", "landlord.testing",
+          "landlord.transport.frameserver", "landlord.transport.multiplex", "landlord.revocation", "landlord.testing",
           "landlord.testing.etcd", "lookup.replicated", "lookup.server", "pyetcd", "prometheus_client")
 
 

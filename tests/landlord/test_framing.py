@@ -1,4 +1,4 @@
-"""landlord.framing: whole messages gathered by rules, on readings of a clock passed in (no sockets, no threads)."""
+"""landlord.transport.framing: whole messages gathered by rules, on a clock passed in (no sockets, no threads)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import Pyro5.protocol
 import pytest
 import serpent
 
-from landlord.framing import (
+from landlord.transport.framing import (
     FLAGS_COMPRESSED,
     FLAGS_KEEPSERIALIZED,
     FLAGS_ONEWAY,

@@ -21,9 +21,9 @@ from landlord import (
     LeasePolicy,
     RenewResults,
     UnknownLeaseError,
-    proxies,
 )
 from landlord.manager import LeasedResource
+from landlord.transport import proxies
 
 
 class RoomLandlord(Landlord):

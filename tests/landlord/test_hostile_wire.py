@@ -42,7 +42,8 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from Pyro5 import config as pyro_config
 
-from landlord import Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError, proxies
+from landlord import Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError
+from landlord.transport import proxies
 from landlord.wire import LEASE_CLASS, RENEW_RESULTS_CLASS
 
 MAXIMUM = 600.0       # the policy's longest grant

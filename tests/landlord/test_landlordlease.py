@@ -36,11 +36,11 @@ from landlord import (
     RenewResults,
     UnknownLeaseError,
     landlordlease,
-    proxies,
     timeout_within,
 )
-from landlord.classify import Verdict, classify
 from landlord.landlordlease import MAX_LANDLORDS, MAX_REDIRECTS, check_landlords, known_leader
+from landlord.transport import proxies
+from landlord.transport.classify import Verdict, classify
 
 TERM = 10.0
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from landlord.lanes import Lanes
+from landlord.transport.lanes import Lanes
 
 
 @pytest.fixture

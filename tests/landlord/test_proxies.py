@@ -4,7 +4,8 @@ import threading
 
 import pytest
 
-from landlord import get_call_timeout, proxies, set_call_timeout
+from landlord import get_call_timeout, set_call_timeout
+from landlord.transport import proxies
 
 URI = "PYRO:obj@127.0.0.1:1"
 

@@ -1,9 +1,9 @@
 """The Pyro5 internals landlord relies on, checked against the Pyro5 installed.
 
 landlord.tls swaps the SSL contexts Pyro5 keeps in module globals,
-landlord.multiplex subclasses Pyro5's multiplex server and calls the daemon's
+landlord.transport.multiplex subclasses Pyro5's multiplex server and calls the daemon's
 handshake, landlord.serving advertises addresses through the daemon's NAT
-settings, and landlord.proxies re-bounds a connected proxy's timeout. None of
+settings, and landlord.transport.proxies re-bounds a connected proxy's timeout. None of
 that is Pyro5's public API: a Pyro5 release that changes it must fail here, by
 name, rather than somewhere deep in a TLS or partition test. The stubs in
 typings/ (what mypy checks our calls against) are held to the real modules too.
@@ -26,8 +26,8 @@ import pytest
 from Pyro5 import config as pyro_config
 
 from landlord import tls
-from landlord.multiplex import SpokenFirstMultiplexServer, greet_when_spoken
 from landlord.serving import pyro_settings
+from landlord.transport.multiplex import SpokenFirstMultiplexServer, greet_when_spoken
 
 STUBS = pathlib.Path(__file__).resolve().parents[2] / "typings"
 

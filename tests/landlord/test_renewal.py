@@ -27,7 +27,6 @@ from landlord import (
     LeaseDurationPolicy,
     UnknownLeaseError,
     get_call_timeout,
-    proxies,
 )
 from landlord.lease import sent_now
 from landlord.renewal import (
@@ -42,6 +41,7 @@ from landlord.renewal import (
     renewal_time,
 )
 from landlord.schedule import warning_time
+from landlord.transport import proxies
 
 THIRD = 10 / 3  # the managers here renew a 10 s lease every third of its term
 

@@ -26,8 +26,6 @@ from Pyro5 import config as pyro_config
 
 import landlord
 from landlord import Landlord, LeaseDurationPolicy, UnknownLeaseError, serve_landlord
-from landlord.addresses import own_address
-from landlord.multiplex import greet_when_spoken
 from landlord.serving import (
     COMM_TIMEOUT,
     MAX_MESSAGE_SIZE,
@@ -35,6 +33,8 @@ from landlord.serving import (
     pyro_settings,
     serve_object,
 )
+from landlord.transport.addresses import own_address
+from landlord.transport.multiplex import greet_when_spoken
 
 PROMPT = 2.0          # seconds a further client's renewal may take while the 1,000 are connected
 ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on
@@ -90,7 +90,7 @@ def test_serve_landlord_in_a_thread_until_stopped(close_later: list) -> None:
     assert str(lease.landlord) == uris[0]  # the lease carries the URI it was served under
     assert 29 < lease.renew(30) <= 30
     lease.cancel()
-    landlord.proxies.discard(uris[0])
+    landlord.transport.proxies.discard(uris[0])
     stop.set()
     thread.join(10)
     assert not thread.is_alive()
@@ -175,7 +175,7 @@ def _served(rooms: Landlord, host: str, **options: Any) -> Iterator[str]:
         yield uris[0]
     finally:
         for uri in uris:
-            landlord.proxies.discard(uri)
+            landlord.transport.proxies.discard(uri)
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
@@ -282,7 +282,7 @@ def test_a_landlord_with_a_stable_id_gets_the_same_uri_after_a_restart(spawn: An
     with pytest.raises(UnknownLeaseError):
         lease.renew(60)  # ...and the next call connects to the new landlord, which answers
     assert 59 < _rent(uri, "102").renew(60) <= 60
-    landlord.proxies.discard(uri)
+    landlord.transport.proxies.discard(uri)
     assert second.stop() == 0
 
     third = spawn("served_landlord.py", "--port", str(port))  # no id given: a new one, a new URI
@@ -296,7 +296,7 @@ def test_a_served_landlord_prints_the_advertised_uri_it_serves_once(spawn: Any) 
     uri = server.expect("URI:")
     assert announced.group(1) == uri and _uri_host(uri) == ADVERTISED
     assert 59 < _rent(uri, "101").renew(60) <= 60
-    landlord.proxies.discard(uri)
+    landlord.transport.proxies.discard(uri)
     assert server.stop() == 0
     server.wait_for("^stopped$")
     assert sum(line.startswith("landlord at ") for line in server.output) == 1  # and the INFO log line
@@ -352,7 +352,7 @@ def test_a_renewal_is_answered_promptly_while_1000_idle_clients_are_connected(
             proxy._pyroRelease()
     lease.cancel()
     assert server.expect("freed") == "101"
-    landlord.proxies.discard(uri)
+    landlord.transport.proxies.discard(uri)
     assert server.stop() == 0
     elapsed = time.monotonic() - started
     print(f"{CLIENTS} clients connected in {connected_in:.2f} s; a further renewal answered in "
@@ -363,7 +363,7 @@ def test_1000_connections_that_never_say_a_word_hold_up_no_renewal(
         spawn: Any, open_files_for_many_clients: None) -> None:
     """Raw connections that never send Pyro5's handshake: Pyro5's multiplex server would
     wait for each one's handshake in turn, the full COMM_TIMEOUT each (over an hour for
-    1,000); served here, they are greeted only when they speak (landlord.multiplex)."""
+    1,000); served here, they are greeted only when they speak (landlord.transport.multiplex)."""
     server = spawn("served_landlord.py")
     uri = server.expect("URI:")
     port = int(uri.rsplit(":", 1)[1])
@@ -376,7 +376,7 @@ def test_1000_connections_that_never_say_a_word_hold_up_no_renewal(
         waited = time.monotonic() - asked
     assert waited < PROMPT, f"a new client waited {waited:.2f} s"
     assert 59 < lease.renew(60) <= 60
-    landlord.proxies.discard(uri)
+    landlord.transport.proxies.discard(uri)
     assert server.stop() == 0
     print(f"a new client was served in {waited:.2f} s beside {CLIENTS} silent connections")
 

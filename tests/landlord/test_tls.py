@@ -215,7 +215,7 @@ def test_a_tls_landlord_serves_clients_of_its_ca_and_refuses_every_other_client(
         assert 39 < kept.renew(40) <= 40
         kept.cancel()
         assert server.expect("freed") == "102"
-        landlord.proxies.discard(uri)
+        landlord.transport.proxies.discard(uri)
     assert server.stop() == 0
     server.wait_for("^stopped$")
     print(f"{server_type}: {time.monotonic() - started:.2f} s")
@@ -236,7 +236,7 @@ def test_silent_connections_hold_up_no_one_and_a_stalled_handshake_only_for_its_
             lease = _rent(uri, "101")  # Pyro5's own TLS would leave this waiting for good
             waited = time.monotonic() - asked
             lease.cancel()
-            landlord.proxies.discard(uri)
+            landlord.transport.proxies.discard(uri)
         server.wait_for(REFUSED + ": timed out")  # the stalled one, after its 0.5 s
     assert waited < 3, f"a client waited {waited:.2f} s behind silent and stalled connections"
     assert server.stop() == 0
@@ -266,7 +266,7 @@ def test_lookup_serve_and_list_over_tls(serve_lookup: Serve, certs: Certs) -> No
 
             assert lookup.lookup_all(ServiceTemplate(types=["x.Secure"]), 10).total == 1  # still connected
             registration.lease.cancel()
-        landlord.proxies.discard(str(registration.lease.landlord))
+        landlord.transport.proxies.discard(str(registration.lease.landlord))
     assert server.stop() == 0
 
 

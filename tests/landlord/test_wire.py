@@ -212,8 +212,8 @@ def test_not_leader_names_the_leader_across_a_real_daemon() -> None:
     """A replica's 'ask the leader' answer arrives as itself, leader and all, and is worth retrying."""
     import Pyro5.api
 
-    from landlord.classify import Verdict, classify
     from landlord.testing import ServingDaemon
+    from landlord.transport.classify import Verdict, classify
 
     @Pyro5.api.expose
     class Follower:

@@ -19,7 +19,7 @@ from conftest import free_port
 from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 
 import landlord
-from landlord.addresses import own_address
+from landlord.transport.addresses import own_address
 from lookup import TRANSITION_NOMATCH_MATCH, Comment, Location, Name, ServiceItem, ServiceTemplate
 from lookup.cli import format_table
 from lookup.locate import locate
@@ -105,7 +105,7 @@ def _check_handed_out(lookup_uri: str, host: str, port: int) -> None:
     assert done.returncode == 0 and registration.service_id in done.stdout, done.stderr
     for lease in (registration.lease, watching.lease):
         lease.cancel()
-    landlord.proxies.discard(lookup_uri)
+    landlord.transport.proxies.discard(lookup_uri)
 
 
 def test_serve_advertises_the_address_it_is_told_in_its_uri_and_every_lease(serve_lookup: Serve) -> None:

@@ -26,7 +26,7 @@ from Pyro5 import config as pyro_config
 
 import landlord
 from landlord import FakeClock, Landlord, LeaseDurationPolicy, UnknownLeaseError
-from landlord.addresses import own_address
+from landlord.transport.addresses import own_address
 from lookup import Comment, Name, ServiceItem, ServiceTemplate
 from lookup.locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate, lookup_uri
 from lookup.server import MAX_MESSAGE_SIZE, ServedLookupService, entry_text, raise_open_files_limit, serve
@@ -240,7 +240,7 @@ def test_serve_on_every_interface_hands_out_the_advertised_address_only(
             assert str(lookup.lookup(ServiceTemplate(types=["x.A"]))._pyroUri) == SERVICE_URI  # the service's own
         assert 29 < registration.lease.renew(30) <= 30
         registration.lease.cancel()
-        landlord.proxies.discard(ready[0])
+        landlord.transport.proxies.discard(ready[0])
     finally:
         stop.set()
         thread.join(10)

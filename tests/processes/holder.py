@@ -10,7 +10,7 @@ import threading
 import Pyro5.api
 
 import landlord
-from landlord import proxies
+from landlord.transport import proxies
 
 
 @Pyro5.api.expose

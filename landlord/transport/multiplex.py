@@ -33,11 +33,11 @@ from Pyro5 import errors as pyro_errors
 from Pyro5 import socketutil
 from Pyro5.svr_multiplex import SocketServer_Multiplex
 
-from .tls import _peer, server_handshake
+from ..tls import _peer, server_handshake
 
 __all__ = ["greet_when_spoken", "SpokenFirstMultiplexServer"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.multiplex")  # its name before it moved into transport/
 
 
 class SpokenFirstMultiplexServer(SocketServer_Multiplex):

@@ -11,7 +11,7 @@ it likes (measured: a canary's 6 s lease lost 5 s into such a trickle).
 
 - **One thread gathers.** It waits on every socket (the OS's selector),
   accepts, does TLS handshakes without blocking, and reads whatever a
-  socket has into that connection's :class:`~landlord.framing.FrameGatherer`,
+  socket has into that connection's :class:`~landlord.transport.framing.FrameGatherer`,
   which checks each message's header before its body is read (type,
   serializer, flags, size against the caps) and refuses a message not whole
   within its deadline. It never parses a body and never blocks on a socket.
@@ -27,9 +27,9 @@ it likes (measured: a canary's 6 s lease lost 5 s into such a trickle).
   its message is being served, so a client that sends ahead waits (TCP's
   own flow control), and answers keep their order.
 - **Bounded connections.** One client address may hold
-  :attr:`~landlord.framing.FrameLimits.connections_per_host` connections
+  :attr:`~landlord.transport.framing.FrameLimits.connections_per_host` connections
   (one more is refused by name); past
-  :attr:`~landlord.framing.FrameLimits.connections` in all, or when the
+  :attr:`~landlord.transport.framing.FrameLimits.connections` in all, or when the
   process runs out of file descriptors, the server stops accepting until a
   connection closes, rather than spin on a listening socket it cannot serve.
 - **A budget for large messages.** Bytes of large messages being gathered
@@ -74,7 +74,7 @@ from .framing import ACCEPTED_SERIALIZERS, SERPENT, Frame, FrameGatherer, FrameL
 
 __all__ = ["FrameServer", "guard", "SMALL_FRAME", "LARGE_BUDGET", "WORKERS"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.frameserver")  # its name before it moved into transport/
 
 SMALL_FRAME = 16 * 1024      # messages up to this size (a renewal, a lookup) go to the many workers
 LARGE_BUDGET = 64 * 1024 * 1024  # bytes of large messages being gathered at once, server-wide
@@ -611,7 +611,7 @@ def guard(daemon: Pyro5.api.Daemon, limits: FrameLimits | None = None, *, worker
 
     Args:
         daemon: a daemon made on Pyro5's multiplex server, not yet serving.
-        limits: the rules for every message (default: :class:`~landlord.framing.FrameLimits`' defaults).
+        limits: the rules for every message (default: :class:`~landlord.transport.framing.FrameLimits`' defaults).
         workers: workers for small messages.
 
     Raises:

@@ -22,7 +22,7 @@ import Pyro5.api
 
 __all__ = ["proxy_for", "discard", "set_call_timeout", "get_call_timeout", "timeout_within", "current_timeout"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.proxies")  # its name before it moved into transport/
 
 _local = threading.local()
 _call_timeout: float | None = 30.0

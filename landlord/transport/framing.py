@@ -1,4 +1,4 @@
-"""Pyro5 messages gathered whole, by rules a client cannot stretch: the pure core of :mod:`landlord.frameserver`.
+"""Pyro5 messages gathered whole, by rules a client cannot stretch: the core of :mod:`~.frameserver`.
 
 A Pyro5 message is a 40-byte header (``PYRO``, version, type, serializer,
 flags, sequence number, data and annotation sizes, magic number), then its

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable
 
 __all__ = ["Lanes"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.lanes")  # its name before it moved into transport/
 
 Task = Callable[[], object]
 

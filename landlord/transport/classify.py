@@ -17,7 +17,7 @@ import enum
 
 import Pyro5.errors
 
-from .errors import NotLeaderError
+from ..errors import NotLeaderError
 
 __all__ = ["Verdict", "classify"]
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 __all__ = ["Backoff", "OutageLog", "PeerErrors"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.backoff")  # its name before it moved into transport/
 
 
 class Backoff:

@@ -1,0 +1,19 @@
+"""The transport: how calls reach a landlord and how a server takes them, below leases and grants.
+
+- the caller's side: :mod:`~landlord.transport.proxies` (one proxy per thread and
+  URI, calls bounded in time), :mod:`~landlord.transport.lanes` (calls to one
+  peer in order, on bounded workers), :mod:`~landlord.transport.backoff` (when to
+  try again), :mod:`~landlord.transport.classify` (a failure: a definite answer,
+  or a reason to retry);
+- the server's side: :mod:`~landlord.transport.framing` (a message gathered whole
+  under its limits; pure), :mod:`~landlord.transport.frameserver` (the guarded
+  server), :mod:`~landlord.transport.multiplex` (Pyro5's multiplex server,
+  greeting a connection once it speaks), :mod:`~landlord.transport.clients` (who
+  a caller is counted as), :mod:`~landlord.transport.callbacks` (the URIs a
+  server may call back), :mod:`~landlord.transport.addresses` (what a server
+  advertises).
+
+It may import only the basics (errors, clock, duration) and :mod:`landlord.tls`;
+everything above it may import it. Loggers keep the names the modules had before
+they moved here (``landlord.proxies``, ``landlord.frameserver``, ...).
+"""
