@@ -1,7 +1,7 @@
 """Load-adaptive terms: the renewal load a landlord serves as its leases grow tenfold (issue 13, item 4).
 
 Two landlord processes in turn (``--child landlord``: ``serve_landlord``, its
-default guarded server, on loopback), one with an :class:`~landlord.adaptive.AdaptivePolicy`
+default guarded server, on loopback), one with an :class:`~landlord.grantor.adaptive.AdaptivePolicy`
 capped at ``--cap`` renewals a second, the baseline with a fixed term
 (``LeaseDurationPolicy``, ``--fixed-term``). Each counts the renewals it
 serves (a ``LeaseHooks`` subclass, told of every renewed batch). This process
@@ -36,9 +36,9 @@ from harness import UNBUFFERED, Report, Row, positive_int, positive_seconds, pro
 
 import landlord
 from landlord import ANY, FOREVER, Landlord, LeasedResource, LeaseDurationPolicy, LeaseRenewalEvent
-from landlord.adaptive import AIM, AdaptivePolicy
-from landlord.hooks import LeaseHooks
-from landlord.renewal import RENEW_AFTER
+from landlord.grantor.adaptive import AIM, AdaptivePolicy
+from landlord.grantor.hooks import LeaseHooks
+from landlord.holder.renewal import RENEW_AFTER
 from landlord.testing import ChildProcess, WaitFailed
 
 GRANT_CHUNK = 500        # leases granted per call: a step's leases fall due in several batches, not one

@@ -44,7 +44,7 @@ from harness import Report, Row, ServerProcess, compare, positive_seconds, progr
 
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap
-from landlord.grantor import MAX_BATCH
+from landlord.grantor.landlord import MAX_BATCH
 from landlord.testing import free_port
 
 GOAL = 3.0                 # landlord >= 3x etcd, on every row

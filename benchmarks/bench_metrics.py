@@ -50,8 +50,8 @@ from harness import Report, at_most, compare, interleave, positive_int, positive
 
 import landlord
 from landlord import Landlord, LeaseDurationPolicy
-from landlord.grantor import MAX_BATCH
-from landlord.landlordlease import CALL_BATCH
+from landlord.grantor.landlord import MAX_BATCH
+from landlord.holder.landlordlease import CALL_BATCH
 from landlord.testing import ChildProcess, WaitFailed
 
 TERM = 3600.0                # the landlord's longest grant: nothing expires during the run

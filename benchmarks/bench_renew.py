@@ -51,9 +51,9 @@ import serpent
 from harness import Report, Row, ServerProcess, compare, interleave, positive_int, positive_seconds, progress
 
 import landlord
-import landlord.renewal
+import landlord.holder.renewal
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, SystemClock
-from landlord.landlordlease import CALL_BATCH
+from landlord.holder.landlordlease import CALL_BATCH
 
 TERM = 3600.0                   # the landlord's longest grant: nothing expires during the run
 BREAKDOWN_SECONDS = 0.6         # per contender, per round, of the breakdown
@@ -251,7 +251,7 @@ class WatchedClock(SystemClock):
 def remaining_for_due_in(wait: float) -> float:
     """The term of a fresh lease that the manager's schedule renews ``wait`` seconds from now
     (a share ``RENEW_AFTER`` into it)."""
-    return wait / landlord.renewal.RENEW_AFTER
+    return wait / landlord.holder.renewal.RENEW_AFTER
 
 
 @dataclass

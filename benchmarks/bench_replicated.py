@@ -77,8 +77,8 @@ from landlord import (
     replica_uris,
     timeout_within,
 )
-from landlord.grantor import MAX_BATCH
-from landlord.landlordlease import CALL_BATCH
+from landlord.grantor.landlord import MAX_BATCH
+from landlord.holder.landlordlease import CALL_BATCH
 from landlord.testing import ChildProcess, WaitFailed, free_port
 from landlord.testing.etcd import EtcdCluster, EtcdUnavailable, leading_replica, replica_status, unavailable_reason
 

@@ -39,8 +39,8 @@ from harness import Report, positive_int
 
 import landlord
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore
-from landlord.grantor import MAX_BATCH
-from landlord.landlordlease import CALL_BATCH
+from landlord.grantor.landlord import MAX_BATCH
+from landlord.holder.landlordlease import CALL_BATCH
 
 OPERATIONS = ("grant", "renew", "renew_all", "cancel", "restart")
 
@@ -85,7 +85,7 @@ BENCH = harness.Benchmark("store", "The cost of a durable LeaseStore against an 
 BENCH.option("--leases", positive_int, 20_000, "leases per round")
 BENCH.option("--batch", harness.at_most(MAX_BATCH), CALL_BATCH, "leases per renew_all, at most a landlord's MAX_BATCH")
 BENCH.parser.add_argument("--dir", type=Path, default=None, help="where the SQLite file goes (default: a temp dir)")
-BENCH.parser.add_argument("--synchronous", choices=landlord.store.SYNCHRONOUS_MODES, default="NORMAL")
+BENCH.parser.add_argument("--synchronous", choices=landlord.grantor.store.SYNCHRONOUS_MODES, default="NORMAL")
 
 
 def measure(args: argparse.Namespace) -> Report:

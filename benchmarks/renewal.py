@@ -34,13 +34,13 @@ import serpent
 from harness import Report, Row, ServerProcess, positive_int, positive_seconds, progress
 
 import landlord
-import landlord.renewal
+import landlord.holder.renewal
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap, LeaseRenewalEvent
-from landlord.grantor import MAX_BATCH
-from landlord.landlordlease import CALL_BATCH
+from landlord.grantor.landlord import MAX_BATCH
+from landlord.holder.landlordlease import CALL_BATCH
 
 PROJECTED_TERMS = (60.0, 300.0, 3600.0)
-RENEW_AFTER = landlord.renewal.RENEW_AFTER  # the manager's default share of the term, to project and group rounds
+RENEW_AFTER = landlord.holder.renewal.RENEW_AFTER  # the manager's share of the term, to project and group rounds
 
 # Setting up is slower than renewing (renting 100,000 leases takes seconds), so
 # the leases are rented on a long term, then all renewed in one batch to end

@@ -38,7 +38,7 @@ from harness import Report, Row, compare, positive_int, progress
 from sortedcontainers import SortedList
 
 import landlord
-from landlord.grantor import MAX_BATCH
+from landlord.grantor.landlord import MAX_BATCH
 
 REAPERS = ("lazy", "sleeper", "polling")
 OPS = ("fill", "grant", "renew", "renew_all", "cancel")

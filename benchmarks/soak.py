@@ -49,7 +49,7 @@ from landlord import (
     RenewResults,
     serve_landlord,
 )
-from landlord.grantor import MAX_BATCH
+from landlord.grantor.landlord import MAX_BATCH
 from landlord.testing import ChildProcess, WaitFailed
 
 DEFAULT_TERM = 10.0

@@ -21,20 +21,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
-from .adaptive import AdaptivePolicy
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
-from .grantor import Landlord, RenewResults, ResourceCodec
-from .hooks import LeaseHooks
-from .landlordlease import LandlordLease, call_group, known_leader, replica_uris
+from .grantor.adaptive import AdaptivePolicy
+from .grantor.hooks import LeaseHooks
+from .grantor.landlord import Landlord, RenewResults, ResourceCodec
+from .grantor.manager import LeaseManager
+from .grantor.policy import LeaseDurationPolicy, LeasePolicy
+from .grantor.reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
+from .grantor.resource import LeasedResource, LeaseExtra
+from .grantor.store import LeaseStore, Store, StoreInUseError
+from .holder.landlordlease import LandlordLease, call_group, known_leader, replica_uris
+from .holder.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
 from .lease import AbstractLease, Lease, LeaseMap
-from .manager import LeaseManager
-from .policy import LeaseDurationPolicy, LeasePolicy
-from .reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
-from .renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
-from .resource import LeasedResource, LeaseExtra
-from .store import LeaseStore, Store, StoreInUseError
 from .tls import TLSConfig, apply_tls, tls_settings
 from .transport.backoff import Backoff, OutageLog, PeerErrors
 from .transport.callbacks import check_callback_hosts, check_callback_uri

@@ -137,10 +137,10 @@ def _serve_renewals(args: argparse.Namespace, prog: str) -> int:
     import logging
     import sqlite3
 
-    from .policy import LeaseDurationPolicy
+    from .grantor.policy import LeaseDurationPolicy
+    from .grantor.store import StoreInUseError
     from .renewalservice.service import SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
     from .serving import serve_landlord
-    from .store import StoreInUseError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")

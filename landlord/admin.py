@@ -99,9 +99,9 @@ import Pyro5.errors
 import Pyro5.server
 
 from .errors import LeaseError, NotLeaderError, UnknownLeaseError
-from .grantor import Landlord
-from .landlordlease import MAX_COOKIE_LENGTH
-from .manager import HeldLease
+from .grantor.landlord import Landlord
+from .grantor.manager import HeldLease
+from .holder.landlordlease import MAX_COOKIE_LENGTH
 from .replication.replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
 from .wire import checked_fields, register_exception

@@ -81,10 +81,10 @@ from Pyro5 import config as pyro_config
 
 from .duration import ANY, check_duration
 from .errors import LeaseError, LeaseMapError
-from .landlordlease import CALL_BATCH, LandlordLease
+from .holder.landlordlease import CALL_BATCH, LandlordLease
+from .holder.renewal import LeaseRenewalManager
+from .holder.schedule import LeaseRenewalEvent
 from .lease import Lease, LeaseMap, check_granted, sent_now
-from .renewal import LeaseRenewalManager
-from .schedule import LeaseRenewalEvent
 from .transport import proxies
 
 __all__ = [

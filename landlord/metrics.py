@@ -18,7 +18,7 @@ and by hand::
     ...
     endpoint.close()
 
-A :class:`LeaseMetrics` is a :class:`~landlord.hooks.LeaseHooks`: the
+A :class:`LeaseMetrics` is a :class:`~landlord.grantor.hooks.LeaseHooks`: the
 landlord tells it of every grant, renewal, denial and end, and it counts.
 Each has a registry of its own (never prometheus-client's global one), so
 two landlords in one process keep their counts apart. Exposed, in the
@@ -59,14 +59,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .errors import LeaseDeniedError, UnknownLeaseError
-from .grantor import Landlord
-from .hooks import HookFanout, LeaseHooks
+from .grantor.hooks import HookFanout, LeaseHooks
+from .grantor.landlord import Landlord
 from .replication.replicated import ReplicatedLandlord
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from .resource import LeasedResource
+    from .grantor.resource import LeasedResource
 
 __all__ = ["LeaseMetrics", "MetricsEndpoint", "serve_metrics", "find_metrics", "require_prometheus",
            "check_metrics_port", "RENEWAL_BUCKETS", "DENIAL_REASONS"]

@@ -2,7 +2,7 @@
 
 A holder that wants to know before its next renewal serves a small Pyro5
 object and gives its URI to each lease's landlord (:meth:`landlord.Landlord.listen`);
-the landlord calls it when it revokes the lease (:mod:`landlord.notices`).
+the landlord calls it when it revokes the lease (:mod:`landlord.grantor.notices`).
 Give a receiver to a :class:`~landlord.LeaseRenewalManager` (``revocations=``)
 and it does this for every lease it keeps: a revoked lease is dropped and its
 listener told at once, with a :class:`~landlord.LeaseDeniedError` carrying the reason.
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import Pyro5.api
 
-from .landlordlease import LandlordLease
+from .holder.landlordlease import LandlordLease
 from .transport.addresses import advertised_host
 
 __all__ = ["RevocationReceiver"]

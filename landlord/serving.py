@@ -93,7 +93,7 @@ import Pyro5.api
 from Pyro5 import config as pyro_config
 
 from .admin import LandlordAdmin, admin_object_id
-from .grantor import Landlord
+from .grantor.landlord import Landlord
 from .replication.replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
 from .transport.addresses import WILDCARD_HOSTS, advertised_host, uri_host

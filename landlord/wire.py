@@ -27,8 +27,8 @@ from Pyro5.serializers import SerializerBase
 
 from .clock import SYSTEM_CLOCK
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
-from .grantor import RenewResults
-from .landlordlease import LandlordLease
+from .grantor.landlord import RenewResults
+from .holder.landlordlease import LandlordLease
 
 __all__ = ["register_exception", "register_converters", "checked_fields", "LEASE_CLASS", "RENEW_RESULTS_CLASS"]
 

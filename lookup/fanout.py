@@ -6,7 +6,7 @@ events as it sends them (after a restart too: see :meth:`EventFanout.fire`),
 hands them to an :class:`~lookup.events.EventMailer` and ends a registration
 whose listener cannot be reached. It is also the store codec of event
 registrations, the events' part of the lookup service's
-:class:`~landlord.grantor.ResourceCodec`.
+:class:`~landlord.grantor.landlord.ResourceCodec`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The :class:`Registry` decides what is registered and what a template finds;
 it grants no leases and sends no events (the lookup service does, around its
 calls). It is also the store codec of registrations: :meth:`Registry.dump`,
 :meth:`Registry.load` and :meth:`Registry.restored` are the registrations' part
-of the lookup service's :class:`~landlord.grantor.ResourceCodec`.
+of the lookup service's :class:`~landlord.grantor.landlord.ResourceCodec`.
 """
 
 from __future__ import annotations

@@ -385,7 +385,7 @@ class LookupService(Landlord):
 
 
 class _StoredRecords:
-    """The lookup service's :class:`~landlord.grantor.ResourceCodec`: registrations
+    """The lookup service's :class:`~landlord.grantor.landlord.ResourceCodec`: registrations
     as the registry stores them, event registrations as the fan-out does."""
 
     __slots__ = ("_registry", "_fanout")

@@ -25,7 +25,7 @@ import Pyro5.api
 import Pyro5.server
 
 from ..duration import ANY, FOREVER, check_duration
-from ..landlordlease import LandlordLease
+from ..holder.landlordlease import LandlordLease
 from ..lease import Lease
 
 __all__ = ["RenewalSetClient", "RenewalSetListener", "CALL_TIMEOUT"]

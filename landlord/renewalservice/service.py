@@ -35,7 +35,7 @@ known by the host its calls come from (the peer address of its connection:
 :func:`client_of_call`), may hold so many sets, each of so many leases, and
 so many leases in all; the sets a client makes count against it whoever adds
 to them. A lease is renewed on its landlord's address's lane
-(:class:`~landlord.renewal.Endpoints`), so one set's dead or hung landlords
+(:class:`~landlord.holder.renewal.Endpoints`), so one set's dead or hung landlords
 hold up no other's. Every URI the service
 will call is checked first: a lease's landlord (each of a replicated
 landlord's group) must be a ``PYRO:`` URI (:func:`check_pyro_uri`), at one of
@@ -47,7 +47,7 @@ the wrong kind) and changes nothing.
 
 With a ``store`` (an SQLite file), the sets, their listeners and their
 leases survive a restart: the set leases come back with their remaining
-terms (:mod:`landlord.store`), and every member is renewed at once, since
+terms (:mod:`landlord.grantor.store`), and every member is renewed at once, since
 its landlord's clock went on meanwhile.
 """
 
@@ -74,14 +74,22 @@ import Pyro5.server
 from ..clock import SYSTEM_CLOCK, Clock
 from ..duration import FOREVER, check_duration
 from ..errors import UnknownLeaseError
-from ..grantor import Landlord
-from ..landlordlease import MAX_URI_LENGTH, LandlordLease
+from ..grantor.landlord import Landlord
+from ..grantor.notices import NOTICE_TIMEOUT
+from ..grantor.policy import LeaseDurationPolicy, LeasePolicy
+from ..grantor.store import LeaseStore
+from ..holder.landlordlease import MAX_URI_LENGTH, LandlordLease
+from ..holder.renewal import (
+    ANSWERING,
+    FAILING,
+    UNHEARD,
+    Endpoints,
+    LeaseRenewalEvent,
+    LeaseRenewalManager,
+    renew_duration_for,
+)
+from ..holder.schedule import RENEW_AFTER
 from ..lease import Lease
-from ..notices import NOTICE_TIMEOUT
-from ..policy import LeaseDurationPolicy, LeasePolicy
-from ..renewal import ANSWERING, FAILING, UNHEARD, Endpoints, LeaseRenewalEvent, LeaseRenewalManager, renew_duration_for
-from ..schedule import RENEW_AFTER
-from ..store import LeaseStore
 from ..transport.callbacks import check_hosts, host_key, parse_pyro_uri
 from ..transport.clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
 from ..transport.lanes import Lanes
@@ -178,13 +186,13 @@ class SetEvents:
     One lane per listener address (host and port: :mod:`landlord.transport.lanes`), so
     events to one listener arrive in order and a listener that hangs holds up
     only its own address; and, as the renewal manager's calls
-    (:class:`~landlord.renewal.Endpoints`), addresses that took their last
+    (:class:`~landlord.holder.renewal.Endpoints`), addresses that took their last
     event have ``workers`` threads of their own, those not yet tried
     ``UNHEARD_EVENT_WORKERS``, and those whose last delivery failed one, so no
     number of hung listeners delays an event to one that answers. A delivery that fails (unreachable,
     or no answer within ``timeout``) is logged at WARNING, and events to that
     address posted in the next ``skip_for`` seconds are skipped, each logged,
-    without a call. Best effort, like :class:`~landlord.notices.Notices`.
+    without a call. Best effort, like :class:`~landlord.grantor.notices.Notices`.
 
     Args:
         clock: times the skipping.
@@ -728,7 +736,7 @@ def _renew_at_once(lease: Lease, term: float, now: tuple[float, float]) -> None:
 
     Its stored expiration is when it was added; how long it really has is its
     landlord's to say, so it is renewed at once: it is given a deadline at which
-    :func:`~landlord.renewal.renewal_time` is now.
+    :func:`~landlord.holder.renewal.renewal_time` is now.
     """
     set_granted = getattr(lease, "_set_granted", None)
     if set_granted is None or not 0 < term < math.inf:

@@ -1,7 +1,7 @@
 """What a lease renewal service keeps of its renewal sets: :class:`RenewalSet` in memory and
 :class:`SetStore` on disk.
 
-A set's own lease is kept by the service's landlord (its :class:`~landlord.store.LeaseStore`);
+A set's own lease is kept by the service's landlord (its :class:`~landlord.grantor.store.LeaseStore`);
 this module keeps the rest: each set's listeners and the leases it renews, each with
 its desired expiration (wall clock) and the most one renewal asks for. The store is
 a pair of tables in the same SQLite file as the landlord's leases, written as each
@@ -23,8 +23,8 @@ from typing import Any
 
 from Pyro5.serializers import SerpentSerializer
 
+from ..grantor.store import BUSY_TIMEOUT
 from ..lease import Lease
-from ..store import BUSY_TIMEOUT
 
 __all__ = ["RenewalSet", "Member", "SetStore", "StoredSet"]
 
@@ -94,7 +94,7 @@ class StoredSet:
 
 
 class SetStore:
-    """Renewal sets in an SQLite file (the one the service's :class:`~landlord.store.LeaseStore` uses).
+    """Renewal sets in an SQLite file (the one the service's :class:`~landlord.grantor.store.LeaseStore` uses).
 
     Args:
         path: the database file.

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..clock import SYSTEM_CLOCK, Clock
-from ..landlordlease import check_group
+from ..holder.landlordlease import check_group
 from ..transport.backoff import OutageLog
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """A replica group's leases in etcd: :class:`EtcdLeaseStore`, the store of a replicated landlord.
 
-It has :class:`~landlord.store.LeaseStore`'s interface (a
-:class:`~landlord.store.Store`), so ``Landlord(store=EtcdLeaseStore(...))``
+It has :class:`~landlord.grantor.store.LeaseStore`'s interface (a
+:class:`~landlord.grantor.store.Store`), so ``Landlord(store=EtcdLeaseStore(...))``
 and its lease manager use it unchanged; what it keeps is the group's, in
 etcd, beside the group's election key ``/<prefix>/<group>/leader``::
 
@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 from Pyro5.serializers import SerpentSerializer
 
 from ..clock import SYSTEM_CLOCK, Clock
-from ..store import StoredLease
+from ..grantor.store import StoredLease
 from ..transport.backoff import OutageLog
 from .election import LeadershipLost, etcd_errors, guarded_transaction, require_pyetcd
 
@@ -636,7 +636,7 @@ class _RenewalLog:
 
 
 class EtcdLeaseStore:
-    """A replica group's leases in etcd, for the group's leader in one term: a :class:`~landlord.store.Store`.
+    """A replica group's leases in etcd, for the group's leader in one term: a :class:`~landlord.grantor.store.Store`.
 
     Make one when ``leadership`` leads and give it to the leader's landlord,
     ``Landlord(store=EtcdLeaseStore(client, election))``: the landlord claims

@@ -44,11 +44,11 @@ import Pyro5.server
 from ..clock import SYSTEM_CLOCK, Clock
 from ..duration import ANY
 from ..errors import LeaseError, NotLeaderError
-from ..grantor import Landlord, RenewResults, ResourceCodec, served_uri
-from ..landlordlease import LandlordLease, check_landlords, replica_object_id, replica_uris
-from ..manager import FreeCallback, LeaseManager
-from ..policy import LeaseDurationPolicy, LeasePolicy
-from ..resource import LeasedResource
+from ..grantor.landlord import Landlord, RenewResults, ResourceCodec, served_uri
+from ..grantor.manager import FreeCallback, LeaseManager
+from ..grantor.policy import LeaseDurationPolicy, LeasePolicy
+from ..grantor.resource import LeasedResource
+from ..holder.landlordlease import LandlordLease, check_landlords, replica_object_id, replica_uris
 from .election import Election, LeadershipLost, etcd_errors, leader_key, require_pyetcd
 from .etcdstore import EtcdLeaseStore
 
@@ -131,7 +131,7 @@ class ReplicatedLandlord:
 
     Raises:
         ValueError: a bad group or prefix; ``replicas`` that
-            :func:`~landlord.landlordlease.check_landlords` refuses;
+            :func:`~landlord.holder.landlordlease.check_landlords` refuses;
             ``commit_interval`` or ``ready_wait`` not positive and finite.
         TypeError: ``replicas`` or ``reaper`` of the wrong type.
         ImportError: the etcd client is not installed.

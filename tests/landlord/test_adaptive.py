@@ -1,4 +1,4 @@
-"""Load-adaptive terms (landlord.adaptive): terms grow with the leases held and the renewals measured,
+"""Load-adaptive terms (landlord.grantor.adaptive): terms grow with the leases held and the renewals measured,
 so the renewal load stays under its cap; back to min_term when idle; within bounds. Fake clock throughout."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 import pytest
 
 from landlord import ANY, FOREVER, FakeClock, Landlord, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError
-from landlord.adaptive import AIM, SLOTS, AdaptivePolicy
-from landlord.policy import LeasePolicy
+from landlord.grantor.adaptive import AIM, SLOTS, AdaptivePolicy
+from landlord.grantor.policy import LeasePolicy
 
 
 def served(clock: FakeClock, policy: LeasePolicy) -> Landlord:

@@ -54,7 +54,6 @@ from landlord import (
     UnknownLeaseError,
     tls_settings,
 )
-from landlord import grantor as grantor_module
 from landlord.__main__ import main
 from landlord.admin import (
     ADMIN_PREFIX,
@@ -74,6 +73,7 @@ from landlord.admin import (
     read_token,
     register_admin,
 )
+from landlord.grantor import landlord as grantor_module
 from landlord.testing import Recorder, ServingDaemon
 from landlord.tls import PYRO_SSL_SETTINGS
 

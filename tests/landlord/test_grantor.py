@@ -22,7 +22,7 @@ from landlord import (
     RenewResults,
     UnknownLeaseError,
 )
-from landlord.manager import LeasedResource
+from landlord.grantor.manager import LeasedResource
 from landlord.transport import proxies
 
 
@@ -284,8 +284,8 @@ def answer_sizes(answer: Any) -> dict[str, int]:
 
 
 def test_the_worst_cancel_all_answer_of_a_maximal_batch_fits_in_2_mib(close_later: list) -> None:
-    from landlord.grantor import MAX_BATCH
-    from landlord.landlordlease import MAX_COOKIE_LENGTH
+    from landlord.grantor.landlord import MAX_BATCH
+    from landlord.holder.landlordlease import MAX_COOKIE_LENGTH
     landlord = Landlord(reaper="lazy")
     close_later.append(landlord)
     longest = [f"{i:08d}".ljust(MAX_COOKIE_LENGTH, "x") for i in range(MAX_BATCH)]  # all unknown, all echoed
@@ -295,7 +295,7 @@ def test_the_worst_cancel_all_answer_of_a_maximal_batch_fits_in_2_mib(close_late
 
 
 def test_the_worst_renew_all_answer_of_a_maximal_batch_fits_in_2_mib(close_later: list) -> None:
-    from landlord.grantor import MAX_BATCH, MAX_DENIAL, MAX_REASON
+    from landlord.grantor.landlord import MAX_BATCH, MAX_DENIAL, MAX_REASON
     landlord = Landlord(reaper="lazy", policy=LeaseDurationPolicy(maximum=600))
     close_later.append(landlord)
     leases = [landlord.new_lease(i, 60) for i in range(MAX_BATCH)]
@@ -338,7 +338,7 @@ def test_a_long_or_heavy_denial_in_a_batch_keeps_its_kind_and_a_short_one_is_unt
 
 @pytest.mark.parametrize("method", ["renew_all", "cancel_all"])
 def test_a_batch_over_max_batch_is_refused_over_the_wire_and_changes_nothing(rooms: tuple, method: str) -> None:
-    from landlord.grantor import MAX_BATCH
+    from landlord.grantor.landlord import MAX_BATCH
     landlord, uri, freed = rooms
     with Pyro5.api.Proxy(uri) as proxy:
         live = proxy.rent("a", 10)

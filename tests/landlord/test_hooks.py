@@ -1,4 +1,4 @@
-"""Lifecycle hooks (landlord.hooks): every grant, renewal, denial and end is told, once, in batches."""
+"""Lifecycle hooks (landlord.grantor.hooks): every grant, renewal, denial and end is told, once, in batches."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import pytest
 
 from landlord import FakeClock, Landlord, LeaseDeniedError, LeasedResource, LeaseDurationPolicy, UnknownLeaseError
-from landlord.hooks import HookFanout, LeaseHooks
-from landlord.reapers import Reaper
+from landlord.grantor.hooks import HookFanout, LeaseHooks
+from landlord.grantor.reapers import Reaper
 
 
 class Never(Reaper):

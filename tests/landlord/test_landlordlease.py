@@ -35,10 +35,10 @@ from landlord import (
     NotLeaderError,
     RenewResults,
     UnknownLeaseError,
-    landlordlease,
     timeout_within,
 )
-from landlord.landlordlease import MAX_LANDLORDS, MAX_REDIRECTS, check_landlords, known_leader
+from landlord.holder import landlordlease
+from landlord.holder.landlordlease import MAX_LANDLORDS, MAX_REDIRECTS, check_landlords, known_leader
 from landlord.transport import proxies
 from landlord.transport.classify import Verdict, classify
 
@@ -485,7 +485,7 @@ def test_a_holders_batch_calls_stay_well_under_64_kib_in_serpent_and_json() -> N
 
     from Pyro5.serializers import JsonSerializer, SerpentSerializer
 
-    from landlord.grantor import MAX_BATCH
+    from landlord.grantor.landlord import MAX_BATCH
     assert landlordlease.CALL_BATCH == 1000 and landlordlease.CALL_BATCH <= MAX_BATCH
     landlord = RecordingLandlord(reaper="lazy", policy=LeaseDurationPolicy(maximum=3600))
     try:

@@ -272,7 +272,8 @@ def test_lease_map_checks_keys_and_durations(clock: FakeClock) -> None:
 
 def test_lease_map_splits_batches_into_calls_the_landlord_takes(clock: FakeClock,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from landlord import grantor, landlordlease
+    from landlord.grantor import landlord as grantor
+    from landlord.holder import landlordlease
     monkeypatch.setattr(landlordlease, "CALL_BATCH", 3)
     monkeypatch.setattr(grantor, "MAX_BATCH", 3)  # the landlord refuses more, as it would 100,001
     landlord = CountingLandlord(clock=clock, reaper="lazy", policy=LeaseDurationPolicy(maximum=100))

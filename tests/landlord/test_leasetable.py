@@ -1,4 +1,4 @@
-"""landlord.leasetable: the lazy calendar finds exactly the leases due, never late, whatever was renewed."""
+"""landlord.grantor.leasetable: the lazy calendar finds exactly the leases due, never late, whatever was renewed."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from landlord.leasetable import BUCKETS_PER_SECOND, LeaseTable
-from landlord.resource import LeasedResource
+from landlord.grantor.leasetable import BUCKETS_PER_SECOND, LeaseTable
+from landlord.grantor.resource import LeasedResource
 
 WIDTH = 1 / BUCKETS_PER_SECOND
 

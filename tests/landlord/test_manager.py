@@ -18,7 +18,7 @@ from landlord import (
     Reaper,
     UnknownLeaseError,
 )
-from landlord.manager import ENDED, STORED_EXTRA
+from landlord.grantor.manager import ENDED, STORED_EXTRA
 
 REAPERS = ["sleeper", "polling", "lazy"]
 
@@ -353,7 +353,7 @@ def test_lazy_reaper_frees_a_lease_that_arrives_earlier_than_all_others(clock: F
 
 
 def test_a_mass_expiry_is_freed_chunk_by_chunk(clock: FakeClock) -> None:
-    from landlord import manager as manager_module
+    from landlord.grantor import manager as manager_module
     still_held: list[int] = []
     manager: LeaseManager
 
@@ -372,7 +372,7 @@ def test_a_mass_expiry_is_freed_chunk_by_chunk(clock: FakeClock) -> None:
 
 
 def test_renewed_all_across_chunks_each_lease_fails_alone(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
-    from landlord import manager as manager_module
+    from landlord.grantor import manager as manager_module
     monkeypatch.setattr(manager_module, "REAP_CHUNK", 4)
     freed = Freed()
     manager = make_manager(clock, freed=freed)

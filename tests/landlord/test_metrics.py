@@ -34,7 +34,7 @@ from landlord import (
     ReplicatedLandlord,
     serve_landlord,
 )
-from landlord.hooks import LeaseHooks
+from landlord.grantor.hooks import LeaseHooks
 from landlord.metrics import DENIAL_REASONS, LeaseMetrics, find_metrics, serve_metrics
 from landlord.testing import Recorder
 from landlord.testing.etcd import EtcdCluster

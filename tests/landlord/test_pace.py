@@ -1,4 +1,4 @@
-"""landlord.pace: what a landlord's renewal calls take, and the start times planned by it (numbers only)."""
+"""landlord.holder.pace: what a landlord's renewal calls take, and the start times planned by it (numbers only)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from landlord.pace import BUSY, OVERLOAD, WARN_EVERY, Pace, finish_by, planned_start
+from landlord.holder.pace import BUSY, OVERLOAD, WARN_EVERY, Pace, finish_by, planned_start
 
 
 def test_a_renewal_should_be_done_halfway_from_its_start_to_the_end() -> None:

@@ -28,8 +28,7 @@ from landlord import (
     UnknownLeaseError,
     get_call_timeout,
 )
-from landlord.lease import sent_now
-from landlord.renewal import (
+from landlord.holder.renewal import (
     ANSWERING,
     FAILING,
     UNHEARD,
@@ -40,7 +39,8 @@ from landlord.renewal import (
     attempt_timeout,
     renewal_time,
 )
-from landlord.schedule import warning_time
+from landlord.holder.schedule import warning_time
+from landlord.lease import sent_now
 from landlord.transport import proxies
 
 THIRD = 10 / 3  # the managers here renew a 10 s lease every third of its term

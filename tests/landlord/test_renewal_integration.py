@@ -32,9 +32,9 @@ from landlord import (
     RenewResults,
     set_call_timeout,
 )
-from landlord.landlordlease import CALL_BATCH
-from landlord.manager import LeasedResource
-from landlord.renewal import FAILING
+from landlord.grantor.manager import LeasedResource
+from landlord.holder.landlordlease import CALL_BATCH
+from landlord.holder.renewal import FAILING
 
 
 class Listener:

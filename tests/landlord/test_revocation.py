@@ -19,8 +19,8 @@ from landlord import (
     LeaseRenewalManager,
     UnknownLeaseError,
 )
-from landlord.hooks import LeaseHooks
-from landlord.resource import LeasedResource
+from landlord.grantor.hooks import LeaseHooks
+from landlord.grantor.resource import LeasedResource
 from landlord.revocation import RevocationReceiver
 from landlord.testing import Recorder, ServingDaemon
 

@@ -1,4 +1,4 @@
-"""landlord.schedule: what is due when, per batch of leases, on times passed in (no threads, no sleeps)."""
+"""landlord.holder.schedule: what is due when, per batch of leases, on times passed in (no threads, no sleeps)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import Pyro5.errors
 import pytest
 
 from landlord import ANY, FOREVER, AbstractLease, FakeClock, LeaseDeniedError, UnknownLeaseError
-from landlord.schedule import Call, LeaseRenewalEvent, Schedule, Told, retry_time
+from landlord.holder.schedule import Call, LeaseRenewalEvent, Schedule, Told, retry_time
 
 THIRD = 10 / 3  # a 10 s lease is renewed a third into its term
 A, B = ("landlord", "A"), ("landlord", "B")

@@ -21,7 +21,7 @@ import pytest
 from Pyro5.serializers import SerpentSerializer
 
 from landlord import FOREVER, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, LeaseStore, UnknownLeaseError
-from landlord.store import StoredLease, StoreInUseError
+from landlord.grantor.store import StoredLease, StoreInUseError
 
 
 @pytest.fixture

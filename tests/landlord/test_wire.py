@@ -12,7 +12,7 @@ from Pyro5.serializers import JsonSerializer, MarshalSerializer, SerpentSerializ
 import landlord
 import landlord.wire
 from landlord import LandlordLease, LeaseDeniedError, LeaseError, LeaseMapError, RenewResults, UnknownLeaseError
-from landlord.landlordlease import MAX_LANDLORDS
+from landlord.holder.landlordlease import MAX_LANDLORDS
 from landlord.wire import LEASE_CLASS
 
 URI = "PYRO:obj_1@127.0.0.1:4160"

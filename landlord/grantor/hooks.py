@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LeaseHooks", "HookFanout"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.hooks")  # its name before it moved
 
 
 class LeaseHooks:

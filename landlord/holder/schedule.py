@@ -4,7 +4,7 @@ A :class:`Schedule` holds every managed lease and answers, for a time it is
 given, what is due: which leases to renew in which call, and which to let go
 (their desired expiration reached, or their term over after failed
 attempts). It reads no clock, starts no thread and makes no call: the
-manager (:mod:`landlord.renewal`) passes the time in, makes the calls, hands
+manager (:mod:`landlord.holder.renewal`) passes the time in, makes the calls, hands
 the outcomes back, and tells listeners what the schedule returns. Every
 rule here can be tested by calling it with numbers.
 
@@ -28,9 +28,9 @@ The timing rules, on the holder's monotonic clock:
   was sent, or sooner near the end, but never past the lease's deadline: a lease
   whose renewals kept failing is reported lost when its term ends.
 
-A round takes time: each landlord's calls are timed (:class:`~landlord.pace.Pace`),
+A round takes time: each landlord's calls are timed (:class:`~landlord.holder.pace.Pace`),
 and a batch is started early enough to finish while a third of its term is still
-left (:func:`~landlord.pace.planned_start`); a batch handed over in bulk is split
+left (:func:`~landlord.holder.pace.planned_start`); a batch handed over in bulk is split
 into calls started one measured call-time apart, back from that bound.
 """
 
@@ -44,11 +44,11 @@ import math
 import random as _random
 from collections.abc import Callable, Hashable, Mapping
 
-from .duration import ANY, check_duration
-from .lease import Lease
+from ..duration import ANY, check_duration
+from ..lease import Lease
+from ..transport.backoff import Backoff
+from ..transport.classify import Verdict, classify
 from .pace import Pace, finish_by, planned_start
-from .transport.backoff import Backoff
-from .transport.classify import Verdict, classify
 
 __all__ = ["Schedule", "Call", "LeaseRenewalEvent", "LeaseWarningEvent", "Callback", "WarningCallback", "Told",
            "Warned", "renewal_time", "warning_time", "attempt_timeout", "retry_time", "RENEW_AFTER", "check_finite"]
@@ -250,7 +250,7 @@ class Call:
     Attributes:
         key: the leases' batch key; ``None`` for a lease renewed on its own.
         sent: when the call was taken to be sent (the retry backoff counts from it).
-        finish: when it should be done by (:func:`~landlord.pace.finish_by`, for its first lease to end).
+        finish: when it should be done by (:func:`~landlord.holder.pace.finish_by`, for its first lease to end).
     """
 
     __slots__ = ("key", "sent", "finish", "_members", "_backoff", "_pace")
@@ -564,10 +564,10 @@ class Schedule:
                  error: BaseException | None = None, started: float | None = None) -> list[Told]:
         """Record how ``call`` went, as seen at ``now``, and queue its leases' next steps.
 
-        How long it took is measured for its landlord (:class:`~landlord.pace.Pace`,
+        How long it took is measured for its landlord (:class:`~landlord.holder.pace.Pace`,
         which warns if the landlord cannot be kept up with). A lease renewed is
         queued for its next renewal (at least 50 ms on), started early enough
-        that a call like this one finishes in time (:func:`~landlord.pace.planned_start`);
+        that a call like this one finishes in time (:func:`~landlord.holder.pace.planned_start`);
         one refused (a definite answer, :func:`~landlord.transport.classify.classify`) is let go;
         one whose call may be retried is queued for :func:`retry_time` with the
         call's backoff, or let go if its deadline has come. Leases removed or
@@ -635,7 +635,7 @@ class Schedule:
     def _measure(self, call: Call, now: float, started: float, answered: bool) -> tuple[float, bool]:
         """Record how long ``call`` took for its landlord, if it ``answered`` (a call that timed out
         or found no one says nothing of its pace): what a call of its size is now expected to take,
-        and whether its lane is busy (:meth:`~landlord.pace.Pace.busy`)."""
+        and whether its lane is busy (:meth:`~landlord.holder.pace.Pace.busy`)."""
         if call.key is None:
             return 0.0, False  # one lease per call: its time is a round trip, nothing to plan by
         pace = self._pace(call.key)
@@ -652,7 +652,7 @@ class Schedule:
         A full open batch (``max_batch`` leases: a call's worth) is followed by
         another, and once calls have been measured each such part is planned to
         start one call-time before the one opened before it, so that sent one
-        after the other they all finish in time (:func:`~landlord.pace.planned_start`);
+        after the other they all finish in time (:func:`~landlord.holder.pace.planned_start`);
         the first part is due at its renewal time.
         """
         lease = kept.lease

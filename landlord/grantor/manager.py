@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeAlias
 
-from .clock import SYSTEM_CLOCK, Clock
-from .errors import LeaseDeniedError, UnknownLeaseError
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import LeaseDeniedError, UnknownLeaseError
 from .hooks import HookFanout, LeaseHooks
 from .leasetable import LeaseTable
 from .policy import LeasePolicy
@@ -23,7 +23,7 @@ from .store import Store
 __all__ = ["LeasedResource", "LeaseManager", "HeldLease", "StoredExtra", "unwrap_stored", "STORED_EXTRA",
            "FreeCallback", "FreeWithCookie", "ENDED", "ENDED_BY"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.manager")  # its name before it moved
 
 REAP_CHUNK = 1000  # leases freed per turn of the lock when many expire at once
 REVOKED_REMEMBERED = 10_000  # revoked cookies whose reason a late renewal is told
@@ -56,7 +56,7 @@ class LeaseManager:
     """Owns the leased resources of a landlord and frees them when their leases end.
 
     Resources are kept by cookie (a dict) and by expiration (a lazy calendar,
-    :mod:`landlord.leasetable`): register and cancel are O(1), a renewal costs
+    :mod:`landlord.grantor.leasetable`): register and cancel are O(1), a renewal costs
     the index nothing, and the reaper finds what is due bucket by bucket.
     Whatever the reaper, a lease past its expiration is never renewable and
     its resource is never handed out: the reaper only decides *when* expired
@@ -85,7 +85,7 @@ class LeaseManager:
 
     Args:
         policy: decides renewal terms (and the grace, its ``grace``).
-        reaper: ``"sleeper"``, ``"polling"``, ``"lazy"`` or a :class:`~landlord.reapers.Reaper`.
+        reaper: ``"sleeper"``, ``"polling"``, ``"lazy"`` or a :class:`~landlord.grantor.reapers.Reaper`.
         clock: the monotonic clock expiry is decided on.
         on_expire: called with each resource of a lease (its own and those
             attached) when the lease expires or is cancelled; never under the
@@ -99,15 +99,15 @@ class LeaseManager:
         on_cancel: if given, called instead of ``on_expire`` for leases
             cancelled while still live, so a landlord can tell the two apart
             (the same way, the same at-least-once).
-        store: if given, every change is written to it (:mod:`landlord.store`): renewals
+        store: if given, every change is written to it (:mod:`landlord.grantor.store`): renewals
             under the lock; grants and ends outside it (no renewal waits for an etcd round trip).
         dump: what of a resource is written to ``store`` (default: the
             resource itself); ``None`` from it keeps that lease in memory only.
-        hooks: observers told of every grant, renewal, denial and end (:mod:`landlord.hooks`).
+        hooks: observers told of every grant, renewal, denial and end (:mod:`landlord.grantor.hooks`).
 
     Raises:
         ValueError: an unknown reaper name.
-        TypeError: ``hooks`` not :class:`~landlord.hooks.LeaseHooks`.
+        TypeError: ``hooks`` not :class:`~landlord.grantor.hooks.LeaseHooks`.
     """
 
     def __init__(self, policy: LeasePolicy, *, reaper: str | Reaper = "sleeper",
@@ -136,7 +136,7 @@ class LeaseManager:
         (for an observer that comes after the landlord was made: metrics attached when it is served).
 
         Raises:
-            TypeError: ``hooks`` is not a :class:`~landlord.hooks.LeaseHooks`.
+            TypeError: ``hooks`` is not a :class:`~landlord.grantor.hooks.LeaseHooks`.
         """
         with self._lock:  # two callers at once must not lose one: each swaps in a new fanout
             told = self.hooks.hooks if self.hooks is not None else ()

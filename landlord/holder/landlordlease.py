@@ -23,15 +23,15 @@ from typing import Any
 import Pyro5.core
 import Pyro5.errors
 
-from .clock import SYSTEM_CLOCK, Clock
-from .errors import LeaseError, NotLeaderError
-from .lease import AbstractLease, Lease, check_granted, sent_now
-from .transport import proxies
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import LeaseError, NotLeaderError
+from ..lease import AbstractLease, Lease, check_granted, sent_now
+from ..transport import proxies
 
 __all__ = ["LandlordLease", "check_landlords", "known_leader", "call_group", "replica_uris", "replica_object_id",
            "check_group", "MAX_LANDLORDS", "MAX_REDIRECTS"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.landlordlease")  # its name before it moved
 
 # Cookies are opaque, but a bound keeps forged ones from costing memory.
 MAX_COOKIE_LENGTH = 256

@@ -7,12 +7,12 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .clock import SYSTEM_CLOCK, Clock
-from .duration import ANY, FOREVER, check_duration
-from .errors import LeaseDeniedError
+from ..clock import SYSTEM_CLOCK, Clock
+from ..duration import ANY, FOREVER, check_duration
+from ..errors import LeaseDeniedError
 
 if TYPE_CHECKING:
-    from .lease import Lease
+    from ..lease import Lease
     from .resource import LeasedResource
 
 __all__ = ["LeasePolicy", "LeaseDurationPolicy", "LeaseFactory"]

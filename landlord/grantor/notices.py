@@ -20,7 +20,7 @@ import Pyro5.api
 
 __all__ = ["Notices", "RevocationNotices", "NOTICE_TIMEOUT"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.notices")  # its name before it moved
 
 NOTICE_TIMEOUT = 5.0  # seconds one delivery may take before the listener is given up on
 

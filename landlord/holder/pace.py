@@ -20,7 +20,7 @@ how busy its lane has been over the last term. From it the schedule:
 * splits a batch handed over in bulk into calls whose start times are
   staggered back from that bound, so that one after the other they all make it;
 * lets an attempt wait at least a few times the time measured for its size
-  (:func:`landlord.schedule.attempt_timeout`), so a slow call is not abandoned
+  (:func:`landlord.holder.schedule.attempt_timeout`), so a slow call is not abandoned
   and sent again while the landlord is still working on it;
 * warns (WARNING on ``landlord.pace``) when a call finishes later than that
   bound, or when the lane was busy through most of a term: the load cannot be
@@ -39,7 +39,7 @@ from collections.abc import Hashable
 
 __all__ = ["Pace", "finish_by", "planned_start", "BUSY", "OVERLOAD", "WARN_EVERY"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.pace")  # its name before it moved
 
 # Each call measured counts as much as every call before it put together, so a
 # landlord that slows down is followed within a few calls.

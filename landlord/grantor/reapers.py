@@ -19,12 +19,12 @@ import math
 import threading
 from typing import Protocol
 
-from .clock import Clock
-from .duration import check_duration
+from ..clock import Clock
+from ..duration import check_duration
 
 __all__ = ["Reaper", "Reaped", "SleeperReaper", "PollingReaper", "LazyReaper", "make_reaper", "REAPERS"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.reapers")  # its name before it moved
 
 
 class Reaped(Protocol):

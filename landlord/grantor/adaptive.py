@@ -16,16 +16,16 @@ import math
 import numbers
 from typing import TYPE_CHECKING
 
-from .duration import FOREVER
+from ..duration import FOREVER
 from .policy import LeaseDurationPolicy
 
 if TYPE_CHECKING:
-    from .lease import Lease
+    from ..lease import Lease
     from .resource import LeasedResource
 
 __all__ = ["AdaptivePolicy", "AIM", "SLOTS"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.adaptive")  # its name before it moved
 
 AIM = 0.8  # of the cap: the margin takes a window's noise and the leases added between two looks at the count
 SLOTS = 10  # the sliding window's slots: it moves on by a tenth of itself

@@ -26,7 +26,7 @@ What happens on failure (:func:`landlord.transport.classify.classify` tells whic
   shrinking intervals as the end nears, so a lease is reported lost when its
   term ends, not when the link comes back;
 * a landlord that is slow but answering is measured, not given up on: each
-  landlord's calls are timed (:mod:`landlord.pace`), an attempt waits at least
+  landlord's calls are timed (:mod:`landlord.holder.pace`), an attempt waits at least
   three times what a call of its size took, rounds start early enough to
   finish while a third of the term is left, a bulk of leases is split into
   calls started a measured call-time apart, and a WARNING on
@@ -42,7 +42,7 @@ nor hurries a renewal. Desired expirations are given and reported on the wall
 clock, as ``lease.expiration`` is, and converted when they are given.
 
 The manager is a driver. What is due when, batch by batch, is decided by its
-:class:`~landlord.schedule.Schedule`, which reads no clock and runs no
+:class:`~landlord.holder.schedule.Schedule`, which reads no clock and runs no
 thread. One thread sleeps until the schedule's next due time and takes what
 is due; the remote calls go out on a few worker threads, one
 :mod:`lane <landlord.transport.lanes>` per *endpoint* (the host and port a landlord's
@@ -72,11 +72,14 @@ from typing import Protocol
 
 import Pyro5.core
 
-from .clock import SYSTEM_CLOCK, Clock
-from .duration import ANY, check_duration
-from .errors import LeaseDeniedError, UnknownLeaseError
+from ..clock import SYSTEM_CLOCK, Clock
+from ..duration import ANY, check_duration
+from ..errors import LeaseDeniedError, UnknownLeaseError
+from ..lease import Lease
+from ..transport import proxies
+from ..transport.classify import Verdict, classify
+from ..transport.lanes import Lanes
 from .landlordlease import CALL_BATCH, LandlordLease
-from .lease import Lease
 from .schedule import (
     RENEW_AFTER,
     Call,
@@ -91,14 +94,11 @@ from .schedule import (
     check_finite,
     renewal_time,
 )
-from .transport import proxies
-from .transport.classify import Verdict, classify
-from .transport.lanes import Lanes
 
 __all__ = ["LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time", "attempt_timeout",
            "renew_duration_for", "RENEW_AFTER", "Endpoints", "ANSWERING", "UNHEARD", "FAILING"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.renewal")  # its name before it moved
 
 # Endpoints remembered as answering (and as failing): beyond this many, the one heard from
 # longest ago is forgotten (and its next call goes with the unheard).
@@ -214,7 +214,7 @@ class LeaseRenewalManager:
                 it with :meth:`set_expiration` to keep the lease), and when the lease
                 itself will end within ``warn_before`` seconds without having been
                 renewed (``reason="unrenewed"``: its landlord is slow or out of
-                reach; see :func:`~landlord.schedule.warning_time`). Each warning
+                reach; see :func:`~landlord.holder.schedule.warning_time`). Each warning
                 is given once per end it is about; the lease stays managed.
             warn_before: seconds, positive and finite; required with ``on_warning``.
 

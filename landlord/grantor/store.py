@@ -53,7 +53,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["Store", "LeaseStore", "StoredLease", "StoreInUseError", "SYNCHRONOUS_MODES"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.store")  # its name before it moved
 
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 BUSY_TIMEOUT = 10.0  # seconds to wait for another process's write to the same file

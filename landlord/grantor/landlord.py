@@ -14,21 +14,21 @@ from typing import Any, Protocol
 import Pyro5.core
 import Pyro5.server
 
-from .clock import SYSTEM_CLOCK, Clock
-from .duration import ANY, check_duration
-from .errors import LeaseDeniedError
+from ..clock import SYSTEM_CLOCK, Clock
+from ..duration import ANY, check_duration
+from ..errors import LeaseDeniedError
+from ..holder.landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
+from ..transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
 from .hooks import LeaseHooks
-from .landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
 from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
 from .notices import RevocationNotices
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .store import Store
-from .transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
 
 __all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.grantor")  # its name before it moved
 
 COOKIE_BYTES = 16  # 128 random bits: holding the cookie is the capability to renew or cancel
 MAX_REASON = 1000  # characters of a revocation's reason
@@ -74,7 +74,7 @@ class RenewResults:
 
 
 class ResourceCodec(Protocol):
-    """How a landlord keeps its resources in its :class:`~landlord.store.LeaseStore` and takes them back.
+    """How a landlord keeps its resources in its :class:`~landlord.grantor.store.LeaseStore` and takes them back.
 
     Give one to :class:`Landlord` (``codec=``). Without one, a landlord uses
     its own :meth:`Landlord.dump_resource` and :meth:`Landlord.load_resource`
@@ -139,15 +139,15 @@ class Landlord:
             make a second call harmless (see :class:`~landlord.LeaseManager`).
         on_cancel: if given, called instead of ``on_expire`` when a live lease is cancelled (the same way).
         landlord_id: a stable identity (default: the store's, else a new random one).
-        store: keep the leases in this :class:`~landlord.store.LeaseStore`, and
+        store: keep the leases in this :class:`~landlord.grantor.store.LeaseStore`, and
             take back those it holds: the same landlord id, the same cookies,
             each lease with its remaining time less the time the landlord was
-            down (see :mod:`landlord.store`). :meth:`close` closes it.
+            down (see :mod:`landlord.grantor.store`). :meth:`close` closes it.
         codec: how resources are stored and taken back (see
             :class:`ResourceCodec`); by default as :meth:`dump_resource` makes
             them and :meth:`load_resource` reads them back.
         hooks: observers told of every grant, renewal, denial and end
-            (:class:`~landlord.hooks.LeaseHooks`; one or a list).
+            (:class:`~landlord.grantor.hooks.LeaseHooks`; one or a list).
         replicas: for one replica of a replicated landlord, the URIs of every
             replica of its group (a list or tuple of ``PYRO:`` URIs, in the
             order holders try them; its own need not come first): every lease

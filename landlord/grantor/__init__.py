@@ -1,0 +1,20 @@
+"""The grantor: who grants leases, keeps them in order, and frees their resources when they end.
+
+- :mod:`~landlord.grantor.landlord`: :class:`~landlord.Landlord`, the Pyro5-exposed
+  grantor (``renew``, ``cancel``, their batches), and :class:`~landlord.RenewResults`;
+- :mod:`~landlord.grantor.manager`: :class:`~landlord.LeaseManager`, which owns the
+  leased resources, over :mod:`~landlord.grantor.leasetable` (by cookie, and a lazy
+  calendar by expiration);
+- :mod:`~landlord.grantor.policy` and :mod:`~landlord.grantor.adaptive`: how long a
+  lease is granted; :mod:`~landlord.grantor.reapers`: when ended leases are freed;
+  :mod:`~landlord.grantor.store`: the SQLite store (leases survive kill -9);
+  :mod:`~landlord.grantor.hooks`: what a landlord tells of its leases;
+  :mod:`~landlord.grantor.notices`: a thread calling listeners;
+  :mod:`~landlord.grantor.resource`: a leased resource as the manager holds it.
+
+It may import the holder side (what it grants is a holder's
+:class:`~landlord.LandlordLease`), the transport and the basics; never serving,
+replication or the renewal service, which are built on it. Loggers keep the
+names the modules had before they moved here (``landlord.grantor``,
+``landlord.manager``, ...).
+"""
