@@ -17,8 +17,7 @@ revocation receiver. A holder that only renews loads none of them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
@@ -34,6 +33,7 @@ from .grantor.resource import LeasedResource, LeaseExtra
 from .grantor.store import LeaseStore, Store, StoreInUseError
 from .holder.landlordlease import LandlordLease, call_group, known_leader, replica_uris
 from .holder.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
+from .lazy import lazy_names
 from .lease import AbstractLease, Lease, LeaseMap
 from .tls import TLSConfig, apply_tls, tls_settings
 from .transport.backoff import Backoff, OutageLog, PeerErrors
@@ -63,23 +63,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """An extra's name, from its module, or a submodule, imported now (and kept: this runs once per name)."""
-    module = _LAZY.get(name)
-    if module is None:  # a submodule not imported yet (``landlord.serving`` after ``import landlord``), else nothing
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise  # the submodule is there, but something it imports is not
-            raise AttributeError(f"module 'landlord' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __version__ = "0.1.0"
 

@@ -14,36 +14,36 @@ serve``, :mod:`lookup.server`) only when imported.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import landlord as _landlord  # noqa: F401  (registers landlord's converters)
+from landlord.lazy import lazy_names
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .cache import LookupCache
 from .discovery import DiscoveredLookup, LookupDiscovery, discover
 from .entry import (
-                    Comment,
-                    Entry,
-                    Location,
-                    Name,
-                    ServiceInfo,
-                    Status,
-                    UnknownEntry,
-                    entry_class,
-                    entry_class_name,
-                    entry_fields,
-                    entry_lineage,
-                    entry_matches,
-                    qualified_name,
+    Comment,
+    Entry,
+    Location,
+    Name,
+    ServiceInfo,
+    Status,
+    UnknownEntry,
+    entry_class,
+    entry_class_name,
+    entry_fields,
+    entry_lineage,
+    entry_matches,
+    qualified_name,
 )
 from .events import (
-                    ALL_TRANSITIONS,
-                    TRANSITION_MATCH_MATCH,
-                    TRANSITION_MATCH_NOMATCH,
-                    TRANSITION_NOMATCH_MATCH,
-                    EventRegistration,
-                    ServiceEvent,
+    ALL_TRANSITIONS,
+    TRANSITION_MATCH_MATCH,
+    TRANSITION_MATCH_NOMATCH,
+    TRANSITION_NOMATCH_MATCH,
+    EventRegistration,
+    ServiceEvent,
 )
 from .item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .join import JoinManager
@@ -58,23 +58,7 @@ if TYPE_CHECKING:  # at run time: loaded on first use (its replication loads lan
 _LAZY = {"ReplicatedLookupService": "replicated"}
 
 
-def __getattr__(name: str) -> Any:
-    """An extra's name, from its module, or a submodule, imported now (and kept: this runs once per name)."""
-    module = _LAZY.get(name)
-    if module is None:  # a submodule not imported yet (``lookup.serving`` after ``import lookup``), else nothing
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise  # the submodule is there, but something it imports is not
-            raise AttributeError(f"module 'lookup' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
