@@ -60,6 +60,7 @@ URI_LINE = r"^\w[\w ]* at (?P<uri>PYRO:\S+)"
 DEFAULT_TIMEOUT = 20.0  # seconds: a cold interpreter starting on a busy two-core machine
 STOP_TIMEOUT = 10.0  # seconds after a signal before a kill
 TAIL = 40  # lines of output a failure message shows
+SETTLE_TIMEOUT = 2.0  # seconds a failure waits for the readers of a child whose output ended
 
 
 class WaitFailed(AssertionError):
@@ -274,6 +275,8 @@ class OutputLines:
                 if left <= 0 or self._ended:
                     break
                 self._changed.wait(left)
+        if self._ended:
+            self._settle()
         why = f"its output ended ({self._status()})" if self._ended else f"not within {timeout:g} s"
         awaited = f"no line matching {pattern!r}" if count == 1 else \
             f"{len(found)} line(s) matching {pattern!r}, not {count}"
@@ -314,6 +317,9 @@ class OutputLines:
         if "uri" not in re.compile(pattern).groupindex:
             raise ValueError(f"the pattern needs a group named uri: {pattern!r}")
         return self.wait_for(pattern, timeout).group("uri")
+
+    def _settle(self) -> None:
+        """Once the output ended, before a failure is told: let every reader finish what it has (nothing here)."""
 
     def tail(self, count: int = TAIL) -> str:
         """Its last ``count`` lines (and of its stderr, if kept separate), each with the time it was read."""
@@ -398,6 +404,12 @@ class ChildProcess(OutputLines):
     def alive(self) -> bool:
         """Whether it is still running."""
         return self.process.poll() is None
+
+    def _settle(self) -> None:
+        """Its stdout ended: let the stderr reader catch up (it may lag), so that a failure shows all of it."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        for reader in self._readers:
+            reader.join(max(0.0, deadline - time.monotonic()))
 
     def _status(self) -> str:
         try:
