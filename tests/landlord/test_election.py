@@ -505,7 +505,7 @@ def test_a_leader_stopped_past_its_ttl_is_fenced_and_rejoins_as_a_follower(clust
             assert first.expect("leading ") == "no"
             first.send("quit")
             first.expect("bye")
-            assert first.process.wait(10) == 0
+            assert first.process.wait(10) == 0, first.tail(60)
 
 
 def test_a_candidate_that_quits_resigns(cluster: EtcdCluster) -> None:

@@ -21,6 +21,7 @@ and answers commands read from stdin, one line each::
 
 from __future__ import annotations
 
+import faulthandler
 import sys
 import threading
 
@@ -41,30 +42,35 @@ def main(endpoints: str, group: str, candidate: str) -> int:
                         on_elected=lambda revision: say(f"elected {revision}"),
                         on_deposed=lambda reason: say(f"deposed {reason}"),
                         on_leader=lambda leader: say(f"leader {leader or 'none'}"))
-    written = f"/landlord/{group}/written"
-    put = client.transactions.put(written, candidate)
-    with election:
-        for line in sys.stdin:
-            command = line.split()
-            if command == ["leading"]:
-                say(f"leading {'yes' if election.leading else 'no'}")
-            elif command == ["write"]:
-                try:
-                    election.transaction(success=[put])
-                    say("write ok")
-                except LeadershipLost as exc:
-                    say(f"write refused {exc}")
-            elif command[:1] == ["write-as"] and len(command) == 2:
-                try:
-                    guarded_transaction(client, election.key, int(command[1]), success=[put])
-                    say("write-as ok")
-                except LeadershipLost as exc:
-                    say(f"write-as refused {exc}")
-            elif command == ["quit"]:
-                break
-            else:
-                say(f"unknown command {line.strip()!r}")
+    try:
+        written = f"/landlord/{group}/written"
+        put = client.transactions.put(written, candidate)
+        with election:
+            for line in sys.stdin:
+                command = line.split()
+                if command == ["leading"]:
+                    say(f"leading {'yes' if election.leading else 'no'}")
+                elif command == ["write"]:
+                    try:
+                        election.transaction(success=[put])
+                        say("write ok")
+                    except LeadershipLost as exc:
+                        say(f"write refused {exc}")
+                elif command[:1] == ["write-as"] and len(command) == 2:
+                    try:
+                        guarded_transaction(client, election.key, int(command[1]), success=[put])
+                        say("write-as ok")
+                    except LeadershipLost as exc:
+                        say(f"write-as refused {exc}")
+                elif command == ["quit"]:
+                    break
+                else:
+                    say(f"unknown command {line.strip()!r}")
+    finally:  # its channel, and the watch stream on it, end now: an open stream can hold up the exit
+        client.close()
     say("bye")
+    # Exiting should take no time; if it hangs, the test's failure shows where (its output is read).
+    faulthandler.dump_traceback_later(5.0, exit=True)
     return 0
 
 
