@@ -9,7 +9,7 @@ processes (``--child client``); each holder holds a lease of every side:
   them), renewed with
   ``lease.renew(TTL)``;
 * **lookup**: the holder's own registration with the lookup service as
-  ``python -m lookup serve`` runs it (``lookup.locate(...).register(item,
+  ``python -m lookup serve`` runs it (``lookup.discovery.unicast(...).register(item,
   TTL)``), renewed through its lease (``registration.lease.renew(TTL)``);
 * **etcd**: an etcd lease (``client.lease(TTL)``) kept alive by one
   ``LeaseKeepAlive`` stream of its own (one request in flight), on its

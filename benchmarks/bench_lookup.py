@@ -44,7 +44,7 @@ from harness import Report, Row, ServerProcess, compare, positive_int, positive_
 
 import landlord
 from lookup import Comment, Location, LookupService, Name, ServiceInfo, ServiceItem, ServiceTemplate, locate
-from lookup.service import MAX_MATCHES
+from lookup.item import MAX_MATCHES
 
 FLOORS = 20
 GOAL = 1.0              # lookup service / name server
@@ -134,8 +134,8 @@ class Service:
 
 
 def serve_lookup(args: argparse.Namespace) -> int:
-    """The lookup-service process: :func:`lookup.server.serve` on a free port, as ``python -m lookup serve``."""
-    from lookup.server import serve
+    """The lookup-service process: :func:`lookup.service.server.serve` on a free port, as ``python -m lookup serve``."""
+    from lookup.service.server import serve
 
     try:
         serve(HOST, 0, max_lease=LEASE, default_lease=LEASE,
@@ -396,7 +396,8 @@ def measure(args: argparse.Namespace) -> Report:
     if profile:
         notes += ["", "cProfile of the in-process lookups (by internal time):", profile]
     return Report(rows, notes=notes, title=(
-        f"Lookups at {args.services:,} registrations: the lookup service (lookup.server.serve, another process) "
+        f"Lookups at {args.services:,} registrations: the lookup service "
+        f"(lookup.service.server.serve, another process) "
         f"against the Pyro5 name server (another process), one client, sequential\n"
         f"data: {args.kinds} types + a common base, Name(unique), Location(floor of {FLOORS}, room, building), "
         f"ServiceInfo, Comment; about {args.services // args.kinds} services per type, "

@@ -9,7 +9,7 @@ entries (a user's own :class:`Entry` subclasses too), service items,
 templates and matches cross the wire as themselves. It loads no extra of
 landlord's: the replicated lookup service (``ReplicatedLookupService``, over
 etcd) loads on first use of its name, and the server (``python -m lookup
-serve``, :mod:`lookup.server`) only when imported.
+serve``, :mod:`lookup.service.server`) only when imported.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ import landlord as _landlord  # noqa: F401  (registers landlord's converters)
 from landlord.lazy import lazy_names
 
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
-from .cache import LookupCache
-from .discovery import DiscoveredLookup, LookupDiscovery, discover
+from .client.cache import LookupCache
+from .client.join import JoinManager
+from .discovery.multicast import DiscoveredLookup, LookupDiscovery, discover
+from .discovery.unicast import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
 from .entry import (
     Comment,
     Entry,
@@ -46,16 +48,14 @@ from .events import (
     ServiceEvent,
 )
 from .item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
-from .join import JoinManager
-from .locate import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
 from .ownership import NotOwnerError
 from .registration import ServiceRegistration
-from .service import LookupService
+from .service.lookupservice import LookupService
 
 if TYPE_CHECKING:  # at run time: loaded on first use (its replication loads landlord's, over etcd)
-    from .replicated import ReplicatedLookupService
+    from .service.replicated import ReplicatedLookupService
 
-_LAZY = {"ReplicatedLookupService": "replicated"}
+_LAZY = {"ReplicatedLookupService": "service.replicated"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

@@ -35,15 +35,14 @@ import Pyro5.errors
 from landlord import ANY, FOREVER, LeaseRenewalManager, check_duration, discard_proxy
 from landlord.aio import AsyncLeaseRenewalManager, AsyncListener, CallPool, check_timeout, shared_pool
 
-from .cache import LookupCache
+from .client.cache import LookupCache
+from .client.join import JoinManager
+from .client.peer import GROUP_SEPARATOR, leader_proxy, locator_key
 from .entry import Entry
 from .events import ALL_TRANSITIONS, EventRegistration
-from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
-from .join import JoinManager
+from .item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate, uri_of
 from .ownership import check_proof
-from .peer import GROUP_SEPARATOR, leader_proxy, locator_key
 from .registration import ServiceRegistration
-from .service import MAX_MATCHES
 
 __all__ = ["AsyncLookup", "AsyncJoinManager", "AsyncLookupCache", "CacheChange", "WAIT_SLICE"]
 

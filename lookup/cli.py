@@ -38,7 +38,7 @@ happened (see :class:`landlord.LeaseStore`).
 with health checks for a load balancer: ``/healthz`` (200 while the process
 serves) and ``/readyz`` (200 while it answers leases: a replica only while it
 leads). Needs prometheus-client (``pip install 'landlord[metrics]'``; without
-it, exit 2). See :class:`lookup.server.LookupMetrics`.
+it, exit 2). See :class:`lookup.service.server.LookupMetrics`.
 
 ``--admin-token-file PATH`` (and, over two-way TLS, ``--admin-name NAME``)
 serves an admin object beside the service (:class:`landlord.admin.LandlordAdmin`):
@@ -48,10 +48,10 @@ serves an admin object beside the service (:class:`landlord.admin.LandlordAdmin`
 for its connection, never the token) or an admin certificate.
 
 ``--event-timeout``, ``--event-deadline``, ``--event-queue`` and
-``--event-attempts`` bound event delivery (see :mod:`lookup.outbox`);
+``--event-attempts`` bound event delivery (see :mod:`lookup.service.outbox`);
 ``--callback-hosts`` names the only hosts event listeners may be on.
 
-``serve`` announces the service for discovery (see :mod:`lookup.announce`),
+``serve`` announces the service for discovery (see :mod:`lookup.discovery.announcer`),
 to the public group unless ``--groups`` names others, every
 ``--announce-interval`` seconds, and answers discovery requests;
 ``--no-announce`` turns that off. ``--broadcast`` broadcasts where the
@@ -60,7 +60,7 @@ sending multicast fails).
 
 ``--etcd``, ``--group`` and ``--replicas`` (all three) run one replica of a
 replicated lookup service (see docs/replication.md and
-:mod:`lookup.replicated`): run one on each host named in ``--replicas``,
+:mod:`lookup.service.replicated`): run one on each host named in ``--replicas``,
 with the same three options. ``list --etcd URL --group NAME`` asks etcd
 which replica leads the group, says so, and lists that replica's table.
 
@@ -96,10 +96,10 @@ from landlord.serving import FrameLimits
 from landlord.tls import TLSConfig, tls_settings
 from landlord.transport.addresses import check_advertise
 
-from .locate import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
-from .outbox import MailLimits
-from .quotas import LookupLimits
-from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE
+from .discovery.unicast import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
+from .registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE
+from .service.outbox import MailLimits
+from .service.quotas import LookupLimits
 
 __all__ = ["main", "build_parser", "format_table", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE"]
 
@@ -164,7 +164,7 @@ def _add_etcd_options(parser: argparse.ArgumentParser, *, serving: bool) -> None
 
 def _groups(text: str) -> tuple[str, ...]:
     """``a,b`` as discovery groups (``""``: the public group alone)."""
-    from .discopacket import check_groups
+    from .discovery.packets import check_groups
 
     try:
         return check_groups(text.split(","))
@@ -173,7 +173,7 @@ def _groups(text: str) -> tuple[str, ...]:
 
 
 def _interval(text: str) -> float:
-    from .discopacket import MAX_INTERVAL, MIN_INTERVAL
+    from .discovery.packets import MAX_INTERVAL, MIN_INTERVAL
 
     seconds = seconds_argument(text)
     if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
@@ -182,8 +182,8 @@ def _interval(text: str) -> float:
 
 
 def _add_discovery_options(parser: argparse.ArgumentParser) -> None:
-    from .announce import DEFAULT_INTERVAL
-    from .disconet import ANNOUNCE_GROUP, DISCOVERY_PORT, REQUEST_GROUP
+    from .discovery.announcer import DEFAULT_INTERVAL
+    from .discovery.network import ANNOUNCE_GROUP, DISCOVERY_PORT, REQUEST_GROUP
 
     group = parser.add_argument_group(
         "discovery", f"announce the service on UDP multicast ({ANNOUNCE_GROUP}), and answer requests "
@@ -206,7 +206,7 @@ def _add_discovery_options(parser: argparse.ArgumentParser) -> None:
 
 def _discovery_network(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Any:
     """The discovery options as a DiscoveryNetwork (a usage error if bad)."""
-    from .disconet import DiscoveryNetwork, choose_interfaces
+    from .discovery.network import DiscoveryNetwork, choose_interfaces
 
     if args.discovery_port == 0:
         parser.error("--discovery-port must be 1 to 65535")
@@ -249,7 +249,7 @@ def _tls_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> TL
 
 
 def _add_event_options(parser: argparse.ArgumentParser) -> None:
-    """``serve``'s bounds on event delivery (see :mod:`lookup.outbox`) and on where events may go."""
+    """``serve``'s bounds on event delivery (see :mod:`lookup.service.outbox`) and on where events may go."""
     limits = MailLimits()
     group = parser.add_argument_group("events", "bounds on delivering events, so that no listener holds up another")
     group.add_argument("--event-timeout", type=seconds_argument, default=limits.attempt_timeout, metavar="S",
@@ -462,7 +462,7 @@ def _log_to_stderr(verbose: bool) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .server import serve  # here: `list` need not import the server
+    from .service.server import serve  # here: `list` need not import the server
 
     _log_to_stderr(args.verbose)
     try:
@@ -481,7 +481,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from .replicated import EtcdUnreachableError, serve_replicated  # here: only a replica needs etcd
+    from .service.replicated import EtcdUnreachableError, serve_replicated  # here: only a replica needs etcd
 
     _log_to_stderr(args.verbose)
     try:
@@ -510,7 +510,7 @@ def _leader_address(args: argparse.Namespace, out: TextIO) -> bool:
 
     from landlord.replication.election import etcd_errors
 
-    from .replicated import EtcdUnreachableError, group_leader, reach_etcd
+    from .service.replicated import EtcdUnreachableError, group_leader, reach_etcd
 
     try:
         client = reach_etcd(args.etcd, timeout=args.timeout)
@@ -555,7 +555,7 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
 def _fetch(host: str, port: int, *, timeout: float, limit: int) -> tuple[list[tuple[Any, ...]], int]:
     """The rows ``(service_id, types, attributes, seconds_left or None)`` and the total."""
     from .item import ServiceTemplate
-    from .server import MAX_TABLE_ROWS, entry_text
+    from .service.server import MAX_TABLE_ROWS, entry_text
 
     with locate(host, port, timeout=timeout) as proxy:
         limit = min(limit, MAX_TABLE_ROWS)

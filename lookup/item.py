@@ -27,9 +27,10 @@ from .entry import MAX_NAME_LENGTH, Entry, check_class_name, entry_matches, qual
 
 __all__ = [
     "ServiceItem", "ServiceTemplate", "ServiceMatches", "Expiry", "matches", "type_names", "uri_of",
-    "MAX_TYPES", "MAX_ATTRIBUTES", "MAX_URI_LENGTH",
+    "MAX_MATCHES", "MAX_TYPES", "MAX_ATTRIBUTES", "MAX_URI_LENGTH",
 ]
 
+MAX_MATCHES = 100_000  # the most items one lookup_all hands back (the service's cap, which clients check too)
 MAX_TYPES = 256        # type names of one item or template
 MAX_ATTRIBUTES = 256   # entries of one item or template
 MAX_URI_LENGTH = 1024  # characters of a service's URI

@@ -62,7 +62,7 @@ item's registration ends, as a lease does (Jini's DURATION style):
 ``term``, the seconds its lease was granted (a renewal grants about as much
 again). The receiver adds ``remaining`` to its own monotonic now, so no two
 clocks need agree; a :class:`~lookup.LookupCache` keeps a lost lookup
-service's items at most that long (see :mod:`lookup.view`). An event has
+service's items at most that long (see :mod:`lookup.client.view`). An event has
 them as ``"remaining"`` and ``"term"`` (``inf`` for FOREVER); a lone
 ``remaining`` is taken as the term too, as for a lease. A packed answer's
 table has ``"expiries"``, one per item, in order: ``[remaining, term]``

@@ -6,7 +6,7 @@ on up to ``workers`` threads. The renewal manager runs one lane per landlord
 address, so a landlord that hangs holds up its own renewals and no one else's,
 and keeps the calls of landlords not heard from, or failing, on pools of their
 own. (The lookup service's event delivery did the same, one lane per listener,
-until 300 dead listeners held all its threads: see :mod:`lookup.outbox`. Lanes
+until 300 dead listeners held all its threads: see :mod:`lookup.service.outbox`. Lanes
 suit a few peers; a blocked task holds its thread.)
 """
 

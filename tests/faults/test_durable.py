@@ -25,7 +25,7 @@ from lookup_processes import READY, LookupProcess
 from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, LeaseStore, UnknownLeaseError, set_call_timeout
 from landlord.testing import Recorder
 from lookup import TRANSITION_NOMATCH_MATCH, JoinManager, Name, ServiceEvent, ServiceItem, ServiceTemplate
-from lookup.locate import LOOKUP_OBJECT_ID
+from lookup.discovery.unicast import LOOKUP_OBJECT_ID
 from lookup.ownership import NotOwnerError
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ EXTRAS = ("landlord.replication", "landlord.replication.election", "landlord.rep
           "landlord.renewalservice", "landlord.renewalservice.service", "landlord.renewalservice.sets",
           "landlord.renewalservice.client", "landlord.serving",
           "landlord.transport.frameserver", "landlord.transport.multiplex", "landlord.revocation", "landlord.testing",
-          "landlord.testing.etcd", "lookup.replicated", "lookup.server", "pyetcd", "prometheus_client")
+          "landlord.testing.etcd", "lookup.service.replicated", "lookup.service.server", "pyetcd", "prometheus_client")
 
 
 def loaded_after(code: str) -> set[str]:

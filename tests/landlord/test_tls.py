@@ -31,7 +31,7 @@ import landlord
 from landlord import TLSConfig, apply_tls, tls_settings
 from landlord.tls import PYRO_SSL_SETTINGS
 from lookup import Name, ServiceItem, ServiceTemplate
-from lookup.locate import locate
+from lookup.discovery.unicast import locate
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
 REFUSED = r"refused a connection from 127\.0\.0\.1:\d+: TLS handshake failed"

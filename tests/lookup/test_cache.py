@@ -19,7 +19,7 @@ from served_lookups import LogWatch, RenewalSpy, ServedLookup
 
 from landlord import FakeClock, LeaseRenewalManager
 from lookup import LOOKUP_OBJECT_ID, Comment, LookupService, Name, ServiceItem, ServiceTemplate
-from lookup.cache import LookupCache
+from lookup.client.cache import LookupCache
 
 QUOTER = "examples.Quoter"
 

@@ -22,7 +22,7 @@ import landlord
 from landlord.transport.addresses import own_address
 from lookup import TRANSITION_NOMATCH_MATCH, Comment, Location, Name, ServiceItem, ServiceTemplate
 from lookup.cli import format_table
-from lookup.locate import locate
+from lookup.discovery.unicast import locate
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
 ADVERTISED = "127.0.0.2"  # loopback too (all of 127/8 is, on Linux), yet not the address listened on

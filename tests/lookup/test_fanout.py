@@ -22,7 +22,7 @@ from lookup import (
     ServiceItem,
     ServiceTemplate,
 )
-from lookup.fanout import EventFanout, EventRecord
+from lookup.service.fanout import EventFanout, EventRecord
 
 URI = "PYRO:watched@127.0.0.1:9999"
 EVERYTHING = ServiceTemplate()

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup import Entry, Location, Name, ServiceItem, ServiceTemplate, UnknownEntry
-from lookup.index import SORT_BELOW, ServiceIndex, value_key
+from lookup.service.index import SORT_BELOW, ServiceIndex, value_key
 
 URI = "PYRO:indexed@127.0.0.1:9999"
 

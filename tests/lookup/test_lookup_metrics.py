@@ -1,4 +1,4 @@
-"""The lookup service's metrics (lookup.server.LookupMetrics): its event mail counted (deliveries, failed
+"""The lookup service's metrics (lookup.service.server.LookupMetrics): its event mail counted (deliveries, failed
 attempts, listeners given up on), in-process and in ``python -m lookup serve --metrics-port`` scraped over
 HTTP, the replica path (``--etcd``) too, ready only while it leads.
 """
@@ -24,10 +24,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from landlord.testing import Recorder, ServingDaemon
 from landlord.testing.etcd import EtcdCluster
 from lookup import ALL_TRANSITIONS, LookupService, Name, ServiceEvent, ServiceItem, ServiceTemplate
-from lookup.events import DeliveryObserver, EventMailer
-from lookup.locate import locate
-from lookup.outbox import MailLimits
-from lookup.server import LookupMetrics
+from lookup.discovery.unicast import locate
+from lookup.service.mailer import DeliveryObserver, EventMailer
+from lookup.service.outbox import MailLimits
+from lookup.service.server import LookupMetrics
 
 METRICS_LINE = r"lookup service metrics at (?P<url>http://\S+/metrics)"
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"

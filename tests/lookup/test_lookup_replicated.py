@@ -33,8 +33,8 @@ from lookup import (
     ServiceItem,
     ServiceTemplate,
 )
-from lookup.locate import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
-from lookup.replicated import ReplicatedLookupService
+from lookup.discovery.unicast import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
+from lookup.service.replicated import ReplicatedLookupService
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
 

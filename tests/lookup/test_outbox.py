@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lookup.outbox import DELIVERED, GAVE_UP, RETRY, Attempt, MailLimits, Outbox
+from lookup.service.outbox import DELIVERED, GAVE_UP, RETRY, Attempt, MailLimits, Outbox
 
 
 def keys(attempts: list[Attempt]) -> list[Any]:

@@ -12,7 +12,7 @@ import pytest
 from served_lookups import LogWatch
 
 from landlord import Backoff, FakeClock, PeerErrors
-from lookup.peer import PeerThread, check_retry
+from lookup.client.peer import PeerThread, check_retry
 
 URI = "PYRO:lookup@127.0.0.1:1"
 LOGGER = "test_peer.owner"

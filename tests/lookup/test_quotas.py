@@ -13,7 +13,7 @@ import pytest
 
 from landlord import LeaseDeniedError
 from lookup import Comment, LookupService, Name, ServiceItem, ServiceTemplate
-from lookup.quotas import ClientCounts, LookupLimits, attribute_bytes
+from lookup.service.quotas import ClientCounts, LookupLimits, attribute_bytes
 
 SERVICE = "PYRO:quotes@127.0.0.1:9"
 

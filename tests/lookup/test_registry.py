@@ -12,7 +12,7 @@ from Pyro5.serializers import SerpentSerializer
 
 from landlord import FakeClock, LeasedResource, UnknownLeaseError
 from lookup import Expiry, Location, Name, ServiceItem, ServiceTemplate
-from lookup.registry import Registry, ServiceRecord
+from lookup.service.registry import Registry, ServiceRecord
 
 URI = "PYRO:registered@127.0.0.1:9999"
 EVERYTHING = ServiceTemplate()

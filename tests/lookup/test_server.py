@@ -1,6 +1,6 @@
 """Serving the lookup service: ``locate``, ``serve``, the operator's table, and 1,000 clients at once.
 
-The server type was chosen by measurement (figures in ``lookup/server.py``'s
+The server type was chosen by measurement (figures in ``lookup/service/server.py``'s
 docstring): with 1,000 idle clients connected the multiplex server answers a
 further client as fast as a 2,048-worker thread server, with 11 threads
 instead of 1,013, and stops at once instead of after ~100 s.
@@ -28,8 +28,8 @@ import landlord
 from landlord import FakeClock, Landlord, LeaseDurationPolicy, UnknownLeaseError
 from landlord.transport.addresses import own_address
 from lookup import Comment, Name, ServiceItem, ServiceTemplate
-from lookup.locate import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate, lookup_uri
-from lookup.server import MAX_MESSAGE_SIZE, ServedLookupService, entry_text, raise_open_files_limit, serve
+from lookup.discovery.unicast import LOOKUP_OBJECT_ID, LookupServiceNotFoundError, locate, lookup_uri
+from lookup.service.server import MAX_MESSAGE_SIZE, ServedLookupService, entry_text, raise_open_files_limit, serve
 
 try:
     import resource

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from landlord import FakeClock, LeaseDurationPolicy, UnknownLeaseError
 from lookup import Entry, Location, Name, ServiceItem, ServiceTemplate, UnknownEntry, entry_class_name
-from lookup.index import value_key
-from lookup.service import MAX_MATCHES, LookupService
+from lookup.item import MAX_MATCHES
+from lookup.service.index import value_key
+from lookup.service.lookupservice import LookupService
 
 SERVICE_URI = "PYRO:indexed@127.0.0.1:9999"
 TYPES = ("idx.A", "idx.B", "idx.C", "idx.D")

@@ -10,7 +10,7 @@ import pytest
 
 from landlord import FakeClock
 from lookup import Comment, Expiry, Name, ServiceItem
-from lookup.view import Change, MergedView, Teller
+from lookup.client.view import Change, MergedView, Teller
 
 A, B, C = "PYRO:a@127.0.0.1:1", "PYRO:b@127.0.0.1:2", "PYRO:c@127.0.0.1:3"
 

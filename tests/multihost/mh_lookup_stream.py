@@ -3,7 +3,7 @@
 
     python mh_lookup_stream.py ADDRESSES TERM
 
-Reaches the group at ADDRESSES through ``lookup.locate``; registers one
+Reaches the group at ADDRESSES through ``lookup.discovery.unicast``; registers one
 "orphan" service it never renews, then, until told ``stop`` on stdin,
 registers a new service every round, keeps every registration alive with a
 LeaseRenewalManager, and looks them all up. Prints, each on a line of its own::

@@ -18,7 +18,7 @@ from mhkit import (
 )
 from netns import Network, network
 
-from lookup.follower import PROBE_TIMEOUT
+from lookup.client.cachepeer import PROBE_TIMEOUT
 
 __all__ = ["network"]  # a fixture, imported for pytest
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from lookup.discopacket import MAX_GROUPS, MAX_HEARD, MAX_PACKET, Announcement, Request, check_groups, parse
+from lookup.discovery.packets import MAX_GROUPS, MAX_HEARD, MAX_PACKET, Announcement, Request, check_groups, parse
 
 URI = "PYRO:lookup.LookupService@10.0.0.5:4160"
 GOOD_ANNOUNCE = {"v": 1, "kind": "announce", "id": "7f0c", "uris": [URI], "groups": ["", "demo"], "seq": 3,

@@ -3,7 +3,7 @@
 A lookup service *announces* itself (its id, its URIs, its groups) on a
 multicast address every few seconds, and answers a *request* for one of its
 groups with the same announcement, sent by unicast to the requester; see
-:mod:`lookup.announce` and :mod:`lookup.discovery`. Both are one UDP datagram
+:mod:`lookup.discovery.announcer` and :mod:`lookup.discovery.multicast`. Both are one UDP datagram
 of UTF-8 JSON, an object tagged with the protocol's version::
 
     {"v": 1, "kind": "announce", "id": "7f0c...", "uris": ["PYRO:lookup.LookupService@10.0.0.5:4160"],
@@ -36,7 +36,7 @@ from typing import Any
 import Pyro5.core
 import Pyro5.errors
 
-from .locate import LOOKUP_OBJECT_ID
+from .unicast import LOOKUP_OBJECT_ID
 
 __all__ = [
     "Announcement", "Request", "parse", "check_groups", "VERSION", "MAX_PACKET", "MAX_GROUPS",

@@ -1,10 +1,10 @@
-"""Keeping a service registered with one lookup service, for a :class:`~lookup.JoinManager`: :class:`Keeper`.
+"""Keeping a service registered with one lookup service, for a :class:`~lookup.JoinManager`: :class:`JoinPeer`.
 
 A keeper registers the service, keeps the registration's lease alive through
 a :class:`~landlord.LeaseRenewalManager`, and registers it again, under the
 same service id, whenever the lookup service loses it. One that cannot be
 reached or refuses is retried, on the keeper's own thread, at delays growing
-exponentially with jitter (:class:`~lookup.peer.PeerThread`).
+exponentially with jitter (:class:`~lookup.client.peer.PeerThread`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Any
 
 from landlord import FOREVER, Backoff, Clock, LeaseRenewalEvent, LeaseRenewalManager, PeerErrors
 
-from .item import ServiceItem
+from ..item import ServiceItem
+from ..registration import ServiceRegistration
 from .peer import PeerThread, leader_proxy
-from .registration import ServiceRegistration
 
-__all__ = ["Keeper", "Joined"]
+__all__ = ["JoinPeer", "Joined"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.keeper")  # its name before it moved; logs and tests know it by it
 
 
 class Joined:
@@ -40,11 +40,11 @@ class Joined:
     def __init__(self, item: ServiceItem, secret: str | None = None) -> None:
         self.item = item  # registered (and registered again) everywhere
         self.secret = secret  # set from the first registration when the lookup service assigns the id
-        self.assigning: Keeper | None = None  # registering while no id is assigned: the others wait
+        self.assigning: JoinPeer | None = None  # registering while no id is assigned: the others wait
         self.times_registered = 0  # successful registrations, re-registrations included
 
 
-class Keeper:
+class JoinPeer:
     """Keeps ``joined.item`` registered with one lookup service, on a thread of its own.
 
     While the service has no id, one keeper registers at a time, so the id

@@ -15,11 +15,11 @@ from contextlib import AbstractContextManager
 
 from landlord import Clock
 
-from .item import Expiry, ServiceItem
+from ..item import Expiry, ServiceItem
 
 __all__ = ["MergedView", "Teller", "Change"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.view")  # its name before it moved; logs and tests know it by it
 
 Change = tuple[str, ServiceItem]
 """``("added" | "changed" | "removed", item)``; for ``"removed"``, the item as it was last shown."""

@@ -2,7 +2,7 @@
 
 ``python -m lookup serve`` runs :func:`serve`: a :class:`ServedLookupService`
 on a Pyro5 daemon at ``host:port``, registered under the fixed object id
-:data:`~lookup.locate.LOOKUP_OBJECT_ID`, answering until SIGTERM or SIGINT.
+:data:`~lookup.discovery.unicast.LOOKUP_OBJECT_ID`, answering until SIGTERM or SIGINT.
 Its URI, and so every lease it grants, names the ``advertise`` address (this
 host's own when it listens on every interface), and it prints that URI to
 stdout once it answers: ``lookup service at PYRO:lookup.LookupService@host:port (...)``.
@@ -63,14 +63,15 @@ from landlord.tls import TLSConfig
 # the serving constants and helpers lived here before landlord.serving: still importable from here
 from landlord.transport.addresses import advertised_host, check_advertise
 
-from .announce import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
-from .disconet import DiscoveryNetwork
-from .entry import Entry, entry_class_name, entry_fields
-from .events import DeliveryObserver
-from .locate import DEFAULT_HOST, DEFAULT_PORT, LOOKUP_OBJECT_ID
+from ..discovery.announcer import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
+from ..discovery.network import DiscoveryNetwork
+from ..discovery.unicast import DEFAULT_HOST, DEFAULT_PORT, LOOKUP_OBJECT_ID
+from ..entry import Entry, entry_class_name, entry_fields
+from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE
+from .lookupservice import LookupService
+from .mailer import DeliveryObserver
 from .outbox import MailLimits
 from .quotas import LookupLimits
-from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, LookupService
 
 if TYPE_CHECKING:
     from prometheus_client import Counter
@@ -81,7 +82,7 @@ __all__ = [
     "WANTED_OPEN_FILES", "pyro_settings", "STORE_NAME", "LookupMetrics",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.server")  # its name before it moved; logs and tests know it by it
 
 MAX_TABLE_ROWS = 10_000    # rows of one registrations_table answer
 NAMED_IN_A_BATCH = 10      # leases a DEBUG line names, of a batch renewal; the rest are counted
@@ -100,7 +101,7 @@ class ServedLookupService(LookupService):
     """The lookup service as :func:`serve` runs it: a :class:`LookupService`
     that logs its leases' lives and tells an operator what it holds.
 
-    Renewals are logged at DEBUG on ``lookup.server`` (they are frequent),
+    Renewals are logged at DEBUG on ``lookup.service.server`` (they are frequent),
     expiries and cancellations at INFO. Never a cookie: holding one is the
     capability to renew or cancel. Constructed as :class:`LookupService`.
     """
@@ -183,9 +184,9 @@ class LookupMetrics(LeaseMetrics):
     ``lookup_event_delivery_failures_total`` (attempts that could not reach it; each retry
     counts), ``lookup_event_listeners_dropped_total`` (listeners given up on, their
     registrations ended) and ``lookup_events_dropped_total`` (events dropped undelivered:
-    a full queue, a deadline passed, a listener given up on; see :mod:`lookup.outbox`).
-    Attach it to a :class:`~lookup.service.LookupService` or a
-    :class:`~lookup.replicated.ReplicatedLookupService` (every term's service is counted).
+    a full queue, a deadline passed, a listener given up on; see :mod:`lookup.service.outbox`).
+    Attach it to a :class:`~lookup.service.lookupservice.LookupService` or a
+    :class:`~lookup.service.replicated.ReplicatedLookupService` (every term's service is counted).
 
     Raises:
         ImportError: prometheus-client is not installed.
@@ -243,7 +244,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
     (unless ``announce`` is false) and logs the same at INFO; and, unless
     ``discovery`` is false, announces itself to ``groups`` on the network
-    and answers discovery requests (:mod:`lookup.announce`). Returns once
+    and answers discovery requests (:mod:`lookup.discovery.announcer`). Returns once
     the daemon is closed, the announcer, the service's reaper and event
     delivery stopped, and every client connection closed.
 
@@ -279,18 +280,18 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             (:class:`landlord.admin.LandlordAdmin`: ``python -m lookup leases|evict``),
             for callers with this token or an admin certificate of these names.
         discovery: announce the service and answer discovery requests (multicast, or broadcast
-            where multicast does not work; see :mod:`lookup.disconet`). Not to be confused with
+            where multicast does not work; see :mod:`lookup.discovery.network`). Not to be confused with
             ``announce``, the line printed. A discovery port that cannot be bound is logged
             (WARNING) and the service is served without discovery.
         groups: the discovery groups it is a member of (default: the public group ``""``).
         announce_interval: seconds between announcements.
         discovery_network: the discovery port, interface and mode (default: port 4160; every
             interface, or loopback only when ``host`` is a loopback address; multicast).
-        mail_limits: the bounds of event delivery (see :class:`~lookup.outbox.MailLimits`).
+        mail_limits: the bounds of event delivery (see :class:`~lookup.service.outbox.MailLimits`).
         callback_hosts: the only hosts event listeners may be served on (``None``: any).
         limits: what one message may be and how many connections are held, on the ``"guarded"``
             server (see :class:`landlord.FrameLimits`; default: its defaults).
-        lookup_limits: what one client may hold (see :class:`~lookup.quotas.LookupLimits`).
+        lookup_limits: what one client may hold (see :class:`~lookup.service.quotas.LookupLimits`).
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an

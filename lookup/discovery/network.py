@@ -41,7 +41,7 @@ __all__ = [
     "interfaces", "choose_interfaces", "Sender", "open_listener", "RECEIVE_SIZE",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.disconet")  # its name before it moved; logs and tests know it by it
 
 DISCOVERY_PORT = 4160            # Jini's discovery port (UDP)
 ANNOUNCE_GROUP = "224.0.1.84"    # Jini's multicast announcement address: lookup services announce here

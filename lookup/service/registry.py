@@ -1,5 +1,5 @@
 """The lookup service's registrations: each :class:`ServiceRecord` (an item and
-its lease) by service id, filed in a :class:`~lookup.index.ServiceIndex`.
+its lease) by service id, filed in a :class:`~lookup.service.index.ServiceIndex`.
 
 The :class:`Registry` decides what is registered and what a template finds;
 it grants no leases and sends no events (the lookup service does, around its
@@ -17,15 +17,15 @@ from typing import Any
 
 from landlord import Clock, LeasedResource, UnknownLeaseError
 
+from ..item import Expiry, ServiceItem, ServiceTemplate
+from ..packed import keep_packing
 from .index import ServiceIndex
-from .item import Expiry, ServiceItem, ServiceTemplate
-from .packed import keep_packing
 
 __all__ = ["ServiceRecord", "Registry"]
 
 _new_tuple = tuple.__new__
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.registry")  # its name before it moved; logs and tests know it by it
 
 
 class ServiceRecord:
@@ -71,7 +71,7 @@ class Registry:
 
     Args:
         clock: decides whether a lease is live (its monotonic time).
-        index: where items are filed (default: a new :class:`~lookup.index.ServiceIndex`).
+        index: where items are filed (default: a new :class:`~lookup.service.index.ServiceIndex`).
     """
 
     def __init__(self, *, clock: Clock, index: ServiceIndex | None = None) -> None:

@@ -4,7 +4,7 @@ A lookup service started by ``python -m lookup serve`` is registered with its
 Pyro5 daemon under the fixed object id :data:`LOOKUP_OBJECT_ID`, so knowing
 its host and port is enough to reach it: its URI is
 ``PYRO:lookup.LookupService@host:port``. Without an address, find lookup
-services by group with :mod:`lookup.discovery` (Jini's multicast
+services by group with :mod:`lookup.discovery.multicast` (Jini's multicast
 announcements and requests, UDP port 4160).
 """
 
@@ -27,7 +27,7 @@ __all__ = [
     "LOOKUP_OBJECT_ID", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_TIMEOUT", "LOOKUP_METHODS",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.locate")  # its name before it moved; logs and tests know it by it
 
 LOOKUP_OBJECT_ID = "lookup.LookupService"  # fixed, so the URI follows from host and port
 DEFAULT_HOST = "127.0.0.1"

@@ -3,7 +3,7 @@
 An :class:`EventRecord` is one ``notify`` registration and its lease. The
 :class:`EventFanout` keeps them by event id, numbers each registration's
 events as it sends them (after a restart too: see :meth:`EventFanout.fire`),
-hands them to an :class:`~lookup.events.EventMailer` and ends a registration
+hands them to an :class:`~lookup.service.mailer.EventMailer` and ends a registration
 whose listener cannot be reached. It is also the store codec of event
 registrations, the events' part of the lookup service's
 :class:`~landlord.grantor.landlord.ResourceCodec`.
@@ -19,19 +19,19 @@ from typing import Any
 
 from landlord import Clock, LeasedResource, UnknownLeaseError
 
-from .events import (
+from ..events import (
     TRANSITION_MATCH_MATCH,
     TRANSITION_MATCH_NOMATCH,
     TRANSITION_NOMATCH_MATCH,
-    EventMailer,
     ServiceEvent,
 )
-from .item import Expiry, ServiceItem, ServiceTemplate
+from ..item import Expiry, ServiceItem, ServiceTemplate
+from .mailer import EventMailer
 from .outbox import MailLimits
 
 __all__ = ["EventRecord", "EventFanout"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.fanout")  # its name before it moved; logs and tests know it by it
 
 
 class EventRecord:
@@ -78,12 +78,12 @@ class EventFanout:
         clock: decides whether a registration's lease is live.
         cancel: cancels a lease by cookie (how a registration whose listener
             is gone is ended); its :class:`~landlord.UnknownLeaseError` is ignored.
-        mailer: delivers the events (default: an :class:`~lookup.events.EventMailer`
+        mailer: delivers the events (default: an :class:`~lookup.service.mailer.EventMailer`
             that calls :meth:`listener_gone` when it gives up on a listener).
         persist: if given, called with a registration after its sequence
             number moved on and before the event goes out, to store it, so a
             restart never sends a number twice.
-        limits: the default mailer's bounds (see :class:`~lookup.outbox.MailLimits`).
+        limits: the default mailer's bounds (see :class:`~lookup.service.outbox.MailLimits`).
 
     Raises:
         ValueError: both ``mailer`` and ``limits`` given (a mailer has its own).

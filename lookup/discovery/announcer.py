@@ -1,19 +1,19 @@
 """A lookup service telling the network where it is: :class:`Announcer`.
 
-The announcer multicasts an :class:`~lookup.discopacket.Announcement` (the
+The announcer multicasts an :class:`~lookup.discovery.packets.Announcement` (the
 lookup service's id, its URIs, its groups) to ``224.0.1.84:4160`` every
 ``interval`` seconds, and listens at ``224.0.1.85:4160`` (and for broadcasts
-to port 4160) for :class:`~lookup.discopacket.Request`\\ s: one that wants
+to port 4160) for :class:`~lookup.discovery.packets.Request`\\ s: one that wants
 one of its groups (or any group) and has not already heard of it is
 answered with the announcement, by unicast to the requester's address and
-the port the request names. See :mod:`lookup.disconet` for the addresses and
+the port the request names. See :mod:`lookup.discovery.network` for the addresses and
 the broadcast fallback.
 
 Whatever arrives is parsed strictly; a packet that is malformed or hostile
-is logged (rate-limited: :class:`~lookup.ratelimit.DropLog`) and dropped,
+is logged (rate-limited: :class:`~lookup.discovery.ratelimit.DropLog`) and dropped,
 and the announcer carries on. Replies are rate-limited per source address
-and in all (:class:`~lookup.ratelimit.ReplyLimiter`), so a forged request
-cannot turn a lookup service into an amplifier. :func:`lookup.server.serve`
+and in all (:class:`~lookup.discovery.ratelimit.ReplyLimiter`), so a forged request
+cannot turn a lookup service into an amplifier. :func:`lookup.service.server.serve`
 (``python -m lookup serve``) starts one unless told ``--no-announce``.
 """
 
@@ -26,13 +26,13 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 
-from .disconet import RECEIVE_SIZE, DiscoveryNetwork, Sender, choose_interfaces, open_listener
-from .discopacket import MAX_INTERVAL, MIN_INTERVAL, Announcement, Request, check_groups, parse
+from .network import RECEIVE_SIZE, DiscoveryNetwork, Sender, choose_interfaces, open_listener
+from .packets import MAX_INTERVAL, MIN_INTERVAL, Announcement, Request, check_groups, parse
 from .ratelimit import DropLog, ReplyLimiter
 
 __all__ = ["Announcer", "Announcing", "DEFAULT_INTERVAL", "PUBLIC_GROUPS", "start_announcer"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.announce")  # its name before it moved; logs and tests know it by it
 
 DEFAULT_INTERVAL = 10.0  # seconds between announcements; a client gives a lookup service up after 3 missed
 PUBLIC_GROUPS = ("",)    # Jini's public group: what a lookup service is a member of unless told otherwise
@@ -46,7 +46,7 @@ class Announcer:
             given to :meth:`start` (the sockets are bound, and the mode logged, before it is known).
         network: the port, addresses, interface choice and mode.
         serving: the host the lookup service is served at (its URI's): a
-            loopback address keeps discovery on loopback (see :func:`~lookup.disconet.choose_interfaces`).
+            loopback address keeps discovery on loopback (see :func:`~lookup.discovery.network.choose_interfaces`).
         limiter: how often replies may go (default: 1 a second per source, 4 at once, 50 a second in all).
         logger: where dropped packets and the mode are logged.
 
@@ -206,7 +206,7 @@ def start_announcer(lookup_id: str, uris: Sequence[str], *, groups: Iterable[str
 
 
 class Announcing:
-    """Discovery as a served lookup service has it (:func:`lookup.server.serve`, ``serve_replicated``):
+    """Discovery as a served lookup service has it (:func:`lookup.service.server.serve`, ``serve_replicated``):
     its options checked before anything is bound, its announcer started once the service answers
     (:meth:`start`, from ``ready``), closed once it stops.
 

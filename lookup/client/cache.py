@@ -20,10 +20,10 @@ address of the cache's connection to it (one Pyro5 daemon per such address,
 made when first needed), unless ``callback_host`` or ``daemon`` says otherwise.
 
 The cache is a facade over its parts, which share its condition:
-:class:`~lookup.view.MergedView` (the one view, pure bookkeeping) and its
-:class:`~lookup.view.Teller`, a :class:`~lookup.follower.Follower` per lookup
+:class:`~lookup.client.view.MergedView` (the one view, pure bookkeeping) and its
+:class:`~lookup.client.view.Teller`, a :class:`~lookup.client.cachepeer.CachePeer` per lookup
 service (subscribe, snapshot, events, re-subscribe), and an
-:class:`~lookup.callbacks.EventReceiver` (the daemons events arrive on).
+:class:`~lookup.client.callbacks.EventReceiver` (the daemons events arrive on).
 """
 
 from __future__ import annotations
@@ -40,19 +40,19 @@ import Pyro5.core
 
 from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErrors, check_duration
 
+from ..discovery.multicast import DiscoveredLookup, LookupDiscovery, follow_discovery
+from ..discovery.unicast import LookupGroup
+from ..events import ServiceEvent
+from ..item import ServiceItem, ServiceTemplate
+from ..registration import DEFAULT_MAX_LEASE
+from .cachepeer import CachePeer
 from .callbacks import EventReceiver
-from .discovery import DiscoveredLookup, LookupDiscovery, follow_discovery
-from .events import ServiceEvent
-from .follower import Follower
-from .item import ServiceItem, ServiceTemplate
-from .locate import LookupGroup
 from .peer import check_retry, locator_key
-from .service import DEFAULT_MAX_LEASE
 from .view import MergedView, Teller
 
 __all__ = ["LookupCache", "CacheListener"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.cache")  # its name before it moved; logs and tests know it by it
 
 DEFAULT_RETRY_INITIAL = 0.5  # seconds
 DEFAULT_RETRY_MAX = 30.0     # seconds
@@ -97,7 +97,7 @@ class LookupCache:
     event registration cannot be renewed for ``lease_duration``, or sooner:
     one that still lists an item another says is gone is asked at once
     (its event registration renewed, waiting at most
-    :data:`~lookup.follower.PROBE_TIMEOUT`), and is lost if it cannot be
+    :data:`~lookup.client.cachepeer.PROBE_TIMEOUT`), and is lost if it cannot be
     reached or has forgotten the registration; one that answers keeps the
     item (it may have the service indeed). A client that finds a service
     dead calls :meth:`discard`.
@@ -110,7 +110,7 @@ class LookupCache:
     **Callback address.** Events are received on the local address of the
     connection to each lookup service, so a lookup service on another host
     can deliver them: one Pyro5 daemon of the cache's own per such address
-    (see :mod:`lookup.callbacks` for why). ``callback_host`` serves on that
+    (see :mod:`lookup.client.callbacks` for why). ``callback_host`` serves on that
     address instead (``"0.0.0.0"`` or ``"::"``: on all interfaces;
     ``"0.0.0.0"`` listens on IPv4 only, so a lookup service reached over
     IPv6 then fails to subscribe, with the reason in :attr:`last_error`);
@@ -150,8 +150,8 @@ class LookupCache:
             when it is discovered; when discarded (no announcement heard for
             several intervals) it is no longer followed, and what only it
             listed is removed at once, as Jini's ServiceDiscoveryManager does
-            (see :class:`~lookup.discovery.LookupDiscovery`).
-        discovery: a :class:`~lookup.discovery.LookupDiscovery` of the
+            (see :class:`~lookup.discovery.multicast.LookupDiscovery`).
+        discovery: a :class:`~lookup.discovery.multicast.LookupDiscovery` of the
             caller's to follow instead of ``groups`` (left open on :meth:`close`).
 
     Raises:
@@ -194,8 +194,8 @@ class LookupCache:
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
         self._template, self._lease_duration, self._retry, self._clock = template, lease_duration, retry, clock
-        self._followers: dict[str, Follower] = {}
-        self._retired: list[Follower] = []  # no longer followed (discarded), their threads ending
+        self._followers: dict[str, CachePeer] = {}
+        self._retired: list[CachePeer] = []  # no longer followed (discarded), their threads ending
         with self._condition:
             for uri in uris:
                 self._follow(uri)
@@ -364,7 +364,7 @@ class LookupCache:
     def _follow(self, uri: str) -> None:
         """Follow one more lookup service, on a thread of its own (with the condition held)."""
         self._view.add_lookup(uri)
-        follower = Follower(uri, template=self._template, view=self._view, condition=self._condition,
+        follower = CachePeer(uri, template=self._template, view=self._view, condition=self._condition,
                             sink_uri=self._receiver.sink_uri, tell=self._teller.tell, renewals=self._renewals,
                             lease_duration=self._lease_duration, backoff=Backoff(*self._retry),
                             errors=self._errors, clock=self._clock, logger=log)

@@ -3,7 +3,7 @@
 The index only narrows the candidates down; :meth:`ServiceTemplate.matches`
 still decides on every one, so a lookup answers exactly what a scan of every
 registration would, in the same order. It keeps no items and no leases: the
-registry (:mod:`lookup.registry`) owns those and files each item here.
+registry (:mod:`lookup.service.registry`) owns those and files each item here.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from .item import ServiceItem, ServiceTemplate
+from ..item import ServiceItem, ServiceTemplate
 
 __all__ = ["ServiceIndex", "value_key", "SORT_BELOW"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.index")  # its name before it moved; logs and tests know it by it
 
 # Candidates under this share of all registrations are sorted into registration
 # order; more are picked out by one pass over the registrations in order, which

@@ -27,7 +27,7 @@ The outbox decides delivery so that no listener can hold up another:
   failed (the registration then ends, as before), its mail dropped.
 
 Not thread-safe, and it never reads a clock: its owner
-(:class:`~lookup.events.EventMailer`) calls it under one lock, passing the time.
+(:class:`~lookup.service.mailer.EventMailer`) calls it under one lock, passing the time.
 """
 
 from __future__ import annotations

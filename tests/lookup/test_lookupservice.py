@@ -24,10 +24,10 @@ from lookup import (
     ServiceItem,
     ServiceTemplate,
 )
-from lookup.events import EventMailer
 from lookup.ownership import NotOwnerError, new_registration_secret, service_id_for
 from lookup.registration import ServiceRegistration
-from lookup.service import LookupService
+from lookup.service.lookupservice import LookupService
+from lookup.service.mailer import EventMailer
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
 ALL = TRANSITION_MATCH_NOMATCH | TRANSITION_NOMATCH_MATCH | TRANSITION_MATCH_MATCH

@@ -4,7 +4,7 @@ Three of them, on three hosts, with the same group and the same list of
 every replica's address, are one lookup service that survives the loss of
 any one (see docs/replication.md). Each is a
 :class:`landlord.ReplicatedLandlord` whose landlord of a term is a whole
-lookup service (a :class:`~lookup.server.ServedLookupService` over the
+lookup service (a :class:`~lookup.service.server.ServedLookupService` over the
 term's etcd store): the leader loads every registration and event
 registration, with its lease, its cookie and its remaining term, and the
 event sequence numbers, which are written before each event is sent (so a
@@ -14,7 +14,7 @@ group, a :class:`~lookup.registration.ServiceRegistration` and an event
 registration follow on their own.
 
 It is served under the lookup service's own object id, so
-:func:`~lookup.locate.lookup_uri` gives each replica's URI from its address.
+:func:`~lookup.discovery.unicast.lookup_uri` gives each replica's URI from its address.
 """
 
 from __future__ import annotations
@@ -47,27 +47,26 @@ from landlord.serving import FrameLimits
 from landlord.tls import TLSConfig
 from landlord.transport.addresses import advertised_host
 
-from .announce import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
-from .disconet import DiscoveryNetwork
-from .discopacket import Announcement
-from .entry import Entry
-from .item import ServiceItem, ServiceMatches, ServiceTemplate
-from .locate import LOOKUP_OBJECT_ID, lookup_uri
-from .registration import ServiceRegistration
+from ..discovery.announcer import DEFAULT_INTERVAL, PUBLIC_GROUPS, Announcing
+from ..discovery.network import DiscoveryNetwork
+from ..discovery.packets import Announcement
+from ..discovery.unicast import LOOKUP_OBJECT_ID, lookup_uri
+from ..entry import Entry
+from ..item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate
+from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE, ServiceRegistration
 from .server import MAX_TABLE_ROWS, LookupMetrics, ServedLookupService
-from .service import DEFAULT_LEASE, DEFAULT_MAX_LEASE, MAX_MATCHES
 
 if TYPE_CHECKING:
     import pyetcd
 
-    from .events import EventRegistration
+    from ..events import EventRegistration
 
 __all__ = [
     "ReplicatedLookupService", "ETCD_PREFIX", "EtcdUnreachableError", "reach_etcd", "group_leader", "serve_replicated",
     "group_lookup_id",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.replicated")  # its name before it moved; logs and tests know it by it
 
 T = TypeVar("T")
 
@@ -181,7 +180,7 @@ class ReplicatedLookupService(ReplicatedLandlord):
 
     @Pyro5.server.expose
     def registrations_table(self, max_rows: int = MAX_TABLE_ROWS) -> tuple[list[tuple[Any, ...]], int]:
-        """As :meth:`lookup.server.ServedLookupService.registrations_table`."""
+        """As :meth:`lookup.service.server.ServedLookupService.registrations_table`."""
         return self._service(lambda service: service.registrations_table(max_rows))
 
 
@@ -239,13 +238,13 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
 
     Discovery: every replica, leading or not, announces the whole group (every replica's URI, under
     one lookup id made from ``group``), so a client finds the replicated lookup service while any
-    replica lives, and reaches its leader as a :class:`~lookup.locate.LookupGroup` does.
+    replica lives, and reaches its leader as a :class:`~lookup.discovery.unicast.LookupGroup` does.
 
     Args:
         host, port, advertise, max_lease, default_lease, reaper, tls, stop, ready, announce,
         metrics_port, metrics_host, admin_token, admin_names, discovery, groups, announce_interval, limits,
         discovery_network:
-            as for :func:`lookup.server.serve` (the metrics count every term this replica leads;
+            as for :func:`lookup.service.server.serve` (the metrics count every term this replica leads;
             the admin object answers on the leader).
         etcd: the etcd cluster's client URLs, comma-separated.
         group: the group's name.

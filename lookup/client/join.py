@@ -18,7 +18,7 @@ exponentially with jitter (:class:`~landlord.Backoff`); its outage is logged
 once at WARNING, the retries at DEBUG, the recovery at INFO, and the last
 error is kept for :attr:`JoinManager.last_error` and :meth:`JoinManager.errors`.
 
-The manager is a facade over one :class:`~lookup.keeper.Keeper` per lookup
+The manager is a facade over one :class:`~lookup.client.joinpeer.JoinPeer` per lookup
 service (register, keep, register again, retry), which share its condition.
 """
 
@@ -32,17 +32,17 @@ from typing import Any
 
 from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErrors, check_duration
 
-from .discovery import DiscoveredLookup, LookupDiscovery, follow_discovery
-from .entry import Entry, modified_entries
-from .item import ServiceItem, type_names, uri_of
-from .keeper import Joined, Keeper
-from .ownership import service_id_for
+from ..discovery.multicast import DiscoveredLookup, LookupDiscovery, follow_discovery
+from ..entry import Entry, modified_entries
+from ..item import ServiceItem, type_names, uri_of
+from ..ownership import service_id_for
+from ..registration import ServiceRegistration
+from .joinpeer import Joined, JoinPeer
 from .peer import check_retry, locator_key
-from .registration import ServiceRegistration
 
 __all__ = ["JoinManager"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.join")  # its name before it moved; logs and tests know it by it
 
 
 class JoinManager:
@@ -85,8 +85,8 @@ class JoinManager:
             (``""``: the public group) found by discovery, with no address
             configured: each is registered with when discovered, and let go
             (no longer renewed, not cancelled) when discarded (see
-            :class:`~lookup.discovery.LookupDiscovery`).
-        discovery: a :class:`~lookup.discovery.LookupDiscovery` of the
+            :class:`~lookup.discovery.multicast.LookupDiscovery`).
+        discovery: a :class:`~lookup.discovery.multicast.LookupDiscovery` of the
             caller's to follow instead of ``groups`` (left open on :meth:`close`).
 
     Raises:
@@ -117,8 +117,8 @@ class JoinManager:
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
         self._condition = threading.Condition()
-        self._keepers: dict[str, Keeper] = {}
-        self._retired: list[Keeper] = []  # let go of (discarded), their threads ending
+        self._keepers: dict[str, JoinPeer] = {}
+        self._retired: list[JoinPeer] = []  # let go of (discarded), their threads ending
         self._closed = False
         self._errors = PeerErrors()  # of lookup services not reached since they failed
         with self._condition:
@@ -287,7 +287,7 @@ class JoinManager:
 
     def _add_keeper(self, uri: str) -> None:
         """Keep one more lookup service, on a thread of its own (call with the lock held)."""
-        keeper = Keeper(uri, joined=self._joined, condition=self._condition, renewals=self._renewals,
+        keeper = JoinPeer(uri, joined=self._joined, condition=self._condition, renewals=self._renewals,
                         lease_duration=self._lease_duration, backoff=Backoff(*self._retry), errors=self._errors,
                         clock=self._clock, logger=log)
         self._keepers[uri] = keeper

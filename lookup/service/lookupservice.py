@@ -8,9 +8,9 @@ whoever asked to hear about it.
 
 :class:`LookupService` is the Pyro5-exposed facade: it checks what callers
 send, grants the leases, and, under one lock, changes the registrations
-(:class:`~lookup.registry.Registry`, which files items in the
-:class:`~lookup.index.ServiceIndex`) and sends the events of each change
-(:class:`~lookup.fanout.EventFanout`), so events follow changes in order.
+(:class:`~lookup.service.registry.Registry`, which files items in the
+:class:`~lookup.service.index.ServiceIndex`) and sends the events of each change
+(:class:`~lookup.service.fanout.EventFanout`), so events follow changes in order.
 """
 
 from __future__ import annotations
@@ -41,23 +41,21 @@ from landlord import (
     client_of_call,
 )
 
-from .entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
-from .events import ALL_TRANSITIONS, EventMailer, EventRegistration
+from ..entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
+from ..events import ALL_TRANSITIONS, EventRegistration
+from ..item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from ..ownership import check_claim, check_proof, new_registration_secret, service_id_for
+from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE, ServiceRegistration
 from .fanout import EventFanout, EventRecord
-from .item import ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from .mailer import EventMailer
 from .outbox import MailLimits
-from .ownership import check_claim, check_proof, new_registration_secret, service_id_for
 from .quotas import ClientCounts, LookupLimits, attribute_bytes
-from .registration import ServiceRegistration
 from .registry import Registry, ServiceRecord
 
-__all__ = ["LookupService", "DEFAULT_MAX_LEASE", "DEFAULT_LEASE", "MAX_MATCHES"]
+__all__ = ["LookupService"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.service")  # its name before it moved; logs and tests know it by it
 
-DEFAULT_MAX_LEASE = 300.0  # seconds: a dead service is gone within five minutes at worst
-DEFAULT_LEASE = 60.0       # seconds, for a registration asking for ANY
-MAX_MATCHES = 100_000      # the most items one lookup_all hands back
 _NEXT_EVENT_ID = "next_event_id"  # a store setting
 
 
@@ -70,15 +68,17 @@ class LookupService(Landlord):
     :meth:`service_types`, the attribute changes a :class:`ServiceRegistration`
     makes, and the landlord's ``renew``/``cancel``/``renew_all``/``cancel_all``.
     Local: :meth:`registrations`, :meth:`close`, and its parts, changed under its
-    lock (read them only while it is quiet): :attr:`registry`, a :class:`~lookup.registry.Registry`
-    with its :class:`~lookup.index.ServiceIndex`, and :attr:`fanout`, an :class:`~lookup.fanout.EventFanout`.
+    lock (read them only while it is quiet): :attr:`registry`, a
+    :class:`~lookup.service.registry.Registry` with its
+    :class:`~lookup.service.index.ServiceIndex`, and :attr:`fanout`, an
+    :class:`~lookup.service.fanout.EventFanout`.
 
     Args:
         policy: lease terms (default: at most ``DEFAULT_MAX_LEASE``, ``ANY`` gets ``DEFAULT_LEASE``).
         reaper: how expired registrations are freed (see :class:`~landlord.LeaseManager`).
         clock: the clock leases are decided on.
         landlord_id: a stable identity (default: the store's, else a new random one).
-        mailer: delivers events (default: an :class:`~lookup.events.EventMailer`
+        mailer: delivers events (default: an :class:`~lookup.service.mailer.EventMailer`
             of its own, which ends the registration of a listener it gives up
             on; a mailer of yours can do the same with ``on_undeliverable=``
             calling ``service.fanout.listener_gone``).
@@ -95,9 +95,9 @@ class LookupService(Landlord):
             (``None``: any host); every listener URI must be ``PYRO:`` with a
             host and port whatever this says (:func:`landlord.check_callback_uri`).
         mail_limits: the bounds of its own mailer's delivery (a
-            :class:`~lookup.outbox.MailLimits`: queue per listener, deadline,
+            :class:`~lookup.service.outbox.MailLimits`: queue per listener, deadline,
             attempt timeout, attempts at once); not with ``mailer``.
-        limits: what one client may hold (a :class:`~lookup.quotas.LookupLimits`:
+        limits: what one client may hold (a :class:`~lookup.service.quotas.LookupLimits`:
             registrations, event registrations, bytes of attributes per
             registration; default: its defaults).
 

@@ -1,8 +1,8 @@
 """Finding lookup services with no address configured: :func:`discover` and :class:`LookupDiscovery`.
 
 A client asks the lookup services of the groups it wants to announce
-themselves (a :class:`~lookup.discopacket.Request` multicast to
-``224.0.1.85:4160``, or broadcast; see :mod:`lookup.disconet`) and listens,
+themselves (a :class:`~lookup.discovery.packets.Request` multicast to
+``224.0.1.85:4160``, or broadcast; see :mod:`lookup.discovery.network`) and listens,
 at ``224.0.1.84:4160``, for the announcements they multicast every few
 seconds anyway. :func:`discover` does that once, for a while, and returns
 what it found. :class:`LookupDiscovery` (Jini's name) keeps doing it and
@@ -30,15 +30,15 @@ from collections.abc import Callable, Iterable, Iterator
 
 from landlord import SYSTEM_CLOCK, Clock
 
-from .disconet import DISCOVERY_PORT, RECEIVE_SIZE, DiscoveryNetwork, Sender, choose_interfaces, open_listener
-from .discopacket import Announcement, Request, check_groups, parse
-from .locate import LookupGroup
+from .network import DISCOVERY_PORT, RECEIVE_SIZE, DiscoveryNetwork, Sender, choose_interfaces, open_listener
+from .packets import Announcement, Request, check_groups, parse
 from .ratelimit import DropLog
+from .unicast import LookupGroup
 
 __all__ = ["discover", "DiscoveredLookup", "LookupDiscovery", "DiscoveryListener", "DiscoveryTable", "follow_discovery",
            "REQUEST_SPACING", "MISSED_ANNOUNCEMENTS"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.discovery")  # its name before it moved; logs and tests know it by it
 
 REQUEST_SPACING = 1.0       # seconds between a client's requests
 REQUEST_ROUNDS = 3          # requests a LookupDiscovery sends on starting (then it listens for announcements)

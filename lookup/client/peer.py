@@ -31,14 +31,14 @@ from landlord import (
 )
 from landlord.transport.classify import Verdict, classify
 
-from .item import uri_of
-from .locate import LookupGroup
+from ..discovery.unicast import LookupGroup
+from ..item import uri_of
 
 __all__ = ["PeerThread", "Plan", "check_retry", "locator_key", "leader_proxy", "discard_locator"]
 
 GROUP_SEPARATOR = ","  # a replicated lookup service is known by its replicas' URIs, joined by this
 
-# No logger of its own: a peer logs on its owner's (lookup.join, lookup.cache), where users look.
+# No logger of its own: a peer logs on its owner's (lookup.client.join, lookup.client.cache), where users look.
 
 Plan = Callable[[float], Callable[[], object] | float]
 """Asked with the owner's condition held and the clock's current reading:
@@ -178,7 +178,7 @@ class PeerThread:
 
 def locator_key(locator: Any) -> str:
     """What a JoinManager or LookupCache knows a lookup service by: its URI, or for a
-    :class:`~lookup.locate.LookupGroup` (a replicated lookup service) its replicas' URIs joined by commas.
+    :class:`~lookup.discovery.unicast.LookupGroup` (a replicated lookup service) its replicas' URIs joined by commas.
 
     Raises:
         TypeError, ValueError: not a proxy, URI or LookupGroup (see :func:`lookup.item.uri_of`).

@@ -23,11 +23,11 @@ import Pyro5.core
 
 from landlord.transport.addresses import WILDCARD_HOSTS, uri_host
 
-from .events import ServiceEvent
+from ..events import ServiceEvent
 
 __all__ = ["EventReceiver", "local_address"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.callbacks")  # its name before it moved; logs and tests know it by it
 
 
 class _EventSink:

@@ -18,12 +18,12 @@ import pytest
 from landlord import FakeClock
 from landlord.testing import Recorder, ServingDaemon
 from lookup import DiscoveredLookup, JoinManager, LookupCache, LookupDiscovery, ServiceTemplate, discover
-from lookup.announce import Announcer
-from lookup.disconet import DiscoveryNetwork, Interface, Sender, open_listener
-from lookup.discopacket import Announcement, Request, parse
-from lookup.discovery import DiscoveryTable
-from lookup.ratelimit import ReplyLimiter
-from lookup.server import serve
+from lookup.discovery.announcer import Announcer
+from lookup.discovery.multicast import DiscoveryTable
+from lookup.discovery.network import DiscoveryNetwork, Interface, Sender, open_listener
+from lookup.discovery.packets import Announcement, Request, parse
+from lookup.discovery.ratelimit import ReplyLimiter
+from lookup.service.server import serve
 
 LOOPBACK = "127.0.0.1"
 URI = "PYRO:lookup.LookupService@127.0.0.1:4160"

@@ -23,7 +23,7 @@ from typing import Any
 
 from landlord import LeaseDeniedError
 
-from .item import ServiceItem
+from ..item import ServiceItem
 
 __all__ = ["LookupLimits", "ClientCounts", "attribute_bytes"]
 

@@ -1,4 +1,4 @@
-"""Following one lookup service for a :class:`~lookup.LookupCache`: :class:`Follower`.
+"""Following one lookup service for a :class:`~lookup.LookupCache`: :class:`CachePeer`.
 
 The follower asks the lookup service for events about the template *before*
 it takes a snapshot with ``lookup_all``, holds back the events that arrive
@@ -32,20 +32,20 @@ from landlord import (
     timeout_within,
 )
 
-from .events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
-from .item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate
+from ..events import ALL_TRANSITIONS, TRANSITION_MATCH_NOMATCH, ServiceEvent
+from ..item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate
 from .peer import PeerThread, leader_proxy
 from .view import MergedView
 
-__all__ = ["Follower", "MAX_SNAPSHOT", "PROBE_TIMEOUT"]
+__all__ = ["CachePeer", "MAX_SNAPSHOT", "PROBE_TIMEOUT"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lookup.follower")  # its name before it moved; logs and tests know it by it
 
 MAX_SNAPSHOT = 100_000
 PROBE_TIMEOUT = 2.0  # seconds for a doubted lookup service to answer whether it is there (at most lease_duration)
 
 
-class Follower:
+class CachePeer:
     """Keeps one lookup service's listing in a :class:`MergedView` current, on a thread of its own.
 
     Everything but the thread's own bookkeeping is guarded by ``condition``,

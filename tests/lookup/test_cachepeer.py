@@ -1,4 +1,4 @@
-"""Follower: one lookup service's listing kept current by a snapshot and events in sequence."""
+"""CachePeer: one lookup service's listing kept current by a snapshot and events in sequence."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from landlord import SYSTEM_CLOCK, Backoff, LeaseRenewalManager, PeerErrors
 from lookup import EventRegistration, LookupService, Name, ServiceEvent, ServiceItem, ServiceMatches, ServiceTemplate
-from lookup.callbacks import EventReceiver
-from lookup.follower import Follower
-from lookup.view import MergedView
+from lookup.client.cachepeer import CachePeer
+from lookup.client.callbacks import EventReceiver
+from lookup.client.view import MergedView
 
 QUOTER = "examples.Quoter"
 TEMPLATE = ServiceTemplate(types=[QUOTER])
@@ -64,7 +64,7 @@ class Following:
         self.received: list[tuple[str | None, bool]] = []  # (name, applied at once)
         self._filter = deliver
         self._taken = taken
-        self.follower = Follower(uri, template=TEMPLATE, view=self.view, condition=self.condition,
+        self.follower = CachePeer(uri, template=TEMPLATE, view=self.view, condition=self.condition,
                                  sink_uri=self.receiver.sink_uri, tell=lambda: None,
                                  renewals=self.renewals, lease_duration=60, backoff=Backoff(0.05, 0.2),
                                  errors=PeerErrors(), clock=SYSTEM_CLOCK)

@@ -17,12 +17,13 @@ import pytest
 from conftest import ServingDaemon, free_port, sockets_of
 from lookup_processes import serve_lookup  # noqa: F401  (a fixture)
 
-import lookup.events as events_module
+import lookup.service.mailer as mailer_module
 from landlord import FOREVER, FakeClock, LeaseRenewalEvent, LeaseRenewalManager, UnknownLeaseError
 from landlord.testing import WaitFailed
 from lookup import ServiceItem, ServiceTemplate, locate
-from lookup.events import ALL_TRANSITIONS, TRANSITION_NOMATCH_MATCH, EventMailer, EventRegistration, ServiceEvent
-from lookup.outbox import MailLimits
+from lookup.events import ALL_TRANSITIONS, TRANSITION_NOMATCH_MATCH, EventRegistration, ServiceEvent
+from lookup.service.mailer import EventMailer
+from lookup.service.outbox import MailLimits
 
 
 def event(sequence_number: int, event_id: int = 1) -> ServiceEvent:
@@ -325,7 +326,7 @@ def test_300_dead_listeners_hold_up_neither_a_live_listener_nor_a_renewal(
 def test_on_worker_threads_alone_too_dead_listeners_leave_a_live_one_a_thread(
         daemon: ServingDaemon, monkeypatch: pytest.MonkeyPatch) -> None:
     # as under TLS, where calls cannot go over streams: 4 threads, 3 of them for listeners not known live
-    monkeypatch.setattr(events_module, "_streams_usable", lambda: False)
+    monkeypatch.setattr(mailer_module, "_streams_usable", lambda: False)
     mailer = EventMailer(workers=4, limits=MailLimits(attempt_timeout=2.0, retry_delays=(0.1, 0.1)))
     dead = DeadListeners(20)
     live = Arrivals()
