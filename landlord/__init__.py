@@ -47,10 +47,10 @@ from .transport.proxies import get_call_timeout, proxy_for, set_call_timeout, ti
 from .wire import register_exception
 
 if TYPE_CHECKING:  # for the type checker: at run time these load on first use (__getattr__ below)
+    from .holder.revocations import RevocationReceiver
     from .renewalservice.client import RenewalSetClient, RenewalSetListener
     from .renewalservice.service import LeaseRenewalService
     from .replication.replicated import ReplicatedLandlord
-    from .revocation import RevocationReceiver
     from .serving import serve_landlord, serve_replica
 
 # the extras: each name, and the module that defines it, imported when the name is first used
@@ -58,7 +58,7 @@ _LAZY = {
     "RenewalSetClient": "renewalservice.client", "RenewalSetListener": "renewalservice.client",
     "LeaseRenewalService": "renewalservice.service",
     "ReplicatedLandlord": "replication.replicated",
-    "RevocationReceiver": "revocation",
+    "RevocationReceiver": "holder.revocations",
     "serve_landlord": "serving", "serve_replica": "serving",
 }
 

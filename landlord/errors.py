@@ -4,7 +4,7 @@ A :class:`LeaseError` is a *definite* answer from a landlord: the lease is
 gone or may not be renewed. A Pyro5 ``CommunicationError`` is passed through
 unchanged and means the opposite: nothing is known, try again. So does a
 :class:`NotLeaderError`, a replica's answer that another replica of its group
-leads (:func:`landlord.transport.classify.classify` says retry for both); a client that
+leads (:func:`landlord.transport.verdicts.classify` says retry for both); a client that
 knows the group asks the replica it names.
 """
 

@@ -9,7 +9,8 @@
   lease is granted; :mod:`~landlord.grantor.reapers`: when ended leases are freed;
   :mod:`~landlord.grantor.store`: the SQLite store (leases survive kill -9);
   :mod:`~landlord.grantor.hooks`: what a landlord tells of its leases;
-  :mod:`~landlord.grantor.notices`: a thread calling listeners;
+  :mod:`~landlord.grantor.revocations`: the landlord's half of revocation, a thread
+  telling listeners (the holder's half is :mod:`landlord.holder.revocations`);
   :mod:`~landlord.grantor.resource`: a leased resource as the manager holds it.
 
 It may import the holder side (what it grants is a holder's

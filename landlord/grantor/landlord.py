@@ -21,9 +21,9 @@ from ..holder.landlordlease import MAX_BATCH, LandlordLease, check_cookie, check
 from ..transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
 from .hooks import LeaseHooks
 from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
-from .notices import RevocationNotices
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
+from .revocations import RevocationNotices
 from .store import Store
 
 __all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
@@ -408,7 +408,7 @@ class Landlord:
     def listen(self, cookie: str, listener: str) -> None:
         """Ask to be told at once if the landlord revokes this lease: it calls
         ``revoked(cookie, reason)`` on the Pyro5 object at ``listener``
-        (see :class:`~landlord.revocation.RevocationReceiver`). A later call
+        (see :class:`~landlord.holder.revocations.RevocationReceiver`). A later call
         replaces the listener. Not kept across a restart of the landlord.
 
         Raises:

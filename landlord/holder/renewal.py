@@ -12,7 +12,7 @@ about 3 s. When to renew is :func:`renewal_time`: once a third of the term
 has passed, as etcd's and ZooKeeper's clients do, which leaves two thirds of
 the term to get through, so a partition of up to half the term loses nothing.
 
-What happens on failure (:func:`landlord.transport.classify.classify` tells which):
+What happens on failure (:func:`landlord.transport.verdicts.classify` tells which):
 
 * a :class:`~landlord.LeaseError` (denied, unknown) is definite: the lease is
   dropped and its ``listener`` told at once;
@@ -77,8 +77,8 @@ from ..duration import ANY, check_duration
 from ..errors import LeaseDeniedError, UnknownLeaseError
 from ..lease import Lease
 from ..transport import proxies
-from ..transport.classify import Verdict, classify
 from ..transport.lanes import Lanes
+from ..transport.verdicts import Verdict, classify
 from .landlordlease import CALL_BATCH, LandlordLease
 from .schedule import (
     RENEW_AFTER,
@@ -107,7 +107,7 @@ ANSWERING_ENDPOINTS = 4096
 
 class RevocationWatcher(Protocol):
     """What tells a renewal manager at once that a landlord revoked a lease:
-    :class:`landlord.revocation.RevocationReceiver`."""
+    :class:`landlord.holder.revocations.RevocationReceiver`."""
 
     def watch(self, lease: LandlordLease, on_revoked: Callable[[str], None]) -> None: ...
 
@@ -146,7 +146,7 @@ class LeaseRenewalManager:
             to those whose last call failed to communicate, on threads of their own: they never
             hold up a landlord that answers, and those failing never hold up one not yet heard from.
         name: the background thread's name.
-        revocations: a :class:`~landlord.revocation.RevocationReceiver`: each
+        revocations: a :class:`~landlord.holder.revocations.RevocationReceiver`: each
             :class:`~landlord.LandlordLease` kept is watched through it (one
             remote call, on the landlord's lane), so a lease its landlord revokes
             is dropped at once and its ``listener`` told, with a

@@ -23,7 +23,7 @@ The timing rules, on the holder's monotonic clock:
 * :func:`renewal_time`: renew once ``renew_after`` (a third) of the term has passed;
 * :func:`attempt_timeout`: an attempt waits at most half of what its lease has left,
   but at least a few times what a call of its size has been measured to take;
-* :func:`retry_time`: after a failure worth retrying (:func:`landlord.transport.classify.classify`),
+* :func:`retry_time`: after a failure worth retrying (:func:`landlord.transport.verdicts.classify`),
   try again after the backoff's next delay counted from when the failed attempt
   was sent, or sooner near the end, but never past the lease's deadline: a lease
   whose renewals kept failing is reported lost when its term ends.
@@ -47,7 +47,7 @@ from collections.abc import Callable, Hashable, Mapping
 from ..duration import ANY, check_duration
 from ..lease import Lease
 from ..transport.backoff import Backoff
-from ..transport.classify import Verdict, classify
+from ..transport.verdicts import Verdict, classify
 from .pace import Pace, finish_by, planned_start
 
 __all__ = ["Schedule", "Call", "LeaseRenewalEvent", "LeaseWarningEvent", "Callback", "WarningCallback", "Told",
@@ -568,7 +568,7 @@ class Schedule:
         which warns if the landlord cannot be kept up with). A lease renewed is
         queued for its next renewal (at least 50 ms on), started early enough
         that a call like this one finishes in time (:func:`~landlord.holder.pace.planned_start`);
-        one refused (a definite answer, :func:`~landlord.transport.classify.classify`) is let go;
+        one refused (a definite answer, :func:`~landlord.transport.verdicts.classify`) is let go;
         one whose call may be retried is queued for :func:`retry_time` with the
         call's backoff, or let go if its deadline has come. Leases removed or
         replaced while the call was out are left alone.

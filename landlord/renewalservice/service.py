@@ -75,8 +75,8 @@ from ..clock import SYSTEM_CLOCK, Clock
 from ..duration import FOREVER, check_duration
 from ..errors import UnknownLeaseError
 from ..grantor.landlord import Landlord
-from ..grantor.notices import NOTICE_TIMEOUT
 from ..grantor.policy import LeaseDurationPolicy, LeasePolicy
+from ..grantor.revocations import NOTICE_TIMEOUT
 from ..grantor.store import LeaseStore
 from ..holder.landlordlease import MAX_URI_LENGTH, LandlordLease
 from ..holder.renewal import (
@@ -192,7 +192,7 @@ class SetEvents:
     number of hung listeners delays an event to one that answers. A delivery that fails (unreachable,
     or no answer within ``timeout``) is logged at WARNING, and events to that
     address posted in the next ``skip_for`` seconds are skipped, each logged,
-    without a call. Best effort, like :class:`~landlord.grantor.notices.Notices`.
+    without a call. Best effort, like :class:`~landlord.grantor.revocations.Notices`.
 
     Args:
         clock: times the skipping.

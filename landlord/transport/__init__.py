@@ -3,7 +3,7 @@
 - the caller's side: :mod:`~landlord.transport.proxies` (one proxy per thread and
   URI, calls bounded in time), :mod:`~landlord.transport.lanes` (calls to one
   peer in order, on bounded workers), :mod:`~landlord.transport.backoff` (when to
-  try again), :mod:`~landlord.transport.classify` (a failure: a definite answer,
+  try again), :mod:`~landlord.transport.verdicts` (a failure: a definite answer,
   or a reason to retry);
 - the server's side: :mod:`~landlord.transport.framing` (a message gathered whole
   under its limits; pure), :mod:`~landlord.transport.frameserver` (the guarded

@@ -29,7 +29,7 @@ from landlord import (
     discard_proxy,
     proxy_for,
 )
-from landlord.transport.classify import Verdict, classify
+from landlord.transport.verdicts import Verdict, classify
 
 from ..discovery.unicast import LookupGroup
 from ..item import uri_of

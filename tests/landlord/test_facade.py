@@ -19,7 +19,8 @@ EXTRAS = ("landlord.replication", "landlord.replication.election", "landlord.rep
           "landlord.replication.replicated", "landlord.admin", "landlord.metrics",
           "landlord.renewalservice", "landlord.renewalservice.service", "landlord.renewalservice.sets",
           "landlord.renewalservice.client", "landlord.serving",
-          "landlord.transport.frameserver", "landlord.transport.multiplex", "landlord.revocation", "landlord.testing",
+          "landlord.transport.frameserver", "landlord.transport.multiplex", "landlord.holder.revocations",
+          "landlord.testing",
           "landlord.testing.etcd", "lookup.service.replicated", "lookup.service.server", "pyetcd", "prometheus_client")
 
 

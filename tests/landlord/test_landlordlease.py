@@ -40,7 +40,7 @@ from landlord import (
 from landlord.holder import landlordlease
 from landlord.holder.landlordlease import MAX_LANDLORDS, MAX_REDIRECTS, check_landlords, known_leader
 from landlord.transport import proxies
-from landlord.transport.classify import Verdict, classify
+from landlord.transport.verdicts import Verdict, classify
 
 TERM = 10.0
 

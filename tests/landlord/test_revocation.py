@@ -21,7 +21,7 @@ from landlord import (
 )
 from landlord.grantor.hooks import LeaseHooks
 from landlord.grantor.resource import LeasedResource
-from landlord.revocation import RevocationReceiver
+from landlord.holder.revocations import RevocationReceiver
 from landlord.testing import Recorder, ServingDaemon
 
 

@@ -213,7 +213,7 @@ def test_not_leader_names_the_leader_across_a_real_daemon() -> None:
     import Pyro5.api
 
     from landlord.testing import ServingDaemon
-    from landlord.transport.classify import Verdict, classify
+    from landlord.transport.verdicts import Verdict, classify
 
     @Pyro5.api.expose
     class Follower:

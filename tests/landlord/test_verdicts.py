@@ -1,4 +1,4 @@
-"""landlord.transport.classify: a failed call is a definite answer, or a reason to try again."""
+"""landlord.transport.verdicts: a failed call is a definite answer, or a reason to try again."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import Pyro5.errors
 import pytest
 
 from landlord import LeaseDeniedError, LeaseError, LeaseMapError, UnknownLeaseError
-from landlord.transport.classify import Verdict, classify
+from landlord.transport.verdicts import Verdict, classify
 
 
 @pytest.mark.parametrize("error", [

@@ -2,7 +2,7 @@
 
 A holder that wants to know before its next renewal serves a small Pyro5
 object and gives its URI to each lease's landlord (:meth:`landlord.Landlord.listen`);
-the landlord calls it when it revokes the lease (:mod:`landlord.grantor.notices`).
+the landlord calls it when it revokes the lease (:mod:`landlord.grantor.revocations`).
 Give a receiver to a :class:`~landlord.LeaseRenewalManager` (``revocations=``)
 and it does this for every lease it keeps: a revoked lease is dropped and its
 listener told at once, with a :class:`~landlord.LeaseDeniedError` carrying the reason.
@@ -19,12 +19,12 @@ from collections.abc import Callable
 
 import Pyro5.api
 
-from .holder.landlordlease import LandlordLease
-from .transport.addresses import advertised_host
+from ..transport.addresses import advertised_host
+from .landlordlease import LandlordLease
 
 __all__ = ["RevocationReceiver"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("landlord.revocation")  # its name before it moved
 
 OnRevoked = Callable[[str], None]  # called with the landlord's reason
 

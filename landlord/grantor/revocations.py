@@ -2,7 +2,7 @@
 
 A holder that asked to be told (:meth:`landlord.Landlord.listen`, which a
 :class:`~landlord.LeaseRenewalManager` given a
-:class:`~landlord.revocation.RevocationReceiver` does for it) names a Pyro5
+:class:`~landlord.holder.revocations.RevocationReceiver` does for it) names a Pyro5
 object; when the landlord revokes that lease, its ``revoked(cookie, reason)``
 is called from this module's one thread, so the revoking caller never waits
 on a holder's network. Delivery is best effort: a holder that cannot be
