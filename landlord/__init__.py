@@ -65,6 +65,20 @@ _LAZY = {
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
+# The modules other packages may import (lookup, and users who need more than the
+# facade); every other module is private to landlord and may change without
+# notice. Declared once, here: docs/architecture.md lists the same, the
+# import-linter contract forbids lookup all the others, and
+# tests/test_architecture.py checks all three against what lookup imports.
+PUBLIC_MODULES = (
+    "landlord", "landlord.errors", "landlord.clock", "landlord.duration", "landlord.lease",
+    "landlord.wire", "landlord.tls", "landlord.lazy",
+    "landlord.serving", "landlord.admin", "landlord.metrics", "landlord.aio",
+    "landlord.transport.addresses", "landlord.transport.verdicts",
+    "landlord.replication", "landlord.replication.election", "landlord.replication.replicated",
+    "landlord.testing", "landlord.testing.etcd",
+)
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -3,8 +3,9 @@
 :mod:`~lookup.service.lookupservice` holds :class:`~lookup.LookupService`, the
 Pyro5 facade (one lock) over :mod:`~lookup.service.registry` (items and their
 leases), :mod:`~lookup.service.index` (candidates by type and attribute) and
-:mod:`~lookup.service.fanout` (event registrations), whose events the
-:mod:`~lookup.service.outbox` queues per listener; :mod:`~lookup.service.quotas`
+:mod:`~lookup.service.fanout` (event registrations), whose events
+:mod:`~lookup.service.mailer` delivers, as :mod:`~lookup.service.outbox` (queues
+per listener; pure) says; :mod:`~lookup.service.quotas`
 bounds what one client may hold. :mod:`~lookup.service.server` serves it on a
 guarded daemon with announcements; :mod:`~lookup.service.replicated` is one
 replica of a group replicated through etcd.
