@@ -302,14 +302,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         OSError: the address is in use or cannot be bound.
         sqlite3.Error: ``store`` cannot be opened as a database.
     """
-    if server_type not in SERVER_TYPES:
-        raise ValueError(f"server_type must be one of {', '.join(SERVER_TYPES)}, got {server_type!r}")
-    if reaper not in REAPERS:
-        raise ValueError(f"reaper must be one of {', '.join(REAPERS)}, got {reaper!r}")
-    if tls is not None and not isinstance(tls, TLSConfig):
-        raise TypeError(f"tls must be a TLSConfig or None, got {type(tls).__name__}")
-    if advertise is not None:
-        check_advertise(advertise)  # before the store is opened
+    _check_choices(server_type=server_type, reaper=reaper, tls=tls, advertise=advertise)  # before the store opens
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
     announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
     metrics = LookupMetrics() if metrics_port is not None else None  # before the store is opened
@@ -320,9 +313,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     try:
         if metrics is not None:
             metrics.attach(service)
-        admin = LandlordAdmin(service, token=admin_token, admin_names=admin_names) \
-            if admin_token is not None or admin_names else None
-
+        admin = _admin_of(service, admin_token, admin_names)
         announcing.open(advertised_host(host, advertise))
 
         def answering(uri: str) -> None:
@@ -338,3 +329,26 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     finally:
         announcing.close()  # first: no client should be sent to a service that is going
         service.close()  # its reaper and event delivery
+
+
+def _check_choices(*, server_type: str, reaper: str, tls: TLSConfig | None, advertise: str | None) -> None:
+    """:func:`serve`'s arguments that name a choice, checked before anything is opened.
+
+    Raises:
+        ValueError: an unknown server type or reaper, or an ``advertise`` that is no host.
+        TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
+    """
+    if server_type not in SERVER_TYPES:
+        raise ValueError(f"server_type must be one of {', '.join(SERVER_TYPES)}, got {server_type!r}")
+    if reaper not in REAPERS:
+        raise ValueError(f"reaper must be one of {', '.join(REAPERS)}, got {reaper!r}")
+    if tls is not None and not isinstance(tls, TLSConfig):
+        raise TypeError(f"tls must be a TLSConfig or None, got {type(tls).__name__}")
+    if advertise is not None:
+        check_advertise(advertise)
+
+
+def _admin_of(service: LookupService, token: str | None, names: Iterable[str]) -> LandlordAdmin | None:
+    """The admin object served beside ``service``: only when a token or certificate names are given."""
+    names = list(names)
+    return LandlordAdmin(service, token=token, admin_names=names) if token is not None or names else None
