@@ -14,7 +14,7 @@ the lazy reaper), once each:
 (c) **idle CPU**: that population, before it ends, for ``--idle`` seconds.
 
 The baseline, in the same run, is the *bare sleeper*: a dict + SortedList
-(``scale.py``'s), one lock and one thread asleep until the earliest
+(``bench_scale.py``'s), one lock and one thread asleep until the earliest
 expiration, given the same leases, trickle and callbacks. It is the floor for
 the sleeper's delays and for every reaper's rate. The method in full:
 ``benchmarks/README.md``; the options, table and JSON (with the raw delays of

@@ -15,7 +15,7 @@ processes (``--child client``); each holder holds a lease of every side:
   ``LeaseKeepAlive`` stream of its own (one request in flight), on its
   process's one gRPC channel to a single-member etcd on loopback, data on tmpfs
   (``bench_etcd.py``'s set-up and client; ``Lease.refresh()``, a stream per
-  renewal, made a quarter of the rate here).
+  renewal, made far fewer renewals a second here: ``docs/performance.md``).
 
 Every holder thread has its own Pyro5 connections (a proxy belongs to the
 thread that made it), made before the rounds. Two ways of renewing: **flat

@@ -43,8 +43,8 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("bench_etcd.py", []),
     ("bench_lookup.py", []),
     ("bench_expiry.py", []),
-    ("scale.py", []),  # with its memory pass: the grantor's bytes per lease at 1M is a goal
-    ("renewal.py", []),
+    ("bench_scale.py", []),  # with its memory pass: the grantor's bytes per lease at 1M is a goal
+    ("bench_renewal_manager.py", []),
     ("bench_store.py", []),
     ("bench_replicated.py", []),
     ("bench_metrics.py", []),

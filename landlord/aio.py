@@ -24,15 +24,13 @@ anything is sent, and raise at once. Then a call takes one of two paths:
         await renewals.cancel(lease)
 
 **Why streams, where they can.** Both ways were measured from one loop
-against a landlord in another process (``benchmarks/bench_aio.py``, 5 rounds
-of 2 s, 2 cores; figures and command in ``docs/asyncio.md``). Streams did
-1.56x the renewals of the worker threads one at a time (6,300/s against
-3,460/s: no hop to a thread and back per call), and 2.39x with 100 renewals
-at once (18,600/s against 7,900/s: 8 threads contend for the GIL to do what
-one loop does between its reads). The sync ``lease.renew()`` from a thread,
-measured in the same rounds, did 6,700-8,200/s one at a time. The first
-prototype pipelined every call on one connection and did 2,200/s at 100 at
-once: Pyro5 daemons leave Nagle's algorithm on, so an answer sent while the
+against a landlord in another process (``benchmarks/bench_aio.py``; the
+figures are in ``docs/performance.md`` and ``docs/asyncio.md``). Streams
+renewed more than the worker threads one at a time (no hop to a thread and
+back per call), and far more with 100 renewals at once (8 threads contend
+for the GIL to do what one loop does between its reads). The first
+prototype pipelined every call on one connection and was the slowest at 100
+at once: Pyro5 daemons leave Nagle's algorithm on, so an answer sent while the
 one before is unacknowledged waits for the client's delayed ACK; hence one
 call per connection. A connection whose call failed, timed out or was
 cancelled is closed, never reused, and the error is a Pyro5

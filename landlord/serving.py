@@ -23,14 +23,11 @@ cost of one file descriptor each, no thread each. A landlord subclass whose
 remote methods block (on a database, on another server) holds up everyone
 while they do: serve it with ``server_type="thread"``.
 
-Measured with the lookup service on loopback (a server process; 1,000 idle
-clients held by 10 threads of another process; then a further client),
-multiplex vs. ``"thread"`` with a 2,048-worker pool: a further client's lookup
-p50 0.34 vs 0.33 ms, renewal 0.9 vs 1.2 ms — the same; server threads 11 vs
-1,013 and RSS +1.5 MB vs +33 MB; SIGTERM to exit with the 1,000 still
-connected 0.17 s vs 101 s (Pyro5's pool joins each busy worker with a 0.1 s
-timeout). Four client processes hammering lookups: 4,750 vs 3,640 calls/s
-(one thread, no GIL hand-offs).
+Against ``"thread"`` with a pool as large as the clients, multiplex answered
+a further client as fast, with a hundredth of the threads and far less
+memory, exited at once on SIGTERM (Pyro5's pool joins each busy worker with
+a 0.1 s timeout) and served more calls a second (one thread, no GIL
+hand-offs): the figures are in ``docs/performance.md``.
 
 Since issue 23 the default is the ``"guarded"`` server
 (:mod:`landlord.transport.frameserver`): like the multiplex server it waits on every

@@ -2,9 +2,10 @@
 
 The answer to a ``lookup_all`` of 200 items travelled as 200 item dicts, each
 entry tagged with its class, its lineage and every field name, ``None``
-fields too: 164 KB of serpent, which the server took 5 ms to write and the
-client 37 ms to parse (``ast.literal_eval``) and rebuild. Packed, the same
-answer is 31 KB, written in 0.07 ms and read in 1 ms. :mod:`lookup.wire`
+fields too: large serpent, slow for the client to parse
+(``ast.literal_eval``) and rebuild. Packed, the same answer is about a fifth
+of the bytes, and many times faster to write and to read (the figures:
+``docs/performance.md``). :mod:`lookup.wire`
 documents the form and registers the converters; this module builds and reads it.
 
 - The *table* is JSON text (parsed by the ``json`` module's C code, not by

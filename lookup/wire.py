@@ -42,9 +42,9 @@ and the places among them of the fields that have a value; the others are
 fields, entry after entry, in its layout's order. A value is a JSON string,
 number or bool; a list, tuple or dict (or an infinite float) goes in
 ``values``, in the serializer's own form (a tuple stays a tuple), and the row
-holds ``[k]``, its place there. 200 items are 31 KB, not 164 KB in the dict
-form, and read in 1 ms, not 37 ms (``json`` parses in C; serpent's
-``literal_eval`` in Python).
+holds ``[k]``, its place there. 200 items take about a fifth of the bytes
+of the dict form, and are read many times faster (``json`` parses in C;
+serpent's ``literal_eval`` in Python; the figures: ``docs/performance.md``).
 
 Every form ever sent is read: the dict form of matches as well (from a
 lookup service before the packed form). A reader before the packed form
@@ -67,7 +67,7 @@ them as ``"remaining"`` and ``"term"`` (``inf`` for FOREVER); a lone
 ``remaining`` is taken as the term too, as for a lease. A packed answer's
 table has ``"expiries"``, one per item, in order: ``[remaining, term]``
 (remaining to the millisecond), or ``null`` where not known or not finite
-(JSON has no ``inf``); 200 items' answer grows by 2.8 KB (10%); the dict form
+(JSON has no ``inf``), little added to an answer; the dict form
 has ``"expiries"`` beside ``"items"``, ``[remaining, term]`` or ``None``.
 Every one is optional: a sender before expiries sends none and a reader
 before them ignores them, and a receiver then knows nothing of when the

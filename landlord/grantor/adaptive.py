@@ -72,13 +72,14 @@ class AdaptivePolicy(LeaseDurationPolicy):
     that (or ``min_term``). A shorter term under more leases could only break
     the cap; to bound the resources held, deny grants past a count instead.
 
-    Cost: a renewal adds a compare and two additions, about 0.1 µs (3-7% of
-    an in-process ``renew_all``, measured); once per slot (a tenth of
-    ``window``) the window moves on, under the lease manager's lock (``SLOTS``
-    sums and one :meth:`~landlord.LeasePolicy.held`). A grant reads ``held()``
-    and sets the term outside the lock: a float written whole, and either
-    writer's term is a current one. ``benchmarks/bench_adaptive.py`` shows the
-    load held at 0.73-0.87 of the cap while the leases grow tenfold.
+    Cost: a renewal adds a compare and two additions (a few per cent of an
+    in-process ``renew_all``); once per slot (a tenth of ``window``) the
+    window moves on, under the lease manager's lock (``SLOTS`` sums and one
+    :meth:`~landlord.LeasePolicy.held`). A grant reads ``held()`` and sets the
+    term outside the lock: a float written whole, and either writer's term is
+    a current one. ``benchmarks/bench_adaptive.py`` measures the load held
+    against the cap while the leases grow tenfold; the figures are in
+    ``docs/performance.md``.
 
     Args:
         renewal_cap: renewals per second the landlord wants to serve at most.

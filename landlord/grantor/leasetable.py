@@ -9,9 +9,10 @@ found to live on. So a renewal costs the index nothing, and a lease renewed
 many times per term is filed again about once per term, by the reaper.
 
 Why not a sorted index of ``(expiration, cookie)`` (what this replaced): it
-re-keyed every renewal (a remove and an add, about 2 µs of a 3 µs renewal at
-a million leases), and it kept a tuple per lease (64 bytes). The calendar
-keeps a list slot per lease (8 bytes) and a few hundred bytes per bucket.
+re-keyed every renewal (a remove and an add, most of a renewal's cost at a
+million leases: ``docs/performance.md``), and it kept a tuple per lease (64
+bytes). The calendar keeps a list slot per lease (8 bytes) and a few hundred
+bytes per bucket.
 
 Entries are lower bounds, never later than the lease's expiration: a renewal
 that moves a lease *earlier* (a holder asking for less than it has left) files

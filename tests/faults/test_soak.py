@@ -1,6 +1,6 @@
 """A short soak through the real script: two client processes keep 2,000 leases each alive, none is lost.
 
-``benchmarks/soak.py`` is the load test of issue 6 (several clients x 10,000
+``benchmarks/bench_soak.py`` is the load test of issue 6 (several clients x 10,000
 leases for minutes); this runs the same script with small arguments, so the
 test checks what the benchmark runs: separate landlord and client processes,
 a ``LeaseRenewalManager`` per client, the landlord's own count of expiries.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_soak.py"
 CLIENTS = 2
 LEASES = 2_000
 MINUTES = 0.25        # 15 s
