@@ -6,13 +6,14 @@ they care; a lease that is not renewed expires and its resource is freed.
 Importing this package registers the converters that let leases, batch
 results and lease errors cross the wire as themselves.
 
-``import landlord`` loads the core alone: leases, the renewal manager, the
-grantor (``Landlord``, its manager, policies, reapers, the SQLite store), the
-wire and TLS. The extras load on first use of their name
-(:data:`_LAZY`, PEP 562): serving (``serve_landlord``, ``serve_replica``: the
-guarded server, admin, metrics beside), replication (``ReplicatedLandlord``:
+``import landlord`` loads the holder's core alone: leases, the renewal
+manager, the wire and TLS. Everything else loads on first use of its name
+(:data:`_LAZY`, PEP 562): the grantor (``Landlord``, its manager, policies,
+reapers, the SQLite store), so that a holder process loads none of it; and
+the extras: serving (``serve_landlord``, ``serve_replica``: the guarded
+server, admin, metrics beside), replication (``ReplicatedLandlord``:
 election, the etcd store), the renewal service and its client, and the
-revocation receiver. A holder that only renews loads none of them.
+revocation receiver.
 """
 
 from __future__ import annotations
@@ -23,18 +24,11 @@ from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
-from .grantor.adaptive import AdaptivePolicy
-from .grantor.hooks import LeaseHooks
-from .grantor.landlord import Landlord, RenewResults, ResourceCodec
-from .grantor.manager import LeaseManager
-from .grantor.policy import LeaseDurationPolicy, LeasePolicy
-from .grantor.reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
-from .grantor.resource import LeasedResource, LeaseExtra
-from .grantor.store import LeaseStore, Store, StoreInUseError
 from .holder.landlordlease import LandlordLease, call_group, known_leader, replica_uris
 from .holder.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
 from .lazy import lazy_names
 from .lease import AbstractLease, Lease, LeaseMap
+from .results import RenewResults
 from .tls import TLSConfig, apply_tls, tls_settings
 from .transport.backoff import Backoff, OutageLog, PeerErrors
 from .transport.callbacks import check_callback_hosts, check_callback_uri
@@ -47,6 +41,14 @@ from .transport.proxies import get_call_timeout, proxy_for, set_call_timeout, ti
 from .wire import register_exception
 
 if TYPE_CHECKING:  # for the type checker: at run time these load on first use (__getattr__ below)
+    from .grantor.adaptive import AdaptivePolicy
+    from .grantor.hooks import LeaseHooks
+    from .grantor.landlord import Landlord, ResourceCodec
+    from .grantor.manager import LeaseManager
+    from .grantor.policy import LeaseDurationPolicy, LeasePolicy
+    from .grantor.reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
+    from .grantor.resource import LeasedResource, LeaseExtra
+    from .grantor.store import LeaseStore, Store, StoreInUseError
     from .holder.revocations import RevocationReceiver
     from .renewalservice.client import RenewalSetClient, RenewalSetListener
     from .renewalservice.service import LeaseRenewalService
@@ -55,6 +57,14 @@ if TYPE_CHECKING:  # for the type checker: at run time these load on first use (
 
 # the extras: each name, and the module that defines it, imported when the name is first used
 _LAZY = {
+    # the grantor: a holder process, which only renews, never loads it
+    "Landlord": "grantor.landlord", "ResourceCodec": "grantor.landlord", "LeaseManager": "grantor.manager",
+    "LeasePolicy": "grantor.policy", "LeaseDurationPolicy": "grantor.policy", "AdaptivePolicy": "grantor.adaptive",
+    "Reaper": "grantor.reapers", "SleeperReaper": "grantor.reapers", "PollingReaper": "grantor.reapers",
+    "LazyReaper": "grantor.reapers", "LeasedResource": "grantor.resource", "LeaseExtra": "grantor.resource",
+    "LeaseStore": "grantor.store", "Store": "grantor.store", "StoreInUseError": "grantor.store",
+    "LeaseHooks": "grantor.hooks",
+    # the extras
     "RenewalSetClient": "renewalservice.client", "RenewalSetListener": "renewalservice.client",
     "LeaseRenewalService": "renewalservice.service",
     "ReplicatedLandlord": "replication.replicated",

@@ -27,8 +27,8 @@ from Pyro5.serializers import SerializerBase
 
 from .clock import SYSTEM_CLOCK
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
-from .grantor.landlord import RenewResults
 from .holder.landlordlease import LandlordLease
+from .results import RenewResults
 
 __all__ = ["register_exception", "register_converters", "checked_fields", "LEASE_CLASS", "RENEW_RESULTS_CLASS"]
 

@@ -1,5 +1,5 @@
-"""The grantor: :class:`Landlord`, exposed over Pyro5, :class:`RenewResults`, and
-:class:`ResourceCodec` (how a landlord stores its resources)."""
+"""The grantor: :class:`Landlord`, exposed over Pyro5, and :class:`ResourceCodec` (how a
+landlord stores its resources). Its batches answer with :class:`~landlord.RenewResults`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import math
 import secrets
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import Pyro5.core
@@ -18,6 +17,7 @@ from ..clock import SYSTEM_CLOCK, Clock
 from ..duration import ANY, check_duration
 from ..errors import LeaseDeniedError
 from ..holder.landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
+from ..results import RenewResults
 from ..transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
 from .hooks import LeaseHooks
 from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
@@ -26,7 +26,7 @@ from .reapers import Reaper
 from .revocations import RevocationNotices
 from .store import Store
 
-__all__ = ["Landlord", "RenewResults", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
+__all__ = ["Landlord", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
 
 log = logging.getLogger("landlord.grantor")  # its name before it moved
 
@@ -47,30 +47,6 @@ def served_uri(obj: object) -> str | None:
 def new_cookie() -> str:
     """An unguessable lease cookie (``COOKIE_BYTES`` random bytes, URL-safe text)."""
     return secrets.token_urlsafe(COOKIE_BYTES)
-
-
-@dataclass(frozen=True, slots=True)
-class RenewResults:
-    """The answer to a batch renewal.
-
-    Two are equal when they grant the same and deny with errors of the same
-    type and arguments (exceptions themselves compare by identity).
-
-    Args:
-        granted: seconds granted per lease, in request order; ``-1`` where that renewal failed.
-        denied: the exceptions of the failed renewals, in order.
-    """
-
-    granted: list[float]
-    denied: list[Exception]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RenewResults):
-            return NotImplemented
-        return self.granted == other.granted and [repr(e) for e in self.denied] == [repr(e) for e in other.denied]
-
-    def __repr__(self) -> str:  # a batch may hold 10,000 leases: kept short for logs
-        return f"RenewResults(granted={self.granted!r:.80}, denied={self.denied!r:.80})"
 
 
 class ResourceCodec(Protocol):

@@ -44,11 +44,12 @@ import Pyro5.server
 from ..clock import SYSTEM_CLOCK, Clock
 from ..duration import ANY
 from ..errors import LeaseError, NotLeaderError
-from ..grantor.landlord import Landlord, RenewResults, ResourceCodec, served_uri
+from ..grantor.landlord import Landlord, ResourceCodec, served_uri
 from ..grantor.manager import FreeCallback, LeaseManager
 from ..grantor.policy import LeaseDurationPolicy, LeasePolicy
 from ..grantor.resource import LeasedResource
 from ..holder.landlordlease import LandlordLease, check_landlords, replica_object_id, replica_uris
+from ..results import RenewResults
 from .election import Election, LeadershipLost, etcd_errors, leader_key, require_pyetcd
 from .etcdstore import EtcdLeaseStore
 

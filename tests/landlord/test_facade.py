@@ -36,6 +36,18 @@ def test_importing_the_facade_loads_no_extra(code: str) -> None:
     assert loaded_after(code) & set(EXTRAS) == set()
 
 
+@pytest.mark.parametrize("code", ["import landlord", "from landlord import LeaseRenewalManager, LandlordLease",
+                                  "import landlord.holder.renewal, landlord.wire", "import landlord.aio"])
+def test_a_holder_process_loads_no_grantor_module(code: str) -> None:
+    assert {name for name in loaded_after(code) if name.startswith("landlord.grantor")} == set()
+
+
+def test_the_grantor_loads_on_first_use_of_its_names() -> None:
+    loaded = loaded_after("import landlord; landlord.Landlord")
+    assert "landlord.grantor.landlord" in loaded and "landlord.grantor.store" in loaded
+    assert "landlord.serving" not in loaded
+
+
 def test_an_extra_loads_on_first_use_of_its_name_and_is_the_modules_own() -> None:
     loaded = loaded_after("import landlord; landlord.serve_landlord")
     assert "landlord.serving" in loaded and "landlord.renewalservice" not in loaded
