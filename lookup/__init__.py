@@ -6,9 +6,11 @@ Every registration is a lease, so a service that dies vanishes on its own.
 
 Importing this package imports landlord and registers the converters that let
 entries (a user's own :class:`Entry` subclasses too), service items,
-templates and matches cross the wire as themselves. It loads no extra of
-landlord's: the replicated lookup service (``ReplicatedLookupService``, over
-etcd) loads on first use of its name, and the server (``python -m lookup
+templates and matches cross the wire as themselves. It loads what a client
+needs (the values, :mod:`lookup.client`, :mod:`lookup.discovery`) and no
+service module, none of landlord's grantor and no extra: the lookup service
+(``LookupService``) and its replicated form (``ReplicatedLookupService``, over
+etcd) load on first use of their names, and the server (``python -m lookup
 serve``, :mod:`lookup.service.server`) only when imported.
 """
 
@@ -50,12 +52,12 @@ from .events import (
 from .item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate, matches, type_names
 from .ownership import NotOwnerError
 from .registration import ServiceRegistration
-from .service.lookupservice import LookupService
 
-if TYPE_CHECKING:  # at run time: loaded on first use (its replication loads landlord's, over etcd)
+if TYPE_CHECKING:  # at run time: loaded on first use, so that a client process loads no service module
+    from .service.lookupservice import LookupService
     from .service.replicated import ReplicatedLookupService
 
-_LAZY = {"ReplicatedLookupService": "service.replicated"}
+_LAZY = {"LookupService": "service.lookupservice", "ReplicatedLookupService": "service.replicated"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

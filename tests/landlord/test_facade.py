@@ -42,6 +42,13 @@ def test_a_holder_process_loads_no_grantor_module(code: str) -> None:
     assert {name for name in loaded_after(code) if name.startswith("landlord.grantor")} == set()
 
 
+def test_a_lookup_client_process_loads_no_service_module_and_no_asyncio() -> None:
+    loaded = loaded_after("import lookup")
+    assert {name for name in loaded if name.startswith(("lookup.service", "landlord.grantor"))} == set()
+    assert "asyncio" not in loaded  # the service's event mailer is what needs it
+    assert {"lookup.client.join", "lookup.client.cache", "lookup.discovery.multicast"} <= loaded
+
+
 def test_the_grantor_loads_on_first_use_of_its_names() -> None:
     loaded = loaded_after("import landlord; landlord.Landlord")
     assert "landlord.grantor.landlord" in loaded and "landlord.grantor.store" in loaded
