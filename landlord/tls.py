@@ -93,6 +93,12 @@ _PYRO_CLIENT_CONTEXT = "__ssl_client_context"
 _lock = threading.RLock()  # one apply or restore at a time: they change several globals
 
 
+class _ServerContext(ssl.SSLContext):
+    """A server's context: its listening sockets bound each handshake by :attr:`handshake_timeout`."""
+
+    handshake_timeout: float = HANDSHAKE_TIMEOUT
+
+
 class _BoundedHandshakeSocket(ssl.SSLSocket):
     """A listening TLS socket whose ``accept()`` gives each handshake a time limit.
 
@@ -202,7 +208,7 @@ class TLSConfig:
 
     def _context(self, *, server: bool) -> ssl.SSLContext:
         # PROTOCOL_TLS_* verify the peer by default; a client also checks that the server's name is its host
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server else ssl.PROTOCOL_TLS_CLIENT)
+        context = _ServerContext(ssl.PROTOCOL_TLS_SERVER) if server else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.verify_mode = ssl.CERT_REQUIRED  # a server too: no certificate, no connection
         try:
@@ -214,9 +220,9 @@ class TLSConfig:
             context.load_verify_locations(cafile=str(self.cafile))  # only this CA: no system CAs
         except ssl.SSLError as exc:
             raise ValueError(f"no CA certificate in {self.cafile}: {exc.reason or exc}") from None
-        if server:
+        if isinstance(context, _ServerContext):
             context.sslsocket_class = _BoundedHandshakeSocket
-            context.handshake_timeout = float(self.handshake_timeout)  # type: ignore[attr-defined]
+            context.handshake_timeout = float(self.handshake_timeout)
         return context
 
     def server_context(self) -> ssl.SSLContext:

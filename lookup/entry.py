@@ -26,7 +26,7 @@ import logging
 import math
 import typing
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 __all__ = [
     "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
@@ -127,7 +127,7 @@ def check_wire_value(value: object, where: str = "value", _depth: int = 0) -> No
     if kind is str or kind is int or kind is bool or value is None:
         return
     if kind is float:
-        if math.isnan(value):  # type: ignore[arg-type]
+        if math.isnan(cast(float, value)):
             raise ValueError(f"{where}: NaN is not a wire value (it equals nothing, so it could never match)")
         return
     if kind not in (list, tuple, dict):
@@ -135,17 +135,19 @@ def check_wire_value(value: object, where: str = "value", _depth: int = 0) -> No
                         "(str, int, float, bool, None, or lists, tuples and str-keyed dicts of these)")
     if _depth >= MAX_VALUE_DEPTH:
         raise ValueError(f"{where}: nested deeper than {MAX_VALUE_DEPTH} levels")
-    if len(value) > MAX_CONTAINER_LENGTH:  # type: ignore[arg-type]
+    # exact types, not isinstance: a subclass would not cross the wire as itself
+    container = cast("list[object] | tuple[object, ...] | dict[object, object]", value)
+    if len(container) > MAX_CONTAINER_LENGTH:
         raise ValueError(f"{where}: more than {MAX_CONTAINER_LENGTH} elements")
-    if kind is dict:
-        for key, item in value.items():  # type: ignore[attr-defined]
+    if isinstance(container, dict):
+        for key, item in container.items():
             if type(key) is not str:
                 raise TypeError(f"{where}: dict keys must be str, got {type(key).__name__}")
             if key == "__class__":
                 raise ValueError(f"{where}: the dict key '__class__' is reserved by the serializer")
             check_wire_value(item, f"{where}[{key!r:.40}]", _depth + 1)
     else:
-        for index, item in enumerate(value):  # type: ignore[arg-type]
+        for index, item in enumerate(container):
             check_wire_value(item, f"{where}[{index}]", _depth + 1)
 
 
