@@ -6,7 +6,9 @@ registered with every lookup service it knows of, one
 (:mod:`~lookup.client.cache`) mirrors what matches a template, one
 :mod:`~lookup.client.cachepeer` per lookup service, merged by the pure
 :mod:`~lookup.client.view` and fed by events through
-:mod:`~lookup.client.callbacks`. Both peers run on
+:mod:`~lookup.client.callbacks`. Both keep their peers in a
+:class:`~lookup.client.peerset.PeerSet` (lookup services added, removed,
+discovered; errors; closing), and both peers run on
 :class:`~lookup.client.peer.PeerThread`: one lookup service on a thread of its
 own, retried with backoff.
 

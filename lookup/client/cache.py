@@ -22,13 +22,14 @@ made when first needed), unless ``callback_host`` or ``daemon`` says otherwise.
 The cache is a facade over its parts, which share its condition:
 :class:`~lookup.client.view.MergedView` (the one view, pure bookkeeping) and its
 :class:`~lookup.client.view.Teller`, a :class:`~lookup.client.cachepeer.CachePeer` per lookup
-service (subscribe, snapshot, events, re-subscribe), and an
+service (subscribe, snapshot, events, re-subscribe) kept in a
+:class:`~lookup.client.peerset.PeerSet` (lookup services added, removed and
+discovered, their errors, closing), and an
 :class:`~lookup.client.callbacks.EventReceiver` (the daemons events arrive on).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -38,9 +39,9 @@ import Pyro5.api
 import Pyro5.client
 import Pyro5.core
 
-from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErrors, check_duration
+from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, check_duration
 
-from ..discovery.multicast import DiscoveredLookup, LookupDiscovery, follow_discovery
+from ..discovery.multicast import LookupDiscovery
 from ..discovery.unicast import LookupGroup
 from ..events import ServiceEvent
 from ..item import ServiceItem, ServiceTemplate
@@ -48,6 +49,7 @@ from ..registration import DEFAULT_MAX_LEASE
 from .cachepeer import CachePeer
 from .callbacks import EventReceiver
 from .peer import check_retry, locator_key
+from .peerset import PeerSet
 from .view import MergedView, Teller
 
 __all__ = ["LookupCache", "CacheListener"]
@@ -186,22 +188,15 @@ class LookupCache:
         lease_duration = check_duration(lease_duration)
         orphan_timeout = check_duration(orphan_timeout, name="orphan_timeout", allow_any=False)
         self._condition = threading.Condition()
-        self._closed = False
         self._view = MergedView(uris, orphan_timeout=orphan_timeout, clock=clock)
         self._teller = Teller(self._condition, self._view.take_changes, listener, logger=log)
-        self._errors = PeerErrors()  # of lookup services not reached since they failed
         self._receiver = EventReceiver(self._on_event, daemon=daemon, callback_host=callback_host)
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
         self._template, self._lease_duration, self._retry, self._clock = template, lease_duration, retry, clock
-        self._followers: dict[str, CachePeer] = {}
-        self._retired: list[CachePeer] = []  # no longer followed (discarded), their threads ending
-        with self._condition:
-            for uri in uris:
-                self._follow(uri)
-        self._discovery, self._owns_discovery = follow_discovery(groups, discovery)
-        if self._discovery is not None:
-            self._discovery.add_listener(self._discovered)
+        self._followers = PeerSet(self._new_follower, condition=self._condition, forget=self._view.remove_lookup)
+        self._followers.add(uris)
+        self._followers.follow(groups, discovery)
 
     # -- queries (local) ------------------------------------------------------------
 
@@ -211,9 +206,10 @@ class LookupCache:
 
         When it did not, :attr:`last_error` (or :meth:`errors`) says why.
         """
+        followers = self._followers
         with self._condition:
-            return self._condition.wait_for(lambda: self._closed or self._subscribed_count() >= count, timeout) \
-                and not self._closed and self._subscribed_count() >= count
+            return self._condition.wait_for(lambda: followers.closed or self._subscribed_count() >= count, timeout) \
+                and not followers.closed and self._subscribed_count() >= count
 
     def items(self, accept: Callable[[ServiceItem], bool] | None = None) -> list[ServiceItem]:
         """The items held (those ``accept`` accepts, if given)."""
@@ -260,7 +256,7 @@ class LookupCache:
     def lookup_services(self) -> list[str]:
         """The URIs of the lookup services followed, in the order given (then discovered)."""
         with self._condition:
-            return list(self._followers)
+            return self._followers.keys()
 
     def add_lookups(self, lookups: Any) -> None:
         """Also follow these lookup services (those followed already are ignored).
@@ -268,13 +264,7 @@ class LookupCache:
         Raises:
             TypeError: one that is not a proxy or URI (nothing is added then).
         """
-        uris = _lookup_uris(lookups, allow_none=True)
-        with self._condition:
-            if self._closed:
-                return
-            for uri in uris:
-                if uri not in self._followers:
-                    self._follow(uri)
+        self._followers.add(_lookup_uris(lookups, allow_none=True))
 
     def remove_lookups(self, lookups: Any) -> None:
         """Stop following these lookup services (those not followed are ignored): what only they
@@ -284,26 +274,12 @@ class LookupCache:
         Raises:
             TypeError: one that is not a proxy or URI (nothing is removed then).
         """
-        uris = _lookup_uris(lookups, allow_none=True)
-        with self._condition:
-            gone = [(follower, follower.stop()) for uri in uris
-                    if (follower := self._followers.pop(uri, None)) is not None]
-            for follower, _ in gone:
-                self._retired.append(follower)
-                self._errors.reached(follower.uri)  # its error no longer stands: it is not followed
-                self._view.remove_lookup(follower.uri)
-            self._condition.notify_all()
-        for follower, lease in gone:
-            log.info("no longer following %s", follower.uri)
-            if lease is not None:
-                with contextlib.suppress(Exception):  # already dropped
-                    self._renewals.remove(lease)
-        self._teller.tell()
+        self._followers.remove(_lookup_uris(lookups, allow_none=True))
 
     def subscribed(self) -> list[str]:
         """The URIs of the lookup services whose subscription is live, snapshot in."""
         with self._condition:
-            return [uri for uri, follower in self._followers.items() if follower.subscribed]
+            return [follower.uri for follower in self._followers if follower.subscribed]
 
     @property
     def last_error(self) -> BaseException | None:
@@ -314,12 +290,12 @@ class LookupCache:
         has subscribed there again; :meth:`errors` has them all.
         """
         with self._condition:
-            return self._errors.latest
+            return self._followers.errors.latest
 
     def errors(self) -> dict[str, BaseException]:
         """The last exception of each lookup service not reached since it failed, by its URI."""
         with self._condition:
-            return self._errors.by_peer()
+            return self._followers.errors.by_peer()
 
     def __len__(self) -> int:
         with self._condition:
@@ -327,27 +303,7 @@ class LookupCache:
 
     def close(self) -> None:
         """Stop: cancel the event registrations and stop receiving events."""
-        if self._discovery is not None:
-            self._discovery.remove_listener(self._discovered)
-            if self._owns_discovery:
-                self._discovery.close()
-        with self._condition:
-            self._closed = True
-            leases = [follower.stop() for follower in self._followers.values()]
-            self._condition.notify_all()
-        for follower in [*self._followers.values(), *self._retired]:
-            follower.join()
-        for lease in leases:
-            if lease is None:
-                continue
-            try:
-                self._renewals.remove(lease)
-            except Exception:
-                pass  # already dropped
-            try:
-                lease.cancel()
-            except Exception as exc:
-                log.info("could not cancel an event registration: %s", exc)
+        self._followers.close()
         if self._owns_renewals:
             self._renewals.close()
         self._receiver.close()
@@ -359,31 +315,23 @@ class LookupCache:
         self.close()
 
     def _subscribed_count(self) -> int:
-        return sum(1 for follower in self._followers.values() if follower.subscribed)
+        return sum(1 for follower in self._followers if follower.subscribed)
 
-    def _follow(self, uri: str) -> None:
-        """Follow one more lookup service, on a thread of its own (with the condition held)."""
+    def _new_follower(self, uri: str) -> CachePeer:
+        """The follower of one more lookup service, on a thread of its own (with the condition held; the set
+        starts it): the view takes its listing from now on."""
         self._view.add_lookup(uri)
-        follower = CachePeer(uri, template=self._template, view=self._view, condition=self._condition,
-                            sink_uri=self._receiver.sink_uri, tell=self._teller.tell, renewals=self._renewals,
-                            lease_duration=self._lease_duration, backoff=Backoff(*self._retry),
-                            errors=self._errors, clock=self._clock, logger=log)
-        self._followers[uri] = follower
-        follower.start()
-
-    def _discovered(self, kind: str, lookup: DiscoveredLookup) -> None:
-        """Discovery's listener: follow a lookup service discovered, stop following one discarded."""
-        if kind == "discovered":
-            self.add_lookups([lookup.locator()])
-        elif kind == "discarded":
-            self.remove_lookups([lookup.locator()])
+        return CachePeer(uri, template=self._template, view=self._view, condition=self._condition,
+                         sink_uri=self._receiver.sink_uri, tell=self._teller.tell, renewals=self._renewals,
+                         lease_duration=self._lease_duration, backoff=Backoff(*self._retry),
+                         errors=self._followers.errors, clock=self._clock, logger=log)
 
     def _on_event(self, event: ServiceEvent) -> None:
         """An event has arrived (on a receiver's thread): to the follower whose subscription it is."""
         if not isinstance(event.handback, str):
             return  # not one of ours
         with self._condition:
-            if not any(follower.receive(event) for follower in self._followers.values()):
+            if not any(follower.receive(event) for follower in self._followers):
                 return  # held back for a snapshot on its way, or an earlier subscription's
             self._condition.notify_all()
         self._teller.tell()

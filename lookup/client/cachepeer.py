@@ -85,6 +85,7 @@ class CachePeer:
         self._last_sequence = 0
         self._held: list[ServiceEvent] | None = None  # events arriving while a snapshot is taken
         self._event_lease: Any = None
+        self._stopped_with: Any = None  # the event registration's lease held when stopped: to end
         self._needs_sync = True  # subscribe (again) and take a fresh snapshot
         self._subscribed = False  # its subscription is live and its snapshot in
 
@@ -109,17 +110,42 @@ class CachePeer:
         self._apply(event)
         return True
 
-    def stop(self) -> Any:
-        """Stop following; return the event registration's lease, if any, for the caller to cancel."""
+    def stop(self) -> None:
+        """Stop following, holding on to the event registration's lease, if any, for :meth:`let_go` or :meth:`end`."""
         self._peer.stop()
         self._token = None
-        lease, self._event_lease = self._event_lease, None
-        return lease
+        if self._event_lease is not None:
+            self._stopped_with, self._event_lease = self._event_lease, None
 
     # -- without it ----------------------------------------------------------------------------
 
     def join(self) -> None:
         self._peer.join()
+
+    def let_go(self) -> None:
+        """After :meth:`stop`, the lookup service removed (and its listing gone from the view): the
+        event registration is no longer renewed, and not cancelled; the listener hears what changed."""
+        self._logger.info("no longer following %s", self.uri)
+        if self._stopped_with is not None:
+            with contextlib.suppress(Exception):  # already dropped
+                self._renewals.remove(self._stopped_with)
+        self._tell()
+
+    def end(self, *, cancel: bool) -> None:
+        """After :meth:`stop` and :meth:`join`, on closing: the event registration is no longer renewed,
+        and cancelled if ``cancel``."""
+        lease = self._stopped_with
+        if lease is None:
+            return
+        try:
+            self._renewals.remove(lease)
+        except Exception:
+            pass  # already dropped
+        if cancel:
+            try:
+                lease.cancel()
+            except Exception as exc:
+                self._logger.info("could not cancel an event registration: %s", exc)
 
     def _plan(self, now: float) -> Callable[[], object] | float:
         """The thread's next step: forget a lost lookup service's orphans in time, subscribe when due."""

@@ -19,26 +19,28 @@ once at WARNING, the retries at DEBUG, the recovery at INFO, and the last
 error is kept for :attr:`JoinManager.last_error` and :meth:`JoinManager.errors`.
 
 The manager is a facade over one :class:`~lookup.client.joinpeer.JoinPeer` per lookup
-service (register, keep, register again, retry), which share its condition.
+service (register, keep, register again, retry), kept in a
+:class:`~lookup.client.peerset.PeerSet` (lookup services added, removed and
+discovered, their errors, closing), which share its condition.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, PeerErrors, check_duration
+from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, check_duration
 
-from ..discovery.multicast import DiscoveredLookup, LookupDiscovery, follow_discovery
+from ..discovery.multicast import LookupDiscovery
 from ..entry import Entry, modified_entries
 from ..item import ServiceItem, type_names, uri_of
 from ..ownership import service_id_for
 from ..registration import ServiceRegistration
 from .joinpeer import Joined, JoinPeer
 from .peer import check_retry, locator_key
+from .peerset import PeerSet
 
 __all__ = ["JoinManager"]
 
@@ -117,16 +119,9 @@ class JoinManager:
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
         self._condition = threading.Condition()
-        self._keepers: dict[str, JoinPeer] = {}
-        self._retired: list[JoinPeer] = []  # let go of (discarded), their threads ending
-        self._closed = False
-        self._errors = PeerErrors()  # of lookup services not reached since they failed
-        with self._condition:
-            for locator_uri in uris:
-                self._add_keeper(locator_uri)
-        self._discovery, self._owns_discovery = follow_discovery(groups, discovery)
-        if self._discovery is not None:
-            self._discovery.add_listener(self._discovered)
+        self._keepers = PeerSet(self._new_keeper, condition=self._condition)
+        self._keepers.add(uris)
+        self._keepers.follow(groups, discovery)
 
     # -- what the service sees ------------------------------------------------------
 
@@ -153,13 +148,13 @@ class JoinManager:
     def registrations(self) -> dict[str, ServiceRegistration]:
         """The current registration at each lookup service reached, by its URI."""
         with self._condition:
-            return {uri: keeper.registration for uri, keeper in self._keepers.items()
+            return {keeper.uri: keeper.registration for keeper in self._keepers
                     if keeper.registration is not None}
 
     def locators(self) -> list[str]:
         """The URIs of every lookup service kept, registered with or not (yet)."""
         with self._condition:
-            return list(self._keepers)
+            return self._keepers.keys()
 
     def wait_registered(self, count: int = 1, timeout: float | None = None) -> bool:
         """Block until registered with at least ``count`` lookup services; return whether it happened.
@@ -167,7 +162,7 @@ class JoinManager:
         When it did not, :attr:`last_error` (or :meth:`errors`) says why.
         """
         with self._condition:
-            return self._condition.wait_for(lambda: self._registered() >= count or self._closed, timeout) \
+            return self._condition.wait_for(lambda: self._registered() >= count or self._keepers.closed, timeout) \
                 and self._registered() >= count
 
     @property
@@ -179,12 +174,12 @@ class JoinManager:
         registration again; :meth:`errors` has them all, by lookup service.
         """
         with self._condition:
-            return self._errors.latest
+            return self._keepers.errors.latest
 
     def errors(self) -> dict[str, BaseException]:
         """The last exception of each lookup service not reached since it failed, by its URI."""
         with self._condition:
-            return self._errors.by_peer()
+            return self._keepers.errors.by_peer()
 
     @property
     def times_registered(self) -> int:
@@ -195,7 +190,7 @@ class JoinManager:
     def wait_times_registered(self, total: int, timeout: float | None = None) -> bool:
         """Block until :attr:`times_registered` reaches ``total``; return whether it did."""
         with self._condition:
-            return self._condition.wait_for(lambda: self._joined.times_registered >= total or self._closed,
+            return self._condition.wait_for(lambda: self._joined.times_registered >= total or self._keepers.closed,
                                             timeout) and self._joined.times_registered >= total
 
     def add_locators(self, locators: Iterable[Any]) -> None:
@@ -204,13 +199,7 @@ class JoinManager:
         Raises:
             TypeError: a locator that is not a proxy or URI (nothing is added then).
         """
-        uris = [_locator_uri(locator) for locator in locators]
-        with self._condition:
-            if self._closed:
-                return
-            for uri in uris:
-                if uri not in self._keepers:
-                    self._add_keeper(uri)
+        self._keepers.add([_locator_uri(locator) for locator in locators])
 
     def remove_locators(self, locators: Iterable[Any]) -> None:
         """Stop keeping these lookup services (those not kept are ignored). Their registrations are
@@ -220,18 +209,7 @@ class JoinManager:
         Raises:
             TypeError: a locator that is not a proxy or URI (nothing is removed then).
         """
-        uris = [_locator_uri(locator) for locator in locators]
-        with self._condition:
-            gone = [(keeper, keeper.stop()) for uri in uris if (keeper := self._keepers.pop(uri, None)) is not None]
-            for keeper, _ in gone:
-                self._retired.append(keeper)
-                self._errors.reached(keeper.uri)  # its error no longer stands: it is not kept
-            self._condition.notify_all()
-        for keeper, registration in gone:
-            log.info("no longer keeping a registration with %s", keeper.uri)
-            if registration is not None:
-                with contextlib.suppress(Exception):  # already dropped by the renewal manager
-                    self._renewals.remove(registration.lease)
+        self._keepers.remove([_locator_uri(locator) for locator in locators])
 
     def add_attributes(self, entries: Sequence[Entry]) -> None:
         """Add attributes here and at every lookup service."""
@@ -250,29 +228,7 @@ class JoinManager:
 
     def close(self, *, cancel: bool = True) -> None:
         """Stop, and (by default) cancel every registration so the service leaves at once."""
-        if self._discovery is not None:
-            self._discovery.remove_listener(self._discovered)
-            if self._owns_discovery:
-                self._discovery.close()
-        with self._condition:
-            self._closed = True
-            keepers = list(self._keepers.values())
-            registrations = [keeper.stop() for keeper in keepers]
-            self._condition.notify_all()
-        for keeper in keepers + self._retired:
-            keeper.join()
-        for registration in registrations:
-            if registration is None:
-                continue
-            try:
-                self._renewals.remove(registration.lease)
-            except Exception:
-                pass  # already dropped by the renewal manager
-            if cancel:
-                try:
-                    registration.lease.cancel()
-                except Exception as exc:  # the lookup service may be gone too
-                    log.info("could not cancel %r: %s", registration, exc)
+        self._keepers.close(cancel=cancel)
         if self._owns_renewals:
             self._renewals.close()
 
@@ -283,28 +239,19 @@ class JoinManager:
         self.close()
 
     def _registered(self) -> int:
-        return sum(1 for keeper in self._keepers.values() if keeper.registration is not None)
+        return sum(1 for keeper in self._keepers if keeper.registration is not None)
 
-    def _add_keeper(self, uri: str) -> None:
-        """Keep one more lookup service, on a thread of its own (call with the lock held)."""
-        keeper = JoinPeer(uri, joined=self._joined, condition=self._condition, renewals=self._renewals,
-                        lease_duration=self._lease_duration, backoff=Backoff(*self._retry), errors=self._errors,
-                        clock=self._clock, logger=log)
-        self._keepers[uri] = keeper
-        keeper.start()
-
-    def _discovered(self, kind: str, lookup: DiscoveredLookup) -> None:
-        """Discovery's listener: keep a lookup service discovered, let go of one discarded."""
-        if kind == "discovered":
-            self.add_locators([lookup.locator()])
-        elif kind == "discarded":
-            self.remove_locators([lookup.locator()])
+    def _new_keeper(self, uri: str) -> JoinPeer:
+        """The keeper of one more lookup service, on a thread of its own (the set starts it)."""
+        return JoinPeer(uri, joined=self._joined, condition=self._condition, renewals=self._renewals,
+                        lease_duration=self._lease_duration, backoff=Backoff(*self._retry),
+                        errors=self._keepers.errors, clock=self._clock, logger=log)
 
     def _change(self, change: Callable[[ServiceItem], ServiceItem], method: str, *args: Any) -> None:
         """Change the item here, then at every lookup service registered with (with ``method``)."""
         with self._condition:
             self._joined.item = change(self._joined.item)
-            registrations = [(keeper, registration) for keeper in self._keepers.values()
+            registrations = [(keeper, registration) for keeper in self._keepers
                              if (registration := keeper.registration) is not None]
         for keeper, registration in registrations:
             keeper.update(registration, method, *args)

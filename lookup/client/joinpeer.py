@@ -9,6 +9,7 @@ exponentially with jitter (:class:`~lookup.client.peer.PeerThread`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -73,6 +74,7 @@ class JoinPeer:
         self._lease_duration = lease_duration
         self._logger = logger
         self._registration: ServiceRegistration | None = None
+        self._stopped_with: ServiceRegistration | None = None  # the registration held when stopped: to end
         self._lost_cookie: str | None = None  # of the registration last lost here: it may still hold the id
         self._peer = PeerThread(uri, condition=condition, clock=clock, backoff=backoff, errors=errors,
                                 logger=logger, name="JoinManager")
@@ -87,16 +89,40 @@ class JoinPeer:
         """The current registration there, ``None`` while there is none."""
         return self._registration
 
-    def stop(self) -> ServiceRegistration | None:
-        """Stop keeping; return the registration, if any, for the caller to cancel."""
+    def stop(self) -> None:
+        """Stop keeping, holding on to the registration, if any, for :meth:`let_go` or :meth:`end`."""
         self._peer.stop()
-        registration, self._registration = self._registration, None
-        return registration
+        if self._registration is not None:
+            self._stopped_with, self._registration = self._registration, None
 
     # -- without it ----------------------------------------------------------------------------
 
     def join(self) -> None:
         self._peer.join()
+
+    def let_go(self) -> None:
+        """After :meth:`stop`, the lookup service removed: the registration is no longer renewed,
+        and not cancelled (it ends there when its lease runs out)."""
+        self._logger.info("no longer keeping a registration with %s", self.uri)
+        if self._stopped_with is not None:
+            with contextlib.suppress(Exception):  # already dropped by the renewal manager
+                self._renewals.remove(self._stopped_with.lease)
+
+    def end(self, *, cancel: bool) -> None:
+        """After :meth:`stop` and :meth:`join`, on closing: the registration is no longer renewed,
+        and cancelled if ``cancel``, so the service leaves at once."""
+        registration = self._stopped_with
+        if registration is None:
+            return
+        try:
+            self._renewals.remove(registration.lease)
+        except Exception:
+            pass  # already dropped by the renewal manager
+        if cancel:
+            try:
+                registration.lease.cancel()
+            except Exception as exc:  # the lookup service may be gone too
+                self._logger.info("could not cancel %r: %s", registration, exc)
 
     def update(self, registration: ServiceRegistration, method: str, *args: Any) -> None:
         """Change the attributes of ``registration`` there (``method``: ``"add_attributes"``, ...);

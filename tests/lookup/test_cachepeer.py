@@ -87,11 +87,10 @@ class Following:
 
     def close(self) -> None:
         with self.condition:
-            lease = self.follower.stop()
+            self.follower.stop()
             self.condition.notify_all()
         self.follower.join()
-        if lease is not None:
-            lease.cancel()
+        self.follower.end(cancel=True)
         self.renewals.close()
         self.receiver.close()
 
