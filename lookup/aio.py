@@ -279,12 +279,12 @@ class AsyncJoinManager:
     def registrations(self) -> dict[str, ServiceRegistration]:
         return self._join.registrations()
 
-    def locators(self) -> list[str]:
-        return self._join.locators()
+    def lookup_services(self) -> list[str]:
+        return self._join.lookup_services()
 
-    def add_locators(self, locators: Iterable[Any]) -> None:
+    def add_lookups(self, lookups: Iterable[Any]) -> None:
         """Also register with these lookup services (their threads do it; nothing is awaited)."""
-        self._join.add_locators(locators)
+        self._join.add_lookups(lookups)
 
     async def wait_registered(self, count: int = 1, timeout: float | None = None) -> bool:
         """Wait until registered with at least ``count`` lookup services; whether that happened.

@@ -151,8 +151,8 @@ class JoinManager:
             return {keeper.uri: keeper.registration for keeper in self._keepers
                     if keeper.registration is not None}
 
-    def locators(self) -> list[str]:
-        """The URIs of every lookup service kept, registered with or not (yet)."""
+    def lookup_services(self) -> list[str]:
+        """The URIs of every lookup service kept, registered with or not (yet), in the order given (then discovered)."""
         with self._condition:
             return self._keepers.keys()
 
@@ -193,23 +193,23 @@ class JoinManager:
             return self._condition.wait_for(lambda: self._joined.times_registered >= total or self._keepers.closed,
                                             timeout) and self._joined.times_registered >= total
 
-    def add_locators(self, locators: Iterable[Any]) -> None:
+    def add_lookups(self, lookups: Iterable[Any]) -> None:
         """Also register with these lookup services (those already kept are ignored).
 
         Raises:
-            TypeError: a locator that is not a proxy or URI (nothing is added then).
+            TypeError: one that is not a proxy, URI or LookupGroup (nothing is added then).
         """
-        self._keepers.add([_locator_uri(locator) for locator in locators])
+        self._keepers.add([_locator_uri(lookup) for lookup in lookups])
 
-    def remove_locators(self, locators: Iterable[Any]) -> None:
+    def remove_lookups(self, lookups: Iterable[Any]) -> None:
         """Stop keeping these lookup services (those not kept are ignored). Their registrations are
         no longer renewed, and end there when their leases run out; they are not cancelled (a lookup
         service let go is usually one that cannot be reached).
 
         Raises:
-            TypeError: a locator that is not a proxy or URI (nothing is removed then).
+            TypeError: one that is not a proxy, URI or LookupGroup (nothing is removed then).
         """
-        self._keepers.remove([_locator_uri(locator) for locator in locators])
+        self._keepers.remove([_locator_uri(lookup) for lookup in lookups])
 
     def add_attributes(self, entries: Sequence[Entry]) -> None:
         """Add attributes here and at every lookup service."""

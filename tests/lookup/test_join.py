@@ -122,7 +122,7 @@ def test_an_unreachable_lookup_service_is_retried_warned_about_once_and_its_erro
         assert watch.wait_count(logging.DEBUG, uri, 3)  # retried, and again, and again
         assert not join.wait_registered(1, timeout=0)
         assert isinstance(join.last_error, Pyro5.errors.CommunicationError)  # why it is not registered
-        assert set(join.errors()) == {uri} and join.locators() == [uri]
+        assert set(join.errors()) == {uri} and join.lookup_services() == [uri]
         served = ServedLookup(port=port)
         try:
             assert join.wait_registered(1, timeout=10)

@@ -179,7 +179,7 @@ def test_a_join_manager_and_a_cache_given_the_group_keep_the_service_through_a_f
             LookupCache(located, ServiceTemplate(None, (Quoter,), ()), lease_duration=4,
                         retry_initial=0.1, retry_max=0.5) as cache:
         assert join.wait_registered(1, timeout=10)
-        assert join.locators() == [",".join(group.uris)]  # the group is one locator
+        assert join.lookup_services() == [",".join(group.uris)]  # the group is one locator
         assert cache.wait_ready(10)
         deadline = time.monotonic() + 10
         while [item.service_id for item in cache.items()] != [join.service_id]:

@@ -228,7 +228,7 @@ def test_join_manager_and_lookup_cache_follow_discovery(served: Callable[..., st
                 LookupDiscovery(["demo"], port=port, interface=LOOPBACK) as client_discovery, \
                 LookupCache(template=wanted, discovery=client_discovery) as cache:
             assert join.wait_registered(timeout=WAIT), join.last_error
-            assert join.locators() == [uri]
+            assert join.lookup_services() == [uri]
             assert cache.wait_until(lambda items: len(items) == 1, WAIT), cache.last_error
             assert cache.lookup_services() == [uri]
             # discarded: let go of; discovered again at the next announcement
