@@ -38,7 +38,7 @@ __all__ = ["PeerThread", "Plan", "check_retry", "locator_key", "leader_proxy", "
 
 GROUP_SEPARATOR = ","  # a replicated lookup service is known by its replicas' URIs, joined by this
 
-# No logger of its own: a peer logs on its owner's (lookup.client.join, lookup.client.cache), where users look.
+# No logger of its own: a peer logs on its owner's (lookup.join, lookup.cache), where users look.
 
 Plan = Callable[[float], Callable[[], object] | float]
 """Asked with the owner's condition held and the clock's current reading:
