@@ -88,6 +88,7 @@ class PeerSet(Generic[P]):
         self._closed = False
         self._discovery: LookupDiscovery | None = None
         self._owns_discovery = False
+        self._listener = self._discovered  # one bound method: discovery removes the very listener it was given
         self.errors = PeerErrors()
         """The last error of each lookup service not reached since it failed, shared with the peers."""
 
@@ -143,13 +144,13 @@ class PeerSet(Generic[P]):
         """
         self._discovery, self._owns_discovery = follow_discovery(groups, discovery)
         if self._discovery is not None:
-            self._discovery.add_listener(self._discovered)
+            self._discovery.add_listener(self._listener)
 
     def close(self, *, cancel: bool = True) -> None:
         """Stop following discovery, stop every peer and wait for its thread (those let go of too),
         then end what each kept at its lookup service (see :meth:`Peer.end`)."""
         if self._discovery is not None:
-            self._discovery.remove_listener(self._discovered)
+            self._discovery.remove_listener(self._listener)
             if self._owns_discovery:
                 self._discovery.close()
         with self._condition:

@@ -67,7 +67,8 @@ class FakeDiscovery:
         self.listeners.append(listener)
 
     def remove_listener(self, listener: Any) -> None:
-        self.listeners = [known for known in self.listeners if known != listener]
+        """As LookupDiscovery's: the very listener added (``is``), not one equal to it."""
+        self.listeners = [known for known in self.listeners if known is not listener]
 
     def tell(self, kind: str, lookup: DiscoveredLookup) -> None:
         for listener in list(self.listeners):
@@ -205,8 +206,11 @@ def test_discovery_adds_what_it_finds_and_removes_what_it_discards_by_locator_ke
 def test_closing_leaves_the_callers_discovery_open_and_stops_listening_to_it(owner: Owner) -> None:
     discovery = FakeDiscovery()
     owner.peers.follow(None, discovery)  # type: ignore[arg-type]
+    discovery.tell("discovered", DiscoveredLookup("id-a", (A,), ("",)))
     owner.peers.close()
     assert not discovery.closed and discovery.listeners == []
+    discovery.tell("discarded", DiscoveredLookup("id-a", (A,), ("",)))  # heard no more: its peer is not let go of
+    assert owner.keys() == [A] and owner.journal.of("let_go", "forget") == []
 
 
 def test_no_discovery_without_groups_or_one_given(owner: Owner) -> None:
