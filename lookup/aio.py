@@ -11,7 +11,7 @@ own, in slices, so that a cancelled wait ends within :data:`WAIT_SLICE`.
 
 ::
 
-    async with AsyncJoinManager(quoter, attributes=[Name("ACME quotes")], locators=[uri],
+    async with AsyncJoinManager(quoter, attributes=[Name("ACME quotes")], lookups=[uri],
                                 lease_duration=3) as join:
         await join.wait_registered()
 
@@ -228,7 +228,7 @@ class AsyncJoinManager:
     keeps it registered (on its own threads), its waits and attribute changes awaited.
 
     Args:
-        service, types, attributes, locators: as :class:`~lookup.JoinManager`.
+        service, types, attributes, lookups: as :class:`~lookup.JoinManager`.
         pool: the :class:`~landlord.aio.CallPool` attribute changes go through (default: the loop's shared one).
         options: the :class:`~lookup.JoinManager`'s own (``service_id``, ``secret``, ``lease_duration``,
             ``renewal_manager``: an :class:`~landlord.aio.AsyncLeaseRenewalManager` too, ``retry_initial``, ...).
@@ -238,13 +238,13 @@ class AsyncJoinManager:
     """
 
     def __init__(self, service: Any, types: Iterable[str | type] | None = None, attributes: Iterable[Entry] = (),
-                 locators: Iterable[Any] = (), *, pool: CallPool | None = None, **options: Any) -> None:
+                 lookups: Iterable[Any] = (), *, pool: CallPool | None = None, **options: Any) -> None:
         _renewals(options)
         if pool is not None and not isinstance(pool, CallPool):
             raise TypeError(f"pool must be a landlord.aio.CallPool or None, got {type(pool).__name__}")
         self._pool = pool
         # no remote call here: the keepers' threads register, so the loop is not held up
-        self._join = JoinManager(service, types, attributes, locators, **options)
+        self._join = JoinManager(service, types, attributes, lookups, **options)
         self._closed = False
 
     @property

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     # types come from the class: __main__.StockQuoter and quoter_api.Quoter
     join = JoinManager(quoter, attributes=[Name("ACME quotes"), Exchange(args.exchange),
                                            ServiceInfo(name="quoter", vendor="ACME", version="1.0")],
-                       locators=[args.lookup], lease_duration=args.lease)
+                       lookups=[args.lookup], lease_duration=args.lease)
     if not join.wait_registered(1, timeout=30):
         stamp(started, "quoter", "could not reach the lookup service")
         return 1

@@ -49,7 +49,7 @@ async def main(argv: list[str] | None = None) -> int:
     attributes = [Name("ACME quotes"), Exchange(args.exchange), ServiceInfo(name="quoter", vendor="ACME",
                                                                             version="1.0")]
     async with AsyncLeaseRenewalManager() as renewals, \
-            AsyncJoinManager(quoter, attributes=attributes, locators=[args.lookup], lease_duration=args.lease,
+            AsyncJoinManager(quoter, attributes=attributes, lookups=[args.lookup], lease_duration=args.lease,
                              renewal_manager=renewals) as join:
         if not await join.wait_registered(1, timeout=30):
             stamp(started, "quoter", f"could not reach the lookup service: {join.last_error}")

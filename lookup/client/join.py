@@ -60,7 +60,7 @@ class JoinManager:
         types: type names or classes the service is registered under
             (default: the names of the service's class and its bases).
         attributes: its attribute entries.
-        locators: the lookup services, as Pyro5 proxies or URIs.
+        lookups: the lookup services, as Pyro5 proxies or URIs.
         service_id: the id to register under (default: the first lookup
             service assigns one, with its secret, and every other registration
             reuses both). An id chosen here without ``secret`` is the
@@ -93,7 +93,7 @@ class JoinManager:
 
     Raises:
         TypeError: a service without types (a bare URI or proxy and no ``types``),
-            locators that are not proxies or URIs, both ``groups`` and ``discovery``,
+            lookups that are not proxies or URIs, both ``groups`` and ``discovery``,
             or a ``secret`` that is not a str.
         ValueError: an invalid duration or retry setting, bad groups, a secret of
             the wrong length, or a ``service_id`` that ``secret`` does not prove.
@@ -101,7 +101,7 @@ class JoinManager:
     """
 
     def __init__(self, service: Any, types: Iterable[str | type] | None = None,
-                 attributes: Iterable[Entry] = (), locators: Iterable[Any] = (), *,
+                 attributes: Iterable[Entry] = (), lookups: Iterable[Any] = (), *,
                  service_id: str | None = None, secret: str | None = None, lease_duration: float = 60.0,
                  renewal_manager: LeaseRenewalManager | None = None, retry_initial: float = 0.5,
                  retry_max: float = 30.0, clock: Clock = SYSTEM_CLOCK, groups: Iterable[str] | None = None,
@@ -114,7 +114,7 @@ class JoinManager:
         self._joined = Joined(ServiceItem(_proved_id(service_id, secret), uri, types, attributes), secret)
         self._lease_duration = check_duration(lease_duration)
         self._retry = check_retry(retry_initial, retry_max)
-        uris = [_locator_uri(locator) for locator in locators]  # all checked before any thread starts
+        uris = [_locator_uri(locator) for locator in lookups]  # all checked before any thread starts
         self._clock = clock
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)

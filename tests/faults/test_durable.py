@@ -177,7 +177,7 @@ def test_a_lookup_service_killed_and_restarted_on_its_store_keeps_its_registrati
     quoter, listener = Quoter(), Listener()
     daemon.register(quoter)
     losses = Losses()
-    with JoinManager(quoter, attributes=[Name("survivor")], locators=[uri], lease_duration=4.0) as join, \
+    with JoinManager(quoter, attributes=[Name("survivor")], lookups=[uri], lease_duration=4.0) as join, \
             LeaseRenewalManager(retry_initial=0.1) as renewals:
         assert join.wait_times_registered(1, timeout=10)
         with Pyro5.api.Proxy(uri) as lookup:

@@ -38,7 +38,7 @@ def lookups(daemon: Any) -> Iterator[list[tuple[LookupService, str]]]:
 def test_registers_with_every_lookup_service_under_one_id(daemon: Any, lookups: list) -> None:
     quoter = StockQuoter()
     daemon.register(quoter)
-    with JoinManager(quoter, attributes=[Name("quotes")], locators=[uri for _, uri in lookups],
+    with JoinManager(quoter, attributes=[Name("quotes")], lookups=[uri for _, uri in lookups],
                      lease_duration=30) as join:
         assert join.wait_registered(2, timeout=10)
         assert join.service_id is not None
@@ -69,7 +69,7 @@ def test_registers_again_under_the_same_id_when_a_lookup_service_restarts(
     uri = spawn("lookup_service.py", port).expect("URI:")
     quoter = Quoter()
     daemon.register(quoter)
-    with JoinManager(quoter, attributes=[Name("survivor")], locators=[uri], lease_duration=2.0) as join:
+    with JoinManager(quoter, attributes=[Name("survivor")], lookups=[uri], lease_duration=2.0) as join:
         assert join.wait_times_registered(1, timeout=10)
         service_id = join.service_id
         spawn.children[-1].kill()  # kill -9: it forgets everything
@@ -86,7 +86,7 @@ def test_a_lookup_service_that_comes_up_later_is_joined_when_it_does(
     port = str(free_port())
     quoter = Quoter()
     daemon.register(quoter)
-    with JoinManager(quoter, locators=[f"PYRO:lookup@127.0.0.1:{port}"], lease_duration=5,
+    with JoinManager(quoter, lookups=[f"PYRO:lookup@127.0.0.1:{port}"], lease_duration=5,
                      retry_initial=0.1, retry_max=0.5) as join:
         assert not join.wait_registered(1, timeout=0.3)  # nobody there yet
         spawn("lookup_service.py", port).expect("URI:")
@@ -101,7 +101,7 @@ def test_each_renewal_asks_for_the_term_given_not_the_lookup_services_maximum(da
     quoter = Quoter()
     daemon.register(quoter)
     try:
-        with JoinManager(quoter, locators=[uri], lease_duration=1.5) as join:
+        with JoinManager(quoter, lookups=[uri], lease_duration=1.5) as join:
             assert join.wait_registered(1, timeout=10)
             assert service.renewed.wait(10)  # the first renewal, a third of the term in
             [(_, left)] = service.registrations()
@@ -118,7 +118,7 @@ def test_an_unreachable_lookup_service_is_retried_warned_about_once_and_its_erro
     daemon.register(quoter)
     caplog.set_level(logging.DEBUG, logger="lookup.join")
     with LogWatch("lookup.join") as watch, \
-            JoinManager(quoter, locators=[uri], lease_duration=5, retry_initial=0.02, retry_max=0.05) as join:
+            JoinManager(quoter, lookups=[uri], lease_duration=5, retry_initial=0.02, retry_max=0.05) as join:
         assert watch.wait_count(logging.DEBUG, uri, 3)  # retried, and again, and again
         assert not join.wait_registered(1, timeout=0)
         assert isinstance(join.last_error, Pyro5.errors.CommunicationError)  # why it is not registered
@@ -142,7 +142,7 @@ def test_every_lookup_service_is_kept_through_outages_and_restarts(
     caplog.set_level(logging.DEBUG, logger="lookup.join")
     try:
         with LogWatch("lookup.join") as watch, \
-                JoinManager(quoter, locators=[first.uri, second.uri], lease_duration=1.0,
+                JoinManager(quoter, lookups=[first.uri, second.uri], lease_duration=1.0,
                             retry_initial=0.05, retry_max=0.2) as join:
             assert join.wait_registered(2, timeout=10)
             service_id = join.service_id
@@ -176,7 +176,7 @@ def test_after_a_restart_a_stranger_cannot_take_the_id_and_the_service_gets_it_b
     quoter = Quoter()
     quoter_uri = str(daemon.register(quoter))
     try:
-        with JoinManager(quoter, attributes=[Name("survivor")], locators=[served.uri], lease_duration=1.0,
+        with JoinManager(quoter, attributes=[Name("survivor")], lookups=[served.uri], lease_duration=1.0,
                          retry_initial=0.05, retry_max=0.2) as join:
             assert join.wait_registered(1, timeout=10)
             service_id, secret = join.service_id, join.secret
@@ -202,16 +202,16 @@ def test_a_service_restarted_with_its_secret_takes_its_id_back_at_once_and_a_str
     (service, uri), _ = lookups
     quoter = Quoter()
     daemon.register(quoter)
-    crashed = JoinManager(quoter, locators=[uri], lease_duration=30)
+    crashed = JoinManager(quoter, lookups=[uri], lease_duration=30)
     assert crashed.wait_registered(1, timeout=10)
     service_id, secret, old = crashed.service_id, crashed.secret, crashed.registrations()[uri]
     crashed.close(cancel=False)  # its registration lives on for its 30 s, as after a crash
     with LogWatch("lookup.join") as watch, \
-            JoinManager(quoter, locators=[uri], service_id=service_id, lease_duration=30,
+            JoinManager(quoter, lookups=[uri], service_id=service_id, lease_duration=30,
                         retry_initial=0.02, retry_max=0.05) as stranger:  # the id alone: refused, and again
         assert watch.wait_count(logging.DEBUG, uri, 2)
         assert isinstance(stranger.last_error, NotOwnerError) and stranger.registrations() == {}
-    with JoinManager(quoter, locators=[uri], secret=secret, lease_duration=30) as restarted:
+    with JoinManager(quoter, lookups=[uri], secret=secret, lease_duration=30) as restarted:
         assert restarted.service_id == service_id  # known from the secret before any lookup service answers
         assert restarted.wait_registered(1, timeout=10)
         assert service.lookup_all(ServiceTemplate(service_id=service_id), 10).total == 1
@@ -252,7 +252,7 @@ def test_a_failed_change_registers_a_chosen_id_again_with_its_live_lease_as_proo
     quoter = Quoter()
     daemon.register(quoter)
     try:
-        with JoinManager(quoter, locators=[uri], service_id="my-quoter", lease_duration=30,
+        with JoinManager(quoter, lookups=[uri], service_id="my-quoter", lease_duration=30,
                          retry_initial=5, retry_max=10) as join:  # a refusal would wait out a retry
             assert join.wait_registered(1, timeout=10)
             join.add_attributes([Status(Status.WARNING)])  # fails there: the registration is stale

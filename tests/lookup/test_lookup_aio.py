@@ -154,7 +154,7 @@ async def test_the_join_manager_keeps_a_service_the_cache_finds_and_calls(
     quoter = Quoter()
     serving.daemon.register(quoter)
     async with aio.AsyncLeaseRenewalManager() as renewals:
-        async with AsyncJoinManager(quoter, types=[QUOTER], attributes=[Name("ACME quotes")], locators=[uri],
+        async with AsyncJoinManager(quoter, types=[QUOTER], attributes=[Name("ACME quotes")], lookups=[uri],
                                     lease_duration=30, renewal_manager=renewals) as join:
             assert await join.wait_registered(1, TIMEOUT)
             assert join.service_id is not None and list(join.registrations()) == [uri]
@@ -178,7 +178,7 @@ async def test_the_join_manager_keeps_a_service_the_cache_finds_and_calls(
 @pytest.mark.asyncio
 async def test_a_wait_on_an_unreachable_lookup_service_leaves_the_loop_running_and_can_be_cancelled() -> None:
     nowhere = f"PYRO:lookup@127.0.0.1:{free_port()}"
-    async with AsyncJoinManager("PYRO:svc@127.0.0.1:9", types=[QUOTER], locators=[nowhere],
+    async with AsyncJoinManager("PYRO:svc@127.0.0.1:9", types=[QUOTER], lookups=[nowhere],
                                 retry_initial=0.05, retry_max=0.1) as join:
         waiting = asyncio.ensure_future(join.wait_registered(1))
         ticks = 0

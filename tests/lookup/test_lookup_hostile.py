@@ -410,7 +410,7 @@ def test_a_stranger_re_registering_an_owners_id_gets_only_errors_and_nobody_sees
     owner_uri = str(daemon.register(Owner()))
     wanted = ServiceTemplate(types=[Owner])
     seen: list[tuple[str, str]] = []  # what the cache told, (kind, service URI)
-    with JoinManager(owner_uri, types=[Owner], attributes=[Name("quotes")], locators=[lookup_uri],
+    with JoinManager(owner_uri, types=[Owner], attributes=[Name("quotes")], lookups=[lookup_uri],
                      lease_duration=1.5) as canary, \
             LookupCache(lookup_uri, wanted, listener=lambda kind, item: seen.append((kind, item.service_uri))) as cache:
         assert canary.wait_registered(1, timeout=10) and cache.wait_ready(10)

@@ -175,7 +175,7 @@ def test_a_join_manager_and_a_cache_given_the_group_keep_the_service_through_a_f
     located = LookupGroup(group.uris, timeout=5)
     service = Quoter()
     daemon.register(service)
-    with JoinManager(service, attributes=[Name("joined")], locators=[located], lease_duration=4) as join, \
+    with JoinManager(service, attributes=[Name("joined")], lookups=[located], lease_duration=4) as join, \
             LookupCache(located, ServiceTemplate(None, (Quoter,), ()), lease_duration=4,
                         retry_initial=0.1, retry_max=0.5) as cache:
         assert join.wait_registered(1, timeout=10)

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     greeter = HostGreeter(args.host)
     say("serving", daemon.register(greeter))
     threading.Thread(target=daemon.requestLoop, name="greeter", daemon=True).start()
-    join = JoinManager(greeter, attributes=[Name("multihost greeter")], locators=args.lookups,
+    join = JoinManager(greeter, attributes=[Name("multihost greeter")], lookups=args.lookups,
                        lease_duration=args.lease)
     watcher = Watcher(join)
     threading.Thread(target=watcher.run, name="watcher", daemon=True).start()
