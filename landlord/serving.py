@@ -89,7 +89,7 @@ from typing import TYPE_CHECKING, Any
 import Pyro5.api
 from Pyro5 import config as pyro_config
 
-from .admin import LandlordAdmin, admin_object_id
+from .admin.server import LandlordAdmin, admin_object_id
 from .grantor.landlord import Landlord
 from .replication.replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
