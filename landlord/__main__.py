@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from . import __version__
-from .admin import (
+from .admin.commands import (
     EXIT_USAGE,
     add_admin_commands,
     hosts_argument,

@@ -89,7 +89,7 @@ from typing import TYPE_CHECKING, Any
 import Pyro5.api
 from Pyro5 import config as pyro_config
 
-from .admin import LandlordAdmin, admin_object_id
+from .admin.server import LandlordAdmin, admin_object_id
 from .grantor.landlord import Landlord
 from .replication.replicated import ReplicatedLandlord
 from .tls import TLSConfig, tls_settings
@@ -99,7 +99,7 @@ from .transport.framing import FrameLimits
 from .transport.multiplex import greet_when_spoken
 
 if TYPE_CHECKING:  # imported when metrics are asked for: import landlord never loads them
-    from .metrics import LeaseMetrics
+    from .metrics import LeaseMetrics, MetricsEndpoint
 
 try:  # not on Windows
     import resource
@@ -363,6 +363,47 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
         replica.close()
 
 
+# -- what serve_landlord and serve_replica check and attach ---------------------------------------------
+
+
+def _admin_of(served: Landlord | ReplicatedLandlord, admin: LandlordAdmin | None) -> LandlordAdmin | None:
+    """``admin``, checked to administer ``served``.
+
+    Raises:
+        TypeError: ``admin`` is not a LandlordAdmin.
+        ValueError: it administers another landlord.
+    """
+    if admin is None:
+        return None
+    if not isinstance(admin, LandlordAdmin):
+        raise TypeError(f"admin must be a LandlordAdmin, got {type(admin).__name__}")
+    if admin.object_id != admin_object_id(served):
+        raise ValueError(f"this admin object administers another landlord ({admin.object_id})")
+    return admin
+
+
+def _attached_metrics(served: Landlord | ReplicatedLandlord, metrics: LeaseMetrics | None,
+                      metrics_port: int | None) -> LeaseMetrics | None:
+    """The metrics to serve with ``served``, attached to it: ``metrics``, else (a landlord) those among its
+    hooks, else new ones; ``None`` without a ``metrics_port``.
+
+    Raises:
+        ValueError: a bad ``metrics_port``, ``metrics`` without one, or ``metrics`` counting another.
+        ImportError: prometheus-client is not installed.
+        RuntimeError: ``served`` is a replica that has started.
+    """
+    if metrics_port is None:
+        if metrics is not None:
+            raise ValueError("metrics given without metrics_port: say where to serve them")
+        return None
+    from .metrics import LeaseMetrics, check_metrics_port, find_metrics
+
+    check_metrics_port(metrics_port)
+    if metrics is None:  # a landlord served again with metrics counts on in those it had
+        metrics = (find_metrics(served) if isinstance(served, Landlord) else None) or LeaseMetrics()
+    return metrics.attach(served)
+
+
 def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object_id: str,
                  advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
                  threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
@@ -424,6 +465,45 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
             ``advertise`` that is not a host name or address (nothing is bound).
         OSError: the address (or the metrics' address) is in use or cannot be bound.
     """
+    _check_options(server_type, threadpool_size, workers, limits, object_id, tls, metrics, metrics_port)
+    advertised = advertised_host(host, advertise)  # checked before anything is bound
+    translated = advertise is not None or host in WILDCARD_HOSTS  # the URIs carry another address than host
+    stop = stop if stop is not None else threading.Event()
+    _warn_if_few_open_files()
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_process_settings(tls, server_type, threadpool_size))
+        daemon = _bound_daemon(host, port, uri_host(advertised) if translated else None, server_type)
+        _guard_or_greet(stack, daemon, server_type, limits, workers, metrics)
+        stack.callback(daemon.close)
+        uri, admin_uri = _register(stack, daemon, obj, object_id, admin)
+        answering = threading.Event()  # /readyz: from ready until told to stop
+        endpoint = _metrics_endpoint(stack, metrics, host if metrics_host is None else metrics_host, metrics_port,
+                                     answering, stop)
+        stack.enter_context(_stopped_by_signals(stop))
+
+        loop = threading.Thread(target=daemon.requestLoop, name=f"{name}-requests", daemon=True)
+        loop.start()
+        _announce(name, announce, _serving_line(name, uri, server_type, tls is not None, details,
+                                                daemon.locationStr if translated else None), admin_uri, endpoint)
+        answering.set()
+        if ready is not None:
+            ready(uri)
+        _wait_for_stop(stop, loop)
+        answering.clear()
+        _shut_down(daemon, loop, name)
+
+
+# -- the steps of serve_object, in order ---------------------------------------------------------------
+
+
+def _check_options(server_type: str, threadpool_size: int, workers: int, limits: FrameLimits | None,
+                   object_id: str, tls: TLSConfig | None, metrics: LeaseMetrics | None, metrics_port: int) -> None:
+    """Refuse :func:`serve_object`'s bad options before anything is bound.
+
+    Raises:
+        TypeError, ValueError: as :func:`serve_object`.
+    """
     if metrics is not None:
         from .metrics import check_metrics_port
 
@@ -441,126 +521,114 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         raise ValueError(f"object_id must be a non-empty str without spaces or '@', got {object_id!r:.80}")
     if tls is not None and not isinstance(tls, TLSConfig):
         raise TypeError(f"tls must be a TLSConfig or None, got {type(tls).__name__}")
-    advertised = advertised_host(host, advertise)  # checked before anything is bound
-    # Pyro5's NAT address is the one its URIs carry; natport 0: the port bound
-    translated = advertise is not None or host in WILDCARD_HOSTS
-    nathost = uri_host(advertised) if translated else None
-    stop = stop if stop is not None else threading.Event()
+
+
+def _warn_if_few_open_files() -> None:
+    """Raise the open-files limit (a connection is a file); warn if it stays too low for 1,000 clients."""
     open_files = raise_open_files_limit()
     if 0 <= open_files < _FEW_OPEN_FILES:
         log.warning("only %d files may be open: fewer than 1,000 clients can connect", open_files)
 
-    with contextlib.ExitStack() as stack:
-        if tls is not None:
-            stack.enter_context(tls_settings(tls))
+
+@contextlib.contextmanager
+def _process_settings(tls: TLSConfig | None, server_type: str, threadpool_size: int) -> Iterator[None]:
+    """The process's TLS (if given) and Pyro5 settings a server needs, for as long as it serves."""
+    with tls_settings(tls) if tls is not None else contextlib.nullcontext():
         comm_timeout = 0.0 if server_type == "thread" else COMM_TIMEOUT
-        stack.enter_context(pyro_settings(MAX_MESSAGE_SIZE=MAX_MESSAGE_SIZE, COMMTIMEOUT=comm_timeout,
-                                          THREADPOOL_SIZE=threadpool_size))
-        # read once, by the daemon's constructor; a guarded server takes over a multiplex server's socket
-        with pyro_settings(SERVERTYPE="multiplex" if server_type == "guarded" else server_type):
-            daemon = Pyro5.api.Daemon(host=host, port=port, nathost=nathost,
-                                      natport=0 if translated else None)
-        if server_type == "guarded":
-            guarded = guard(daemon, limits, workers=workers)
-            if metrics is not None:
-                metrics.count_refusals(guarded.refusals.copy)
-                stack.callback(metrics.count_refusals, None)
-        elif server_type == "multiplex":
-            greet_when_spoken(daemon.transportServer)  # a silent connection must not stall the one thread
-        stack.callback(daemon.close)
-        uri = str(daemon.register(obj, objectId=object_id))
-        stack.callback(daemon.unregister, obj)  # so that it can be served again, elsewhere
-        admin_uri = None
-        if admin is not None:
-            admin_uri = str(daemon.register(admin, objectId=admin.object_id))
-            stack.callback(daemon.unregister, admin)
-        answering = threading.Event()  # /readyz: from ready until told to stop
-        endpoint = None
+        with pyro_settings(MAX_MESSAGE_SIZE=MAX_MESSAGE_SIZE, COMMTIMEOUT=comm_timeout,
+                           THREADPOOL_SIZE=threadpool_size):
+            yield
+
+
+def _bound_daemon(host: str, port: int, nathost: str | None, server_type: str) -> Pyro5.api.Daemon:
+    """A daemon bound at ``host:port`` whose URIs carry ``nathost`` (if given) and the port bound."""
+    # Pyro5's NAT address is the one its URIs carry; natport 0: the port bound
+    # SERVERTYPE is read once, by the daemon's constructor; a guarded server takes over a multiplex server's socket
+    with pyro_settings(SERVERTYPE="multiplex" if server_type == "guarded" else server_type):
+        return Pyro5.api.Daemon(host=host, port=port, nathost=nathost, natport=None if nathost is None else 0)
+
+
+def _guard_or_greet(stack: contextlib.ExitStack, daemon: Pyro5.api.Daemon, server_type: str,
+                      limits: FrameLimits | None, workers: int, metrics: LeaseMetrics | None) -> None:
+    """Make the daemon's server ``server_type``'s: guarded (its refusals counted in ``metrics`` while it
+    serves), or multiplex greeting a connection only once it speaks."""
+    if server_type == "guarded":
+        guarded = guard(daemon, limits, workers=workers)
         if metrics is not None:
-            from .metrics import serve_metrics
-
-            watched = metrics
-            endpoint = serve_metrics(metrics, host if metrics_host is None else metrics_host, metrics_port,
-                                     is_ready=lambda: answering.is_set() and not stop.is_set() and watched.answering())
-            stack.callback(endpoint.close)
-        stack.enter_context(_stopped_by_signals(stop))
-
-        loop = threading.Thread(target=daemon.requestLoop, name=f"{name}-requests", daemon=True)
-        loop.start()
-        how = [f"{server_type} server"] + (["two-way TLS"] if tls is not None else []) + ([details] if details else [])
-        if translated:
-            how.append(f"listening on {daemon.locationStr}")
-        serving = f"{name} at {uri} ({', '.join(how)})"
-        log.info("%s", serving)
-        if announce:  # the same line: readers of either find the same URI
-            _print_line(serving)
-        if admin_uri is not None:
-            administered = f"{name} admin at {admin_uri}"
-            log.info("%s", administered)
-            if announce:
-                _print_line(administered)
-        if endpoint is not None:
-            measured = f"{name} metrics at {endpoint.url} (health: /healthz, /readyz)"
-            log.info("%s", measured)
-            if announce:
-                _print_line(measured)
-        answering.set()
-        if ready is not None:
-            ready(uri)
-        while not stop.wait(1.0):
-            if not loop.is_alive():
-                log.error("the request loop stopped by itself")
-                break
-
-        answering.clear()
-        log.info("stopping the %s", name)
-        started = time.monotonic()
-        connections = _client_sockets(daemon)
-        daemon.shutdown()
-        loop.join(timeout=10)
-        for connection in connections:  # the multiplex server leaves its clients' sockets open
-            with contextlib.suppress(Exception):
-                connection.close()
-        log.info("%s stopped (%d connection(s) closed in %.2f s)", name, len(connections),
-                 time.monotonic() - started)
+            metrics.count_refusals(guarded.refusals.copy)
+            stack.callback(metrics.count_refusals, None)
+    elif server_type == "multiplex":
+        greet_when_spoken(daemon.transportServer)  # a silent connection must not stall the one thread
 
 
-def _admin_of(served: Landlord | ReplicatedLandlord, admin: LandlordAdmin | None) -> LandlordAdmin | None:
-    """``admin``, checked to administer ``served``.
-
-    Raises:
-        TypeError: ``admin`` is not a LandlordAdmin.
-        ValueError: it administers another landlord.
-    """
+def _register(stack: contextlib.ExitStack, daemon: Pyro5.api.Daemon, obj: object, object_id: str,
+              admin: LandlordAdmin | None) -> tuple[str, str | None]:
+    """Register ``obj`` (and ``admin``, if given) on the daemon until the stack closes; their URIs."""
+    uri = str(daemon.register(obj, objectId=object_id))
+    stack.callback(daemon.unregister, obj)  # so that it can be served again, elsewhere
     if admin is None:
+        return uri, None
+    admin_uri = str(daemon.register(admin, objectId=admin.object_id))
+    stack.callback(daemon.unregister, admin)
+    return uri, admin_uri
+
+
+def _metrics_endpoint(stack: contextlib.ExitStack, metrics: LeaseMetrics | None, host: str, port: int,
+                      answering: threading.Event, stop: threading.Event) -> MetricsEndpoint | None:
+    """The metrics' HTTP endpoint, bound now and closed with the stack (none without ``metrics``);
+    ready while ``answering`` is set, ``stop`` is not, and the metrics say the object answers."""
+    if metrics is None:
         return None
-    if not isinstance(admin, LandlordAdmin):
-        raise TypeError(f"admin must be a LandlordAdmin, got {type(admin).__name__}")
-    if admin.object_id != admin_object_id(served):
-        raise ValueError(f"this admin object administers another landlord ({admin.object_id})")
-    return admin
+    from .metrics import serve_metrics
+
+    watched = metrics
+    endpoint = serve_metrics(metrics, host, port,
+                             is_ready=lambda: answering.is_set() and not stop.is_set() and watched.answering())
+    stack.callback(endpoint.close)
+    return endpoint
 
 
-def _attached_metrics(served: Landlord | ReplicatedLandlord, metrics: LeaseMetrics | None,
-                      metrics_port: int | None) -> LeaseMetrics | None:
-    """The metrics to serve with ``served``, attached to it: ``metrics``, else (a landlord) those among its
-    hooks, else new ones; ``None`` without a ``metrics_port``.
+def _serving_line(name: str, uri: str, server_type: str, two_way_tls: bool, details: str,
+                  listening_on: str | None) -> str:
+    """``"<name> at <uri> (<server type> server[, two-way TLS][, <details>][, listening on <host:port>])"``."""
+    how = [f"{server_type} server"] + (["two-way TLS"] if two_way_tls else []) + ([details] if details else [])
+    if listening_on is not None:
+        how.append(f"listening on {listening_on}")
+    return f"{name} at {uri} ({', '.join(how)})"
 
-    Raises:
-        ValueError: a bad ``metrics_port``, ``metrics`` without one, or ``metrics`` counting another.
-        ImportError: prometheus-client is not installed.
-        RuntimeError: ``served`` is a replica that has started.
-    """
-    if metrics_port is None:
-        if metrics is not None:
-            raise ValueError("metrics given without metrics_port: say where to serve them")
-        return None
-    from .metrics import LeaseMetrics, check_metrics_port, find_metrics
 
-    check_metrics_port(metrics_port)
-    if metrics is None:  # a landlord served again with metrics counts on in those it had
-        metrics = (find_metrics(served) if isinstance(served, Landlord) else None) or LeaseMetrics()
-    return metrics.attach(served)
+def _announce(name: str, announce: bool, serving: str, admin_uri: str | None,
+              endpoint: MetricsEndpoint | None) -> None:
+    """Log where the object, its admin object and its metrics are served; with ``announce``, print the
+    same lines (readers of either find the same URI)."""
+    lines = [serving] + ([f"{name} admin at {admin_uri}"] if admin_uri is not None else []) + (
+        [f"{name} metrics at {endpoint.url} (health: /healthz, /readyz)"] if endpoint is not None else [])
+    for line in lines:
+        log.info("%s", line)
+        if announce:
+            _print_line(line)
+
+
+def _wait_for_stop(stop: threading.Event, loop: threading.Thread) -> None:
+    """Wait until ``stop`` is set, or the request loop has stopped by itself (logged)."""
+    while not stop.wait(1.0):
+        if not loop.is_alive():
+            log.error("the request loop stopped by itself")
+            break
+
+
+def _shut_down(daemon: Pyro5.api.Daemon, loop: threading.Thread, name: str) -> None:
+    """Shut the daemon down, wait for its request loop, and close its clients' connections (logged)."""
+    log.info("stopping the %s", name)
+    started = time.monotonic()
+    connections = _client_sockets(daemon)
+    daemon.shutdown()
+    loop.join(timeout=10)
+    for connection in connections:  # the multiplex server leaves its clients' sockets open
+        with contextlib.suppress(Exception):
+            connection.close()
+    log.info("%s stopped (%d connection(s) closed in %.2f s)", name, len(connections),
+             time.monotonic() - started)
 
 
 def _print_line(line: str) -> None:

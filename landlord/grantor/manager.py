@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import collections
-import inspect
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any, NamedTuple, Protocol, TypeAlias
+from typing import Any, NamedTuple
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import LeaseDeniedError, UnknownLeaseError
+from .freeing import Endings, FreeCallback, FreeWithCookie
 from .hooks import HookFanout, LeaseHooks
 from .leasetable import LeaseTable
 from .policy import LeasePolicy
@@ -31,16 +31,6 @@ STORED_EXTRA = "landlord.lease/1"  # the key of a stored lease's envelope (attac
 _UNKNOWN = "no such lease (it expired, was cancelled, or never existed)"
 ENDED = -1e15  # the expiration of a lease restored as ended: before any clock's now, so due at once, never live
 ENDED_BY = ("on_cancel", "on_expire")  # what a stored lease's end mark says: which callback frees it
-
-
-class FreeWithCookie(Protocol):
-    """An ``on_expire``/``on_cancel`` that takes the cookie too: ``callback(resource, cookie=...)``."""
-
-    def __call__(self, resource: Any, /, *, cookie: str) -> None: ...
-
-
-# A callback of the old form, callback(resource), or one with a parameter named cookie
-FreeCallback: TypeAlias = Callable[[Any], None] | FreeWithCookie
 
 
 class HeldLease(NamedTuple):
@@ -121,11 +111,9 @@ class LeaseManager:
         self.grace = policy.grace  # fixed for the manager's life: the reaper's order depends on it
         self.hooks = _fanout(hooks)
         self._journal = _Journal(store, dump if dump is not None else _same, clock)
-        self._on_expire = _Freeing.of(on_expire, "on_expire")
-        self._on_cancel = _Freeing.of(on_cancel, "on_cancel") if on_cancel is not None else self._on_expire
-        self._restored_cancels: set[str] = set()  # restored as cancelled, not yet freed (through on_cancel)
+        self._endings = Endings(on_expire, on_cancel, self._journal.ended, store)  # free first, forget after
         self._lock = threading.Lock()
-        self._revoked: collections.OrderedDict[str, str] = collections.OrderedDict()  # cookie -> reason
+        self._revoked = _RevokedReasons()
         self._table = LeaseTable()
         self._by_cookie = self._table.by_cookie  # read often: one attribute lookup less
         self._reaper = make_reaper(reaper)
@@ -188,7 +176,7 @@ class LeaseManager:
                 raise ValueError("a restored lease said to be cancelled is not among those restored as ended")
             for resource in resources:
                 self._table.add(resource)
-            self._restored_cancels.update(cancelled)
+            self._endings.restored_cancels.update(cancelled)
         if resources:
             self._reaper.expiration_added(min(resource.expiration for resource in resources) + self.grace)
 
@@ -262,49 +250,22 @@ class LeaseManager:
         hooks = self.hooks
         started = time.perf_counter() if hooks is not None else 0.0
         outcomes: list[float | Exception] = []
-        grace = self.grace
         for start in range(0, len(cookies), REAP_CHUNK):
             # most calls are one chunk: no copies of their lists
             chunk = zip(cookies, requested) if len(cookies) <= REAP_CHUNK else \
                 zip(cookies[start:start + REAP_CHUNK], requested[start:start + REAP_CHUNK])
-            found_dead: list[LeasedResource] = []
-            renewed: list[LeasedResource] = []  # those whose expiration moved: the store's to write
-            served: list[LeasedResource] = []  # every one renewed: the hooks' to hear of
-            earliest = math.inf  # of the leases moved earlier: the only ones the reaper must hear of
             with self._lock:
-                now = self.clock.monotonic()
-                for cookie, duration in chunk:
-                    resource = self._by_cookie.get(cookie)
-                    if resource is None or resource.expiration + grace <= now:
-                        if resource is not None:
-                            found_dead.append(resource)
-                            self._table.remove(cookie)
-                        outcomes.append(self._gone(cookie))
-                        continue
-                    old = resource.expiration
-                    try:
-                        granted = self.policy.renew(resource, duration)
-                    except Exception as exc:
-                        resource.expiration = old  # a refusing policy changes nothing
-                        outcomes.append(exc)
-                        continue
-                    if resource.expiration != old:
-                        if resource.expiration < old:  # a later end needs nothing of the index
-                            self._table.moved(resource, old)
-                            earliest = min(earliest, resource.expiration)
-                        renewed.append(resource)
-                    if hooks is not None:
-                        served.append(resource)
-                    outcomes.append(granted)
+                found_dead, renewed, served, earliest = _renew_chunk(
+                    self._table, self.policy, self.grace, self.clock.monotonic(), chunk, outcomes, self._revoked,
+                    hooks is not None)
                 if renewed:
                     self._journal.renewed(renewed)
             if found_dead:
-                self._free(found_dead)
-                self._forget(found_dead)
+                self._endings.end(found_dead)
             if earliest < math.inf:
-                self._reaper.expiration_added(earliest + grace)
+                self._reaper.expiration_added(earliest + self.grace)
             if hooks is not None:
-                self._tell_renewals(hooks, cookies[start:start + REAP_CHUNK], outcomes[start:], served, found_dead)
+                _tell_renewals(hooks, cookies[start:start + REAP_CHUNK], outcomes[start:], served, found_dead)
         if hooks is not None:
             hooks.renewals_served(len(cookies), time.perf_counter() - started)
         return outcomes
@@ -327,8 +288,7 @@ class LeaseManager:
         if resource is not None:
             if cancellable:  # a live lease's row would bring it back live: say first that it ended
                 self._write_end(resource, "on_cancel")
-            self._free([resource], cancelled=cancellable)
-            self._forget([resource])
+            self._endings.end([resource], cancelled=cancellable)
         if not cancellable:
             if resource is not None and self.hooks is not None:
                 self.hooks.expired([resource])
@@ -355,17 +315,14 @@ class LeaseManager:
             if held is None or not self._unfreed(held):
                 raise UnknownLeaseError(_UNKNOWN)
             self._table.remove(cookie)
-            self._revoked[cookie] = reason
-            if len(self._revoked) > REVOKED_REMEMBERED:
-                self._revoked.popitem(last=False)
+            self._revoked.remember(cookie, reason)
         try:
             self._write_end(held, "on_expire")
         except BaseException:
             with self._lock:
-                self._revoked.pop(cookie, None)
+                self._revoked.forget(cookie)
             raise
-        self._free([held])
-        self._forget([held])
+        self._endings.end([held])
         if self.hooks is not None:
             self.hooks.revoked(held, reason)
         return held
@@ -400,8 +357,7 @@ class LeaseManager:
             resource = self._live(cookie)
             expired = None if resource else self._pop_dead(cookie)  # held but past its grace: free it now
         if expired is not None:
-            self._free([expired])
-            self._forget([expired])
+            self._endings.end([expired])
             if self.hooks is not None:
                 self.hooks.expired([expired])
         if resource is None:
@@ -470,8 +426,7 @@ class LeaseManager:
         while True:
             with self._lock:
                 due, more = self._table.pop_due(due_before, REAP_CHUNK)
-            self._free(due)
-            self._forget(due)  # after: a crash before it brings them back expired, to be freed again
+            self._endings.end(due)  # rows deleted after: a crash before brings them back expired, freed again
             if due and self.hooks is not None:
                 self.hooks.expired(due)
             freed += len(due)
@@ -502,13 +457,6 @@ class LeaseManager:
             raise UnknownLeaseError(_UNKNOWN)
         return resource
 
-    def _gone(self, cookie: str) -> Exception:
-        """Why ``cookie`` cannot be renewed: revoked (with the landlord's reason), or unknown."""
-        reason = self._revoked.get(cookie) if self._revoked else None
-        if reason is None:
-            return UnknownLeaseError(_UNKNOWN)
-        return LeaseDeniedError(f"revoked by the landlord: {reason}")
-
     def _unfreed(self, resource: LeasedResource | None) -> bool:
         """Whether ``resource`` is held and still its lease's: live, or in its grace."""
         return resource is not None and resource.expiration + self.grace > self.clock.monotonic()
@@ -521,21 +469,6 @@ class LeaseManager:
         return self._table.remove(cookie)
 
     # -- internals (call without the lock) -----------------------------------------
-
-    def _free(self, resources: list[LeasedResource], *, cancelled: bool = False) -> None:
-        if self._restored_cancels and not cancelled:  # only after a restart found cancels not yet freed
-            resources = self._free_restored_cancels(resources)
-        (self._on_cancel if cancelled else self._on_expire).free(resources)
-
-    def _free_restored_cancels(self, resources: list[LeasedResource]) -> list[LeasedResource]:
-        """Free through ``on_cancel`` those of ``resources`` restored as cancelled; return the others."""
-        cancels = self._restored_cancels
-        others = [leased for leased in resources if leased.cookie not in cancels]
-        if len(others) < len(resources):
-            restored = [leased for leased in resources if leased.cookie in cancels]
-            cancels.difference_update(leased.cookie for leased in restored)
-            self._on_cancel.free(restored)
-        return others
 
     def _write_end(self, leased: LeasedResource, ended_by: str) -> None:
         """Write to the store that ``leased``, taken out of the table while live, has ended, and
@@ -552,25 +485,88 @@ class LeaseManager:
             self._reaper.expiration_added(leased.expiration + self.grace)
             raise
 
-    def _forget(self, ended: list[LeasedResource]) -> None:
-        """Delete the rows of leases whose resources were freed. A failure is logged, not raised:
-        the leases have ended all the same, and a restart frees them again (at least once)."""
-        try:
-            self._journal.ended(ended)
-        except Exception:
-            log.exception("could not delete %d ended lease(s) from %r; they are freed again after a restart",
-                          len(ended), self.store)
 
-    @staticmethod
-    def _tell_renewals(hooks: LeaseHooks, cookies: Sequence[str], outcomes: Sequence[float | Exception],
-                       renewed: list[LeasedResource], found_dead: list[LeasedResource]) -> None:
-        if renewed:
-            hooks.renewed(renewed)
-        if found_dead:
-            hooks.expired(found_dead)
-        for cookie, outcome in zip(cookies, outcomes):
-            if isinstance(outcome, Exception):
-                hooks.denied(cookie, outcome)
+
+def _renew_chunk(table: LeaseTable, policy: LeasePolicy, grace: float, now: float,
+                 chunk: Iterable[tuple[str, float]], outcomes: list[float | Exception], revoked: _RevokedReasons,
+                 keep_served: bool) -> tuple[list[LeasedResource], list[LeasedResource], list[LeasedResource], float]:
+    """Renew each lease of ``chunk`` (cookie, seconds asked) through ``policy`` at ``now``, under the
+    manager's lock, appending each one's outcome to ``outcomes``: the seconds granted, or why not (a
+    lease not held, or held past its grace, which is taken out of ``table``). A lease the policy
+    refuses stays as it was; a lease in its grace is revived.
+
+    Returns:
+        what the store, the reaper and the hooks hear of after: the leases found dead (to be freed),
+        those whose expiration moved (the store's to write), every one renewed (only with
+        ``keep_served``: the hooks'), and the earliest end of those moved earlier (the only ones
+        the reaper must hear of; ``inf``: none).
+    """
+    found_dead: list[LeasedResource] = []
+    renewed: list[LeasedResource] = []
+    served: list[LeasedResource] = []
+    earliest = math.inf
+    by_cookie = table.by_cookie
+    for cookie, duration in chunk:
+        resource = by_cookie.get(cookie)
+        if resource is None or resource.expiration + grace <= now:
+            if resource is not None:
+                found_dead.append(resource)
+                table.remove(cookie)
+            outcomes.append(revoked.why_gone(cookie))
+            continue
+        old = resource.expiration
+        try:
+            granted = policy.renew(resource, duration)
+        except Exception as exc:
+            resource.expiration = old  # a refusing policy changes nothing
+            outcomes.append(exc)
+            continue
+        if resource.expiration != old:
+            if resource.expiration < old:  # a later end needs nothing of the index
+                table.moved(resource, old)
+                earliest = min(earliest, resource.expiration)
+            renewed.append(resource)
+        if keep_served:
+            served.append(resource)
+        outcomes.append(granted)
+    return found_dead, renewed, served, earliest
+
+
+def _tell_renewals(hooks: LeaseHooks, cookies: Sequence[str], outcomes: Sequence[float | Exception],
+                   renewed: list[LeasedResource], found_dead: list[LeasedResource]) -> None:
+    """Tell ``hooks`` of one chunk of renewals: those renewed, those found dead, then each denial."""
+    if renewed:
+        hooks.renewed(renewed)
+    if found_dead:
+        hooks.expired(found_dead)
+    for cookie, outcome in zip(cookies, outcomes):
+        if isinstance(outcome, Exception):
+            hooks.denied(cookie, outcome)
+
+
+class _RevokedReasons:
+    """The reasons of the last ``REVOKED_REMEMBERED`` revocations, by cookie: what a late renewal is told.
+    Used under the manager's lock."""
+
+    __slots__ = ("_reasons",)
+
+    def __init__(self) -> None:
+        self._reasons: collections.OrderedDict[str, str] = collections.OrderedDict()  # cookie -> reason
+
+    def remember(self, cookie: str, reason: str) -> None:
+        self._reasons[cookie] = reason
+        if len(self._reasons) > REVOKED_REMEMBERED:
+            self._reasons.popitem(last=False)
+
+    def forget(self, cookie: str) -> None:
+        self._reasons.pop(cookie, None)
+
+    def why_gone(self, cookie: str) -> Exception:
+        """Why ``cookie`` cannot be renewed: revoked (with the landlord's reason), or unknown."""
+        reason = self._reasons.get(cookie) if self._reasons else None
+        if reason is None:
+            return UnknownLeaseError(_UNKNOWN)
+        return LeaseDeniedError(f"revoked by the landlord: {reason}")
 
 
 class _Journal:
@@ -640,49 +636,6 @@ def unwrap_stored(data: Any) -> StoredExtra:
         raise ValueError(f"a malformed stored lease: {envelope!r:.80}")
     return StoredExtra(envelope["resource"], envelope["attached"], float(envelope["deadline"]),
                        envelope.get("ended_by"))
-
-
-class _Freeing:
-    """An ``on_expire`` or ``on_cancel`` (or none), and how it is called: with the cookie or without,
-    decided once (by its signature), not per call."""
-
-    __slots__ = ("_callback", "_with_cookie", "_name")
-
-    def __init__(self, callback: Callable[..., None] | None, with_cookie: bool, name: str) -> None:
-        self._callback, self._with_cookie, self._name = callback, with_cookie, name
-
-    @classmethod
-    def of(cls, callback: FreeCallback | None, name: str) -> _Freeing:
-        return cls(callback, callback is not None and _takes_cookie(callback), name)
-
-    def free(self, ended: list[LeasedResource]) -> None:
-        """Call the callback for each resource of each lease in ``ended``, logging what it raises."""
-        callback = self._callback
-        if callback is None:
-            return
-        if self._with_cookie:  # two loops: the one-argument form pays no test per resource
-            for leased in ended:
-                for resource in leased.everything():
-                    try:
-                        callback(resource, cookie=leased.cookie)
-                    except Exception:
-                        log.exception("%s failed for %r", self._name, leased)
-            return
-        for leased in ended:
-            for resource in leased.everything():
-                try:
-                    callback(resource)
-                except Exception:
-                    log.exception("%s failed for %r", self._name, leased)
-
-
-def _takes_cookie(callback: Callable[..., Any]) -> bool:
-    """Whether ``callback`` has a parameter named ``cookie`` it can be given by keyword."""
-    try:
-        parameter = inspect.signature(callback).parameters.get("cookie")
-    except (TypeError, ValueError):  # no signature to read (some builtins): the old, one-argument form
-        return False
-    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
 
 
 def _fanout(hooks: LeaseHooks | Sequence[LeaseHooks] | None) -> HookFanout | None:

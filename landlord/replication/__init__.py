@@ -6,6 +6,9 @@
   (:class:`~landlord.replication.etcdstore.EtcdLeaseStore`), written only by the leader.
 - :mod:`~landlord.replication.replicated`: :class:`~landlord.ReplicatedLandlord`,
   one replica: a :class:`~landlord.Landlord` per term of leadership over the etcd store.
+- :mod:`~landlord.replication.terms`: a replica's terms (the one its election wants,
+  the one loaded, whether it answers), shared by the election's callbacks, the
+  thread that loads terms and the calls; no etcd.
 
 It may import the grantor, the holder side, the transport and the basics, never
 serving or the renewal service. The etcd client (the ``etcd`` extra) is imported

@@ -52,6 +52,7 @@ from ..holder.landlordlease import LandlordLease, check_landlords, replica_objec
 from ..results import RenewResults
 from .election import Election, LeadershipLost, etcd_errors, leader_key, require_pyetcd
 from .etcdstore import EtcdLeaseStore
+from .terms import Term, Terms
 
 if TYPE_CHECKING:
     import pyetcd
@@ -63,7 +64,6 @@ log = logging.getLogger("landlord.replicated")  # its name before it moved into 
 T = TypeVar("T")
 
 READY_WAIT = 1.0  # seconds a call waits for a new leader to load its leases, before it is turned away
-RELOAD_PAUSE = 0.2  # seconds between attempts to load the leases when etcd fails to answer
 JOIN_TIMEOUT = 10.0  # seconds close() waits for the loader thread
 
 
@@ -84,16 +84,6 @@ class ReplicaTerm:
 
 class _TermLandlord(ReplicaTerm, Landlord):
     """The landlord of one term of a plain :class:`ReplicatedLandlord`."""
-
-
-class _Term:
-    """A term of leadership: the election's revision it began at, and its landlord."""
-
-    __slots__ = ("revision", "landlord", "stale")
-
-    def __init__(self, revision: int, landlord: Landlord) -> None:
-        self.revision, self.landlord = revision, landlord
-        self.stale = False  # a write's outcome is unknown: made again from etcd before answering more
 
 
 class ReplicatedLandlord:
@@ -160,10 +150,7 @@ class ReplicatedLandlord:
         self.reaper = reaper
         self._options: dict[str, Any] = {"on_expire": on_expire, "on_cancel": on_cancel, "codec": codec}
         self._term_begun: list[Callable[[Landlord], None]] = []  # see on_term
-        self._changed = threading.Condition()
-        self._wanted: int | None = None  # the revision of the term the election gave, while it lasts
-        self._term: _Term | None = None
-        self._closing = False
+        self._terms = Terms()  # the term wanted, the term loaded, closing: shared with the election and the loader
         self._election: Election | None = None
         self._loader: threading.Thread | None = None
         self._errors = etcd_errors()
@@ -188,7 +175,7 @@ class ReplicatedLandlord:
     @property
     def manager(self) -> LeaseManager | None:
         """The lease manager of this replica's term while it leads (its leases, on its clock), else ``None``."""
-        term = self._term
+        term = self._terms.term
         return term.landlord.manager if term is not None else None
 
     @property
@@ -199,7 +186,7 @@ class ReplicatedLandlord:
     @property
     def leading(self) -> bool:
         """Whether this replica leads, its term confirmed and its leases loaded: it answers now."""
-        return self._answering() is not None
+        return self._terms.answering(self._election) is not None
 
     def leader(self) -> str | None:
         """The URI of the replica that leads, as this one last learnt (``None``: none known)."""
@@ -208,12 +195,12 @@ class ReplicatedLandlord:
     def wait_leading(self, timeout: float) -> bool:
         """Block until this replica answers as leader (:attr:`leading`), at most ``timeout`` real seconds."""
         deadline = time.monotonic() + timeout
-        with self._changed:
+        with self._terms.changed:
             while not self.leading:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._changed.wait(min(left, 0.05))  # the election's confirmations do not notify this
+                self._terms.changed.wait(min(left, 0.05))  # the election's confirmations do not notify this
             return True
 
     def on_term(self, callback: Callable[[Landlord], None]) -> None:
@@ -241,12 +228,12 @@ class ReplicatedLandlord:
             raise RuntimeError("register the replica with a Pyro5 daemon before starting it, or name its URI")
         if candidate not in self.replicas:
             raise ValueError(f"this replica's URI {candidate} is not one of the group's replicas {self.replicas}")
-        with self._changed:
-            if self._election is not None or self._closing:
+        with self._terms.changed:
+            if self._election is not None or self._terms.closing:
                 raise RuntimeError("a ReplicatedLandlord starts once")
             self._election = Election(self._client, group=self.group, candidate=candidate, prefix=self.prefix,
-                                      ttl=self.ttl, clock=self.clock, on_elected=self._elected,
-                                      on_deposed=self._deposed)
+                                      ttl=self.ttl, clock=self.clock, on_elected=self._terms.elected,
+                                      on_deposed=self._terms.deposed)
             self._loader = threading.Thread(target=self._load_terms, name=f"terms {self.key}", daemon=True)
         self._loader.start()
         self._election.start()
@@ -268,24 +255,24 @@ class ReplicatedLandlord:
 
     def __len__(self) -> int:
         """How many leases this replica holds: those of the group while it leads, else 0."""
-        term = self._term
+        term = self._terms.term
         return len(term.landlord) if term is not None else 0
 
     def close(self) -> None:
         """Stop answering, write the renewals not yet written, resign (another replica is elected at
         once) and close this term's landlord; its leases stay in etcd. Idempotent."""
-        with self._changed:
-            self._closing = True
-            term, election = self._term, self._election
-            self._changed.notify_all()
+        with self._terms.changed:
+            self._terms.closing = True
+            term, election = self._terms.term, self._election
+            self._terms.changed.notify_all()
         if term is not None:
             self._flush(term)
         if election is not None:
             election.close()
         if self._loader is not None and self._loader is not threading.current_thread():
             self._loader.join(JOIN_TIMEOUT)
-        with self._changed:
-            term, self._term = self._term, None
+        with self._terms.changed:
+            term, self._terms.term = self._terms.term, None
         if term is not None:
             term.landlord.close()
 
@@ -375,34 +362,29 @@ class ReplicatedLandlord:
             raise
         except Exception as exc:
             # the store could not write (etcd silent, the term over): what etcd holds is unknown
-            self._went_stale(term, exc)
+            log.warning("%s: a write failed (%s); the leases are loaded again from etcd", self.key, exc)
+            self._terms.went_stale(term)
             raise Pyro5.errors.ConnectionClosedError(f"the write did not reach etcd: {exc}") from exc
         self._still_serving(term)
         return result
 
-    def _answering(self) -> _Term | None:
-        """The term that answers now: loaded, not stale, and still confirmed by the election."""
-        term, election = self._term, self._election
-        if term is not None and election is not None and not term.stale and election.revision == term.revision:
-            return term  # one lock taken, the election's
-        return None
+    def _serving(self) -> Term:
+        return self._terms.answering(self._election) or self._wait_for_term()
 
-    def _serving(self) -> _Term:
-        return self._answering() or self._wait_for_term()
-
-    def _wait_for_term(self) -> _Term:
+    def _wait_for_term(self) -> Term:
         deadline = time.monotonic() + self.ready_wait
-        with self._changed:
-            while not self._closing and self._election is not None and self._election.revision is not None:
-                term = self._answering()
+        terms = self._terms
+        with terms.changed:
+            while not terms.closing and self._election is not None and self._election.revision is not None:
+                term = terms.answering(self._election)
                 if term is not None:
                     return term
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise Pyro5.errors.ConnectionClosedError(f"{self.key}: the new leader is still loading its "
                                                              "leases; ask again")
-                self._changed.wait(min(left, 0.05))
-            closing, election = self._closing, self._election
+                terms.changed.wait(min(left, 0.05))
+            closing, election = terms.closing, self._election
         leader = self.leader()
         # fenced (a term held but unconfirmed), going, or no leader known: silence, never a definite
         # answer; a holder tries the group's next replica, which may know the leader
@@ -411,16 +393,10 @@ class ReplicatedLandlord:
                                                      "no leader; ask again")
         raise NotLeaderError(f"this replica does not lead {self.key}; {leader} does", leader)
 
-    def _still_serving(self, term: _Term) -> None:
+    def _still_serving(self, term: Term) -> None:
         election = self._election
-        if election is None or election.revision != term.revision or self._closing:
+        if election is None or election.revision != term.revision or self._terms.closing:
             raise Pyro5.errors.ConnectionClosedError(f"{self.key}: the term ended while answering; ask again")
-
-    def _went_stale(self, term: _Term, exc: Exception) -> None:
-        log.warning("%s: a write failed (%s); the leases are loaded again from etcd", self.key, exc)
-        with self._changed:
-            term.stale = True
-            self._changed.notify_all()
 
     def make_landlord(self, *, store: EtcdLeaseStore, landlord_id: str | None) -> Landlord:
         """The landlord of a term that begins: over ``store``, with ``landlord_id`` (``None``: the
@@ -441,39 +417,15 @@ class ReplicatedLandlord:
         return LandlordLease(resource.cookie, self, landlord_id, self.clock.time() + granted, clock=self.clock,
                              term=granted, landlords=self.replicas)
 
-    # -- terms: the election's callbacks, and the thread that opens and closes terms ----------------
-
-    def _elected(self, revision: int) -> None:
-        with self._changed:
-            self._wanted = revision
-            self._changed.notify_all()
-
-    def _deposed(self, reason: str) -> None:
-        with self._changed:
-            self._wanted = None
-            self._changed.notify_all()
+    # -- the thread that opens and closes terms, as the election wants them ---------------------------
 
     def _load_terms(self) -> None:
-        while True:
-            with self._changed:
-                self._changed.wait_for(lambda: self._closing or self._needs_change())
-                if self._closing:
-                    return
-                wanted, old = self._wanted, self._term
-                self._term = None
+        while (change := self._terms.next_change()) is not None:
+            wanted, old = change
             if old is not None:
                 old.landlord.close()  # its store writes what was renewed first (kept, if the term goes on)
             if wanted is not None and not self._open(wanted):
-                self._pause_unless_changed(wanted)
-
-    def _pause_unless_changed(self, wanted: int) -> None:
-        """Wait RELOAD_PAUSE before loading again, unless the term ends or the replica closes first."""
-        with self._changed:
-            self._changed.wait_for(lambda: self._closing or self._wanted != wanted, RELOAD_PAUSE)
-
-    def _needs_change(self) -> bool:
-        term = self._term
-        return (term.revision if term is not None else None) != self._wanted or (term is not None and term.stale)
+                self._terms.pause_unless_changed(wanted)
 
     def _open(self, revision: int) -> bool:
         """Make the term's landlord and load the group's leases into it; whether it was done."""
@@ -493,13 +445,7 @@ class ReplicatedLandlord:
             election.close()  # so that a rightly configured replica can
             return True
         self._landlord_id = landlord.landlord_id
-        with self._changed:
-            if self._closing or self._wanted != revision:
-                keep = False
-            else:
-                self._term, keep = _Term(revision, landlord), True
-                self._changed.notify_all()
-        if not keep:
+        if not self._terms.begin(revision, landlord):
             landlord.close()
             return True
         log.info("%s: leading from revision %d with %d lease(s), loaded in %.3f s", self.key, revision,
@@ -527,7 +473,7 @@ class ReplicatedLandlord:
             raise
         return landlord
 
-    def _flush(self, term: _Term) -> None:
+    def _flush(self, term: Term) -> None:
         store = term.landlord.store
         if isinstance(store, EtcdLeaseStore):
             try:

@@ -16,7 +16,8 @@ import landlord
 
 # the extras: replication over etcd, admin, metrics, the renewal service, serving, the revocation receiver
 EXTRAS = ("landlord.replication", "landlord.replication.election", "landlord.replication.etcdstore",
-          "landlord.replication.replicated", "landlord.admin", "landlord.metrics",
+          "landlord.replication.replicated", "landlord.replication.terms", "landlord.admin", "landlord.admin.protocol",
+          "landlord.admin.server", "landlord.admin.client", "landlord.admin.commands", "landlord.metrics",
           "landlord.renewalservice", "landlord.renewalservice.service", "landlord.renewalservice.sets",
           "landlord.renewalservice.client", "landlord.serving",
           "landlord.transport.frameserver", "landlord.transport.multiplex", "landlord.holder.revocations",

@@ -202,6 +202,16 @@ def test_user_error_subclasses_can_be_registered() -> None:
     assert type(copy) is QuotaExceeded and isinstance(copy, LeaseDeniedError)
 
 
+def test_an_admin_refusal_travels_under_the_name_it_had_before_admin_became_a_package() -> None:
+    from landlord.admin import AdminRefusedError
+
+    sent = serializer.class_to_dict(AdminRefusedError("list refused (no proof)"))
+    assert sent == {"__class__": "landlord.admin.AdminRefusedError", "__exception__": True,
+                    "args": ("list refused (no proof)",), "attributes": {}}
+    copy = round_trip(AdminRefusedError("list refused (no proof)"))
+    assert type(copy) is AdminRefusedError and copy.args == ("list refused (no proof)",)
+
+
 def test_a_forged_exception_dict_is_refused() -> None:
     with pytest.raises(TypeError):
         serializer.recreate_classes({"__class__": "landlord.errors.LeaseError", "__exception__": True,
