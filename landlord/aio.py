@@ -78,8 +78,8 @@ import Pyro5.errors
 from Pyro5 import config as pyro_config
 
 from .duration import ANY, check_duration
-from .errors import LeaseError, LeaseMapError
-from .holder.landlordlease import CALL_BATCH, LandlordLease
+from .errors import LeaseMapError
+from .holder.landlordlease import CALL_BATCH, LandlordLease, record_renewals
 from .holder.renewal import LeaseRenewalManager
 from .holder.schedule import LeaseRenewalEvent
 from .lease import Lease, LeaseMap, check_granted, sent_now
@@ -383,11 +383,11 @@ class StreamCalls:
         TLS (``Pyro5.config.SSL``), another serializer, a Unix socket, a lease of
         another kind.
         """
-        if type(lease) is not LandlordLease or lease.replicated or not isinstance(lease._landlord, str):
+        if type(lease) is not LandlordLease or lease.replicated or not isinstance(lease.landlord, str):
             return None
         if pyro_config.SSL or pyro_config.SERIALIZER != "serpent":
             return None
-        return lease._landlord
+        return lease.landlord
 
     async def call(self, uri: str, method: str, *args: Any, timeout: float | None = None) -> Any:
         """``method(*args)`` of the object at ``uri`` (a ``PYRO:`` URI with host and port).
@@ -470,31 +470,23 @@ def _address(uri: str) -> Pyro5.core.URI:
 async def _renew_over(streams: StreamCalls, uri: str, lease: LandlordLease, duration: float,
                       timeout: float | None) -> float:
     """``lease.renew(duration)`` over a stream: the new expiration is the sending time plus the grant."""
-    sent = sent_now(lease._clock)
+    sent = sent_now(lease.clock)
     granted = check_granted(await streams.call(uri, "renew", lease.cookie, duration, timeout=timeout))
-    lease._set_granted(sent, granted)
+    lease.record_grant(sent, granted)
     return granted
 
 
 async def _renew_all_over(streams: StreamCalls, uri: str, leases: Sequence[LandlordLease], duration: float,
                           timeout: float | None) -> dict[Lease, BaseException]:
-    """One landlord's leases renewed over a stream, ``CALL_BATCH`` a call, as ``LandlordLease._renew_batch``
-    does on a thread; the failures."""
+    """One landlord's leases renewed over a stream, ``CALL_BATCH`` a call, as
+    :meth:`LandlordLease.renew_batch` does on a thread; the failures."""
     failures: dict[Lease, BaseException] = {}
     for start in range(0, len(leases), CALL_BATCH):
         chunk = leases[start:start + CALL_BATCH]
-        sent = sent_now(chunk[0]._clock)
+        sent = sent_now(chunk[0].clock)
         results = await streams.call(uri, "renew_all", [lease.cookie for lease in chunk], [duration] * len(chunk),
                                      timeout=timeout)
-        granted, denied = getattr(results, "granted", None), getattr(results, "denied", None)
-        if not isinstance(granted, list) or len(granted) != len(chunk) or not isinstance(denied, list):
-            raise LeaseError(f"landlord answered renew_all with {results!r:.80}")
-        denials = iter(denied)
-        for lease, grant in zip(chunk, granted):
-            if grant == -1:
-                failures[lease] = next(denials, None) or LeaseError("renewal failed without a reason")
-            else:
-                lease._set_granted(sent, check_granted(grant))
+        failures.update(record_renewals(chunk, sent, results))
     return failures
 
 
