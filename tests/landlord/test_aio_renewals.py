@@ -4,6 +4,7 @@ plain) told on the loop, cancel through it, and the loop it needs."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import threading
 
@@ -98,3 +99,27 @@ async def test_a_plain_listener_runs_on_the_loop_too_and_cancel_gives_the_lease_
 def test_the_manager_needs_a_running_loop() -> None:
     with pytest.raises(RuntimeError):
         aio.AsyncLeaseRenewalManager()
+
+
+@pytest.mark.asyncio
+async def test_a_listener_that_fails_is_logged_on_landlord_aio_plain_or_coroutine(
+        caplog: pytest.LogCaptureFixture) -> None:
+    loop, tasks = asyncio.get_running_loop(), set[asyncio.Future[object]]()
+
+    def plain(item: str) -> None:
+        raise RuntimeError(f"plain bug on {item}")
+
+    async def coroutine(item: str) -> None:
+        await asyncio.sleep(0)
+        raise RuntimeError(f"coroutine bug on {item}")
+
+    with caplog.at_level(logging.DEBUG, logger="landlord.aio"):
+        for listener, item in ((plain, "one"), (coroutine, "two")):
+            await asyncio.to_thread(aio.on_loop(listener, loop, tasks), item)  # told from another thread
+        for _ in range(100):
+            if len(caplog.records) == 2 and not tasks:
+                break
+            await asyncio.sleep(0.01)
+    assert [(record.name, record.exc_info[1].args[0] if record.exc_info else None) for record in caplog.records] == [
+        ("landlord.aio", "plain bug on one"), ("landlord.aio", "coroutine bug on two")]
+
