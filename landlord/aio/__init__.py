@@ -26,8 +26,10 @@ One job per module, each on the one below it:
 
 Import the names from ``landlord.aio``, as ``lookup`` does; the modules are
 its parts. It may import the holder side (the renewal manager,
-:class:`~landlord.LandlordLease`), :mod:`landlord.lease`, the transport and the
-basics; never the grantor or the serving layer. Its logger is ``landlord.aio``.
+:class:`~landlord.LandlordLease`), :mod:`landlord.lease`,
+:mod:`landlord.transport` (the proxies) and the basics; never the grantor,
+replication, the renewal service or serving (import-linter holds it to
+that). Its logger is ``landlord.aio``.
 """
 
 from __future__ import annotations
