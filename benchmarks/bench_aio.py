@@ -160,7 +160,7 @@ class PipelinedClient:
         """Renew ``lease`` as ``lease.renew`` does: its new expiration is the sending time plus the grant."""
         sent = sent_now(SYSTEM_CLOCK)
         granted = check_granted(await self.invoke("renew", lease.cookie, duration))
-        lease._set_granted(sent, granted)
+        lease.record_grant(sent, granted)
         return granted
 
     async def close(self) -> None:

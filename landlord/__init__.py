@@ -27,7 +27,7 @@ from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError,
 from .holder.landlordlease import LandlordLease, call_group, known_leader, replica_uris
 from .holder.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
 from .lazy import lazy_names
-from .lease import AbstractLease, Lease, LeaseMap
+from .lease import AbstractLease, BatchableLease, Lease, LeaseMap
 from .results import RenewResults
 from .tls import TLSConfig, apply_tls, tls_settings
 from .transport.backoff import Backoff, OutageLog, PeerErrors
@@ -93,7 +93,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ANY", "FOREVER", "check_duration", "check_callback_uri", "check_callback_hosts",
-    "Lease", "AbstractLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
+    "Lease", "AbstractLease", "BatchableLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
     "LeaseManager",

@@ -1,4 +1,14 @@
-"""The holder's view of a lease: :class:`Lease`, :class:`AbstractLease`, and :class:`LeaseMap` batching.
+"""The holder's view of a lease: :class:`Lease`, :class:`AbstractLease`, and batching.
+
+Batching is Jini's ``canBatch``/``LeaseMap`` idea, typed: a lease that can
+go out in one call with others of its kind is a :class:`BatchableLease`. Its
+:meth:`~BatchableLease.batch_key` says which leases share a call (equal keys),
+its :meth:`~BatchableLease.renew_batch` and :meth:`~BatchableLease.cancel_batch`
+send them and apply the answer (:meth:`AbstractLease.record_grant`). Whoever
+batches (a :class:`LeaseMap`, the renewal manager and its schedule) groups
+leases by :func:`batch_key_of` and sends each group with :func:`renew_together`
+or :func:`cancel_together`; a lease that is not a :class:`BatchableLease` is
+renewed and cancelled one by one.
 
 A lease makes its own map (:meth:`Lease.create_lease_map`) and a map holds
 leases, so the two live in one module: split, they would import each other.
@@ -10,12 +20,14 @@ import abc
 import math
 import time
 from collections.abc import Hashable, Iterator, MutableMapping, Sequence
+from typing import TypeVar
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseError, LeaseMapError
 
-__all__ = ["Lease", "AbstractLease", "LeaseMap", "sent_now", "check_granted"]
+__all__ = ["Lease", "AbstractLease", "BatchableLease", "LeaseMap", "batch_key_of", "renew_together",
+           "cancel_together", "sent_now", "check_granted"]
 
 
 class Lease(abc.ABC):
@@ -85,39 +97,13 @@ class Lease(abc.ABC):
         """Give the lease back, freeing its resource now."""
 
     def can_batch(self, other: Lease) -> bool:
-        """Whether ``other`` can be renewed or cancelled in the same batch as this lease."""
+        """Whether ``other`` can be renewed or cancelled in the same batch as this lease
+        (never, but for a :class:`BatchableLease`)."""
         return False
 
     def create_lease_map(self, duration: float = ANY) -> LeaseMap:
         """A :class:`LeaseMap` holding this lease, to renew it together with others."""
         return LeaseMap({self: duration})
-
-    def _batch_key(self) -> Hashable | None:
-        """Leases with the same non-``None`` key can share one batch call."""
-        return None
-
-    def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
-        """Renew ``leases`` (all batchable with this one); return the failures.
-
-        This default renews them one by one; subclasses send one call.
-        """
-        failures: dict[Lease, Exception] = {}
-        for lease, duration in zip(leases, durations):
-            try:
-                lease.renew(duration)
-            except Exception as exc:  # every failure is reported, none is swallowed
-                failures[lease] = exc
-        return failures
-
-    def _cancel_batch(self, leases: Sequence[Lease]) -> dict[Lease, Exception]:
-        """Cancel ``leases`` (all batchable with this one); return the failures."""
-        failures: dict[Lease, Exception] = {}
-        for lease in leases:
-            try:
-                lease.cancel()
-            except Exception as exc:
-                failures[lease] = exc
-        return failures
 
 
 class AbstractLease(Lease):
@@ -167,11 +153,17 @@ class AbstractLease(Lease):
     def term(self) -> float:
         return self._term
 
+    @property
+    def clock(self) -> Clock:
+        """The holder's clocks this lease is timed on: a batch reads :func:`sent_now` on them
+        before sending, and gives that to :meth:`record_grant`."""
+        return self._clock
+
     def renew(self, duration: float = ANY) -> float:
         duration = check_duration(duration)
         sent = sent_now(self._clock)
         granted = check_granted(self._do_renew(duration))
-        self._set_granted(sent, granted)
+        self.record_grant(sent, granted)
         return granted
 
     def _start_granted(self, granted: float, clock: Clock) -> None:
@@ -179,10 +171,17 @@ class AbstractLease(Lease):
         landlord making its own lease from parts it has checked: see
         :meth:`~landlord.LandlordLease.granted`)."""
         self._clock = clock
-        self._set_granted(sent_now(clock), granted)
+        self.record_grant(sent_now(clock), granted)
 
-    def _set_granted(self, sent: tuple[float, float], granted: float) -> None:
-        """Record a grant of a request sent at ``sent`` (see :func:`sent_now`), here or in a batch."""
+    def record_grant(self, sent: tuple[float, float], granted: float) -> None:
+        """Record a grant of ``granted`` seconds to a request sent at ``sent`` (:func:`sent_now` on
+        :attr:`clock`), made here or in a batch (:meth:`BatchableLease.renew_batch`): the lease now
+        ends ``granted`` seconds after ``sent``, on both clocks, and its term is ``granted``.
+
+        Args:
+            sent: when the request went out, as ``(wall, monotonic)``.
+            granted: the seconds the landlord granted, checked (:func:`check_granted`).
+        """
         self._expiration = sent[0] + granted
         self._deadline = sent[1] + granted
         self._term = granted
@@ -208,10 +207,127 @@ def check_granted(granted: object) -> float:
     return float(granted)
 
 
+# a batch holds leases of one kind: a class's renew_batch is handed leases of its class
+SameKind = TypeVar("SameKind", bound="BatchableLease")
+
+
+class BatchableLease(Lease):
+    """A lease that can be renewed and cancelled in one remote call with others of its kind
+    (Jini's ``canBatch`` and ``LeaseMap``): a :class:`~landlord.LandlordLease`, or a lease
+    class of your own.
+
+    Leases whose :meth:`batch_key` is equal (and not ``None``) go out together:
+    a :class:`LeaseMap` and the :class:`~landlord.LeaseRenewalManager` gather
+    them by key and hand a group to one of them, ``first.renew_batch(group,
+    durations)``. An equal key is a promise that the
+    first lease's :meth:`renew_batch` takes all of them, so a key names both the
+    kind of lease and where its calls go (a :class:`~landlord.LandlordLease`'s
+    starts with ``"landlord"``, its landlord's id and address).
+
+    A lease that is not a :class:`BatchableLease` is renewed and cancelled one by one.
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def batch_key(self) -> Hashable | None:
+        """What this lease's batch calls go to: leases of equal keys share a call; ``None``: this
+        lease goes on its own."""
+
+    @abc.abstractmethod
+    def renew_batch(self: SameKind, leases: Sequence[SameKind], durations: Sequence[float]) -> dict[Lease, Exception]:
+        """Renew ``leases`` (this one's batch key, each for its duration) in as few calls as the
+        landlord takes, and record each grant on its lease (:meth:`AbstractLease.record_grant`).
+
+        Args:
+            leases: leases whose :meth:`batch_key` equals this one's.
+            durations: the seconds to ask for each, in the same order (``ANY`` allowed).
+
+        Returns:
+            The leases that were refused, with why; the others are renewed.
+
+        Raises:
+            Exception: the call failed as a whole (a ``CommunicationError``: no lease's
+                outcome is known).
+        """
+
+    @abc.abstractmethod
+    def cancel_batch(self: SameKind, leases: Sequence[SameKind]) -> dict[Lease, Exception]:
+        """Cancel ``leases`` (this one's batch key) in as few calls as the landlord takes.
+
+        Returns:
+            The leases whose cancellation failed, with why.
+
+        Raises:
+            Exception: the call failed as a whole.
+        """
+
+    def can_batch(self, other: Lease) -> bool:
+        """Whether ``other`` is a :class:`BatchableLease` of the same (non-``None``) batch key."""
+        key = self.batch_key()
+        return key is not None and isinstance(other, BatchableLease) and other.batch_key() == key
+
+
+def batch_key_of(lease: Lease) -> Hashable | None:
+    """The key ``lease`` is batched under: its :meth:`BatchableLease.batch_key`; ``None`` (renewed
+    on its own) for a lease that is not a :class:`BatchableLease`."""
+    return lease.batch_key() if isinstance(lease, BatchableLease) else None
+
+
+def renew_together(leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+    """Renew leases of one batch key (:func:`batch_key_of`) each for its duration: in one
+    :meth:`BatchableLease.renew_batch` of the first when all are batchable, else one by one.
+
+    Returns:
+        The leases that failed, with why.
+
+    Raises:
+        Exception: what a batch call raised as a whole (one by one, each failure is returned).
+    """
+    batch = _batchable(leases)
+    if batch is not None:
+        return batch[0].renew_batch(batch, durations)
+    failures: dict[Lease, Exception] = {}
+    for lease, duration in zip(leases, durations):
+        try:
+            lease.renew(duration)
+        except Exception as exc:  # every failure is reported, none is swallowed
+            failures[lease] = exc
+    return failures
+
+
+def cancel_together(leases: Sequence[Lease]) -> dict[Lease, Exception]:
+    """Cancel leases of one batch key: in one :meth:`BatchableLease.cancel_batch` of the first
+    when all are batchable, else one by one.
+
+    Returns:
+        The leases whose cancellation failed, with why.
+
+    Raises:
+        Exception: what a batch call raised as a whole.
+    """
+    batch = _batchable(leases)
+    if batch is not None:
+        return batch[0].cancel_batch(batch)
+    failures: dict[Lease, Exception] = {}
+    for lease in leases:
+        try:
+            lease.cancel()
+        except Exception as exc:
+            failures[lease] = exc
+    return failures
+
+
+def _batchable(leases: Sequence[Lease]) -> list[BatchableLease] | None:
+    """``leases`` as one batch, if every one is a :class:`BatchableLease` and they have a key."""
+    batch = [lease for lease in leases if isinstance(lease, BatchableLease)]
+    return batch if batch and len(batch) == len(leases) and batch[0].batch_key() is not None else None
+
+
 class LeaseMap(MutableMapping[Lease, float]):
     """A mutable mapping of lease -> requested duration, renewed or cancelled as a batch.
 
-    Leases that can batch with one another (a :class:`~landlord.LandlordLease`
+    Leases of one batch key (:class:`BatchableLease`: a :class:`~landlord.LandlordLease`
     of the same landlord) go out in one remote call; others are handled one
     by one. Leases that fail are removed from the map and reported together.
 
@@ -260,8 +376,7 @@ class LeaseMap(MutableMapping[Lease, float]):
         """
         failures: dict[Lease, BaseException] = {}
         for group in self._groups():
-            durations = [self._durations[lease] for lease in group]
-            failures.update(group[0]._renew_batch(group, durations))
+            failures.update(renew_together(group, [self._durations[lease] for lease in group]))
         for lease in failures:
             del self._durations[lease]
         if failures:
@@ -275,16 +390,17 @@ class LeaseMap(MutableMapping[Lease, float]):
         """
         failures: dict[Lease, BaseException] = {}
         for group in self._groups():
-            failures.update(group[0]._cancel_batch(group))
+            failures.update(cancel_together(group))
         self._durations.clear()
         if failures:
             raise LeaseMapError(failures)
 
     def _groups(self) -> list[list[Lease]]:
+        """The leases by batch key (:func:`batch_key_of`), then each without one on its own."""
         batches: dict[Hashable, list[Lease]] = {}
         singles: list[list[Lease]] = []
         for lease in self._durations:
-            key = lease._batch_key()
+            key = batch_key_of(lease)
             if key is None:
                 singles.append([lease])
             else:

@@ -25,11 +25,11 @@ import Pyro5.errors
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import LeaseError, NotLeaderError
-from ..lease import AbstractLease, Lease, check_granted, sent_now
+from ..lease import AbstractLease, BatchableLease, Lease, check_granted, sent_now
 from ..transport import proxies
 
 __all__ = ["LandlordLease", "check_landlords", "known_leader", "call_group", "replica_uris", "replica_object_id",
-           "check_group", "MAX_LANDLORDS", "MAX_REDIRECTS"]
+           "check_group", "record_renewals", "MAX_LANDLORDS", "MAX_REDIRECTS"]
 
 log = logging.getLogger("landlord.landlordlease")  # its name before it moved
 
@@ -57,11 +57,13 @@ MAX_URI_LENGTH = 1024
 MAX_REDIRECTS = 3
 
 
-class LandlordLease(AbstractLease):
+class LandlordLease(AbstractLease, BatchableLease):
     """A serializable lease whose renewals and cancellation go to its landlord.
 
     It can be sent to any process (it travels as its cookie, its landlord's URI
-    and the seconds it has left) and renewed there from any thread.
+    and the seconds it has left) and renewed there from any thread. Leases of
+    one landlord batch (:class:`~landlord.lease.BatchableLease`): their renewals
+    go out as one ``renew_all`` call, their cancels as one ``cancel_all``.
 
     A lease of a replicated landlord names every replica (``landlords``): its
     calls follow the group's leader (see the module's docstring). A lease of a
@@ -202,47 +204,49 @@ class LandlordLease(AbstractLease):
         self._call("cancel", self._cookie)
 
     def can_batch(self, other: Lease) -> bool:
+        """Whether ``other`` is a lease of the same landlord (id)."""
         return isinstance(other, LandlordLease) and other._landlord_id == self._landlord_id
 
-    def _batch_key(self) -> Hashable | None:
-        # the landlord's id and where it is (a group's replicas in any order): leases naming one
-        # id at another address (forged, say, by a stranger sharing a renewal service) never
-        # share a call, so no lease's cookie is sent where another lease says its landlord is
+    def batch_key(self) -> Hashable:
+        """The landlord's id and where it is (a group's replicas in any order)."""
+        # leases naming one id at another address (forged, say, by a stranger sharing a renewal
+        # service) never share a call, so no lease's cookie is sent where another lease says its
+        # landlord is
         if self._landlords is not None:
             return ("landlord", self._landlord_id, frozenset(self._landlords))
         if isinstance(self._landlord, str):
             return ("landlord", self._landlord_id, self._landlord)
         return ("landlord", self._landlord_id, id(self._landlord))
 
-    def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
-        if len(leases) > CALL_BATCH:
-            failures: dict[Lease, Exception] = {}
-            for start in range(0, len(leases), CALL_BATCH):
-                failures.update(self._renew_batch(leases[start:start + CALL_BATCH],
-                                                  durations[start:start + CALL_BATCH]))
-            return failures
-        cookies = [lease.cookie for lease in leases]  # type: ignore[attr-defined]
-        sent = sent_now(self._clock)
-        results = self._call("renew_all", cookies, list(durations))
-        granted, denied = getattr(results, "granted", None), getattr(results, "denied", None)
-        if not isinstance(granted, list) or len(granted) != len(leases) or not isinstance(denied, list):
-            raise LeaseError(f"landlord answered renew_all with {results!r:.80}")
-        failures = {}
-        denials = iter(denied)
-        for lease, grant in zip(leases, granted):
-            if grant == -1:
-                failures[lease] = next(denials, None) or LeaseError("renewal failed without a reason")
-            else:
-                lease._set_granted(sent, check_granted(grant))  # type: ignore[attr-defined]
-        return failures
+    def renew_batch(self, leases: Sequence[LandlordLease], durations: Sequence[float]) -> dict[Lease, Exception]:
+        """Renew ``leases`` of this one's batch key, ``CALL_BATCH`` a ``renew_all`` call.
 
-    def _cancel_batch(self, leases: Sequence[Lease]) -> dict[Lease, Exception]:
+        Raises:
+            LeaseError: the landlord's answer is not a batch's results.
+            Pyro5.errors.CommunicationError: a call failed as a whole (its leases' outcome is unknown).
+        """
         if len(leases) > CALL_BATCH:
             failures: dict[Lease, Exception] = {}
             for start in range(0, len(leases), CALL_BATCH):
-                failures.update(self._cancel_batch(leases[start:start + CALL_BATCH]))
+                failures.update(self.renew_batch(leases[start:start + CALL_BATCH],
+                                                 durations[start:start + CALL_BATCH]))
             return failures
-        by_cookie = {lease.cookie: lease for lease in leases}  # type: ignore[attr-defined]
+        cookies = [lease.cookie for lease in leases]
+        sent = sent_now(self._clock)
+        return record_renewals(leases, sent, self._call("renew_all", cookies, list(durations)))
+
+    def cancel_batch(self, leases: Sequence[LandlordLease]) -> dict[Lease, Exception]:
+        """Cancel ``leases`` of this one's batch key, ``CALL_BATCH`` a ``cancel_all`` call.
+
+        Raises:
+            Pyro5.errors.CommunicationError: a call failed as a whole.
+        """
+        if len(leases) > CALL_BATCH:
+            failures: dict[Lease, Exception] = {}
+            for start in range(0, len(leases), CALL_BATCH):
+                failures.update(self.cancel_batch(leases[start:start + CALL_BATCH]))
+            return failures
+        by_cookie = {lease.cookie: lease for lease in leases}
         errors = self._call("cancel_all", list(by_cookie))
         return {by_cookie[cookie]: exc for cookie, exc in dict(errors).items() if cookie in by_cookie}
 
@@ -258,6 +262,35 @@ class LandlordLease(AbstractLease):
         # only a prefix of the cookie: the whole cookie is the capability to cancel
         left = "FOREVER" if math.isinf(self._expiration) else f"{self.remaining:.1f}s"
         return f"<LandlordLease {self._landlord_id[:8]}/{self._cookie[:6]}… {left} left>"
+
+
+def record_renewals(leases: Sequence[LandlordLease], sent: tuple[float, float],
+                    results: object) -> dict[Lease, Exception]:
+    """A landlord's answer to ``renew_all`` of ``leases`` (sent at ``sent``: :func:`~landlord.lease.sent_now`),
+    recorded on them: each lease granted ends that long after ``sent``
+    (:meth:`~landlord.AbstractLease.record_grant`), each refused is returned with its reason.
+
+    Args:
+        leases: the leases asked for, in the order their cookies were sent.
+        sent: when the call went out.
+        results: the answer (:class:`~landlord.RenewResults`: a grant per lease, ``-1`` for one
+            refused, and the refusals in order).
+
+    Raises:
+        LeaseError: an answer that is not a batch's results for these leases, or a grant that
+            is not a number of seconds.
+    """
+    granted, denied = getattr(results, "granted", None), getattr(results, "denied", None)
+    if not isinstance(granted, list) or len(granted) != len(leases) or not isinstance(denied, list):
+        raise LeaseError(f"landlord answered renew_all with {results!r:.80}")
+    failures: dict[Lease, Exception] = {}
+    denials = iter(denied)
+    for lease, grant in zip(leases, granted):
+        if grant == -1:
+            failures[lease] = next(denials, None) or LeaseError("renewal failed without a reason")
+        else:
+            lease.record_grant(sent, check_granted(grant))
+    return failures
 
 
 def check_landlords(landlords: object, *, name: str = "landlords") -> tuple[str, ...]:

@@ -75,7 +75,7 @@ import Pyro5.core
 from ..clock import SYSTEM_CLOCK, Clock
 from ..duration import ANY, check_duration
 from ..errors import LeaseDeniedError, UnknownLeaseError
-from ..lease import Lease
+from ..lease import Lease, batch_key_of, renew_together
 from ..transport import proxies
 from ..transport.lanes import Lanes
 from ..transport.verdicts import Verdict, classify
@@ -122,10 +122,10 @@ class LeaseRenewalManager:
     held, so they may call back into the manager; an exception in a callback
     is logged and ignored.
 
-    Leases whose ``_batch_key()`` is equal (a :class:`~landlord.LandlordLease`
-    of the same landlord id at the same address) and that fall due within ``batch_window`` seconds of
-    one another are renewed in one remote call (up to ``max_batch`` leases per
-    call); leases without a key are renewed one by one.
+    Leases whose batch keys are equal (:class:`~landlord.lease.BatchableLease`: a
+    :class:`~landlord.LandlordLease` of the same landlord id at the same address) and that fall due
+    within ``batch_window`` seconds of one another are renewed in one remote call (up to ``max_batch``
+    leases per call); leases without a key are renewed one by one.
 
     Args:
         clock: the holder's clocks: renewals are timed on its ``monotonic()``
@@ -358,7 +358,7 @@ class LeaseRenewalManager:
             self._state.sooner(self._schedule.next_due())
             revocations = self._revocations if new and isinstance(lease, LandlordLease) else None
             if revocations is not None:  # on its landlord's lane, as its renewals: a hang holds up only its own
-                lane = self._endpoints.lane_of(lease, lease._batch_key())
+                lane = self._endpoints.lane_of(lease, batch_key_of(lease))
                 lanes = self._pools[self._endpoints.standing(lane)]
         if revocations is not None and isinstance(lease, LandlordLease):
             lanes.submit(lane, functools.partial(self._watch, revocations, lease))
@@ -576,7 +576,7 @@ def _send(call: Call, clock: Clock) -> tuple[Mapping[Lease, BaseException], Base
             if call.key is None:
                 leases[0].renew(durations[0])
             else:
-                failures = leases[0]._renew_batch(leases, durations)
+                failures = renew_together(leases, durations)
     except Exception as exc:  # the whole call failed: every lease in it shares the outcome
         _log_failures(leases[0], len(leases), len(leases), [exc], left)
         return {}, exc

@@ -8,15 +8,17 @@ manager (:mod:`landlord.holder.renewal`) passes the time in, makes the calls, ha
 the outcomes back, and tells listeners what the schedule returns. Every
 rule here can be tested by calling it with numbers.
 
-Bookkeeping is per *batch*, not per lease. Leases of one landlord (equal
-``_batch_key()``) that fall due within ``batch_window`` seconds of one another
-share one batch: one place in the queue, one due time (the earliest of
-theirs), one retry state (a :class:`~landlord.Backoff` and the last error).
-A lease is so renewed at its own due time or up to ``batch_window`` sooner,
-never later: the same rule by which leases soon due join a call that goes to
-their landlord anyway. Leases renewed in one call get the same grant at the
-same moment, so they come back as one batch: a round of 10,000 leases is one
-queue entry, not 10,000. Leases without a batch key are batches of one.
+Bookkeeping is per *batch*, not per lease. Leases of one landlord (of equal
+batch keys, :func:`~landlord.lease.batch_key_of`: see
+:class:`~landlord.lease.BatchableLease`) that fall due within ``batch_window``
+seconds of one another share one batch: one place in the queue, one due time
+(the earliest of theirs), one retry state (a :class:`~landlord.Backoff` and the
+last error). A lease is so renewed at its own due time or up to
+``batch_window`` sooner, never later: the same rule by which leases soon due
+join a call that goes to their landlord anyway. Leases renewed in one call get
+the same grant at the same moment, so they come back as one batch: a round of
+10,000 leases is one queue entry, not 10,000. Leases without a batch key (not
+batchable) are batches of one.
 
 The timing rules, on the holder's monotonic clock:
 
@@ -45,7 +47,7 @@ import random as _random
 from collections.abc import Callable, Hashable, Mapping
 
 from ..duration import ANY, check_duration
-from ..lease import Lease
+from ..lease import Lease, batch_key_of
 from ..transport.backoff import Backoff
 from ..transport.verdicts import Verdict, classify
 from .pace import Pace, finish_by, planned_start
@@ -208,7 +210,7 @@ class _Kept:
                  listener: Callback | None, on_desired: Callback | None,
                  warning: tuple[WarningCallback, float] | None = None) -> None:
         self.lease = lease
-        self.key = lease._batch_key()
+        self.key = batch_key_of(lease)
         self.desired = desired  # monotonic
         self.desired_wall = desired_wall  # as given
         self.renew_duration = renew_duration

@@ -89,7 +89,7 @@ from ..holder.renewal import (
     renew_duration_for,
 )
 from ..holder.schedule import RENEW_AFTER
-from ..lease import Lease
+from ..lease import AbstractLease, Lease
 from ..transport.callbacks import check_hosts, host_key, parse_pyro_uri
 from ..transport.clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
 from ..transport.lanes import Lanes
@@ -725,7 +725,7 @@ def _on_clock(lease: Lease, clock: Clock) -> Lease:
     """``lease`` timed on ``clock``, the service's: a :class:`LandlordLease` that came over the
     wire or from the store is timed on the system clock, which a service on another clock
     (a test's) would not compare with its own."""
-    if not isinstance(lease, LandlordLease) or lease._clock is clock:
+    if not isinstance(lease, LandlordLease) or lease.clock is clock:
         return lease
     return LandlordLease(lease.cookie, lease.landlord, lease.landlord_id, clock.time() + lease.remaining,
                          clock=clock, term=lease.term, landlords=lease._landlords)
@@ -738,10 +738,9 @@ def _renew_at_once(lease: Lease, term: float, now: tuple[float, float]) -> None:
     landlord's to say, so it is renewed at once: it is given a deadline at which
     :func:`~landlord.holder.renewal.renewal_time` is now.
     """
-    set_granted = getattr(lease, "_set_granted", None)
-    if set_granted is None or not 0 < term < math.inf:
+    if not isinstance(lease, AbstractLease) or not 0 < term < math.inf:
         return
-    set_granted(now, (1 - RENEW_AFTER) * term)  # now: (wall, monotonic); the term asked stays renew_duration
+    lease.record_grant(now, (1 - RENEW_AFTER) * term)  # now: (wall, monotonic); the term asked stays renew_duration
 
 
 class _Alarms:

@@ -141,10 +141,10 @@ class RecordingLease(LandlordLease):
         super().__init__(lease.cookie, lease.landlord, lease.landlord_id, lease.expiration)
         self._journal = journal
 
-    def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+    def renew_batch(self, leases: Sequence[LandlordLease], durations: Sequence[float]) -> dict[Lease, Exception]:
         started = time.monotonic()
         try:
-            failures = super()._renew_batch(leases, durations)
+            failures = super().renew_batch(leases, durations)
         except Exception as exc:
             self._journal.record(Call(self.landlord_id, len(leases), started, time.monotonic(), exc, {}))
             raise

@@ -28,7 +28,9 @@ from landlord import (
     FakeClock,
     Landlord,
     LandlordLease,
+    LeaseDeniedError,
     LeaseDurationPolicy,
+    LeaseError,
     LeaseMap,
     LeaseRenewalEvent,
     LeaseRenewalManager,
@@ -38,7 +40,13 @@ from landlord import (
     timeout_within,
 )
 from landlord.holder import landlordlease
-from landlord.holder.landlordlease import MAX_LANDLORDS, MAX_REDIRECTS, check_landlords, known_leader
+from landlord.holder.landlordlease import (
+    MAX_LANDLORDS,
+    MAX_REDIRECTS,
+    check_landlords,
+    known_leader,
+    record_renewals,
+)
 from landlord.transport import proxies
 from landlord.transport.verdicts import Verdict, classify
 
@@ -344,7 +352,7 @@ def test_a_leader_learnt_through_a_forged_lease_steers_no_other_lease(group: Gro
 def test_batches_of_one_group_are_one_call_to_the_leader(group: Group) -> None:
     group.leader = 1
     leases = [group.lease(first=i % 3, order=[(i + k) % 3 for k in range(3)]) for i in range(9)]
-    assert len({lease._batch_key() for lease in leases}) == 1
+    assert len({lease.batch_key() for lease in leases}) == 1
     assert all(lease.can_batch(other) for lease in leases for other in leases)
     LeaseMap({lease: TERM for lease in leases}).renew_all()
     assert group.calls == [(0, "renew_all"), (1, "renew_all")]
@@ -508,16 +516,42 @@ def test_leases_naming_one_landlord_id_at_other_addresses_never_share_a_batch() 
         return LandlordLease(uuid.uuid4().hex, uri, "the-id", time.time() + 60, landlords=landlords)
 
     real, forged = lease("PYRO:rooms@10.0.0.1:9"), lease("PYRO:rooms@10.6.6.6:9")
-    assert real._batch_key() != forged._batch_key()  # a forged lease would draw the real one's cookie
-    assert real._batch_key() == lease("PYRO:rooms@10.0.0.1:9")._batch_key()
+    assert real.batch_key() != forged.batch_key()  # a forged lease would draw the real one's cookie
+    assert real.batch_key() == lease("PYRO:rooms@10.0.0.1:9").batch_key()
     group = ["PYRO:g@10.0.0.1:9", "PYRO:g@10.0.0.2:9"]
-    assert lease(group[0], group)._batch_key() == lease(group[1], group[::-1])._batch_key()  # any order
-    assert lease(group[0], group)._batch_key() != lease(group[0], [group[0], "PYRO:g@10.6.6.6:9"])._batch_key()
+    assert lease(group[0], group).batch_key() == lease(group[1], group[::-1]).batch_key()  # any order
+    assert lease(group[0], group).batch_key() != lease(group[0], [group[0], "PYRO:g@10.6.6.6:9"]).batch_key()
     landlords = [Landlord(reaper="lazy", landlord_id="the-id") for _ in range(2)]
     try:  # in-process landlords: by the object itself
         first, second = (each.new_lease("r", 10) for each in landlords)
-        assert first._batch_key() != second._batch_key()
-        assert first._batch_key() == landlords[0].new_lease("s", 10)._batch_key()
+        assert first.batch_key() != second.batch_key()
+        assert first.batch_key() == landlords[0].new_lease("s", 10).batch_key()
     finally:
         for each in landlords:
             each.close()
+
+
+# -- a batch's answer ------------------------------------------------------------------------
+
+
+def test_a_renew_all_answer_is_recorded_on_its_leases_from_when_it_was_sent() -> None:
+    clock = FakeClock()
+    leases = [LandlordLease(f"c{i}", URI, "the-id", clock.time() + 5, clock=clock) for i in range(3)]
+    sent = (clock.time(), clock.monotonic())
+    clock.advance(2)  # the round trip
+    denied = LeaseDeniedError("no")
+    failures = record_renewals(leases, sent, RenewResults([30.0, -1, 12.5], [denied]))
+    assert failures == {leases[1]: denied}
+    assert [lease.term for lease in leases] == [30.0, 5.0, 12.5]
+    assert leases[0].expiration == sent[0] + 30 and leases[0].remaining == 28
+    assert leases[2].deadline == sent[1] + 12.5
+
+
+@pytest.mark.parametrize("answer", [None, RenewResults([30.0], []), RenewResults([30.0, 30.0], "no"),
+                                    {"granted": [1.0, 1.0], "denied": []}])
+def test_an_answer_that_is_not_the_batchs_results_is_a_lease_error(answer: object) -> None:
+    clock = FakeClock()
+    leases = [LandlordLease(f"c{i}", URI, "the-id", clock.time() + 5, clock=clock) for i in range(2)]
+    with pytest.raises(LeaseError, match="answered renew_all"):
+        record_renewals(leases, (clock.time(), clock.monotonic()), answer)
+    assert all(lease.term == 5 for lease in leases)  # nothing recorded

@@ -1,8 +1,10 @@
-"""The holder side: AbstractLease, LandlordLease used in-process, LeaseMap."""
+"""The holder side: AbstractLease, LandlordLease used in-process, LeaseMap, and batching
+(BatchableLease: a lease class of one's own batched, one that is not renewed one by one)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Sequence
 
 import pytest
 
@@ -10,6 +12,7 @@ from landlord import (
     ANY,
     FOREVER,
     AbstractLease,
+    BatchableLease,
     FakeClock,
     Landlord,
     LandlordLease,
@@ -27,11 +30,11 @@ class ScriptedLease(AbstractLease):
     def __init__(self, clock: FakeClock, answers: list, round_trip: float = 0.0) -> None:
         super().__init__(clock.time() + 10, clock=clock)
         self.answers, self.round_trip, self.requests = answers, round_trip, []
-        self.clock = clock
+        self.fake_clock = clock
 
     def _do_renew(self, duration: float) -> float:
         self.requests.append(duration)
-        self.clock.advance(self.round_trip)
+        self.fake_clock.advance(self.round_trip)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -282,3 +285,118 @@ def test_lease_map_splits_batches_into_calls_the_landlord_takes(clock: FakeClock
     assert landlord.calls == ["renew_all"] * 3 and all(lease.remaining == 50 for lease in lease_map)
     lease_map.cancel_all()
     assert landlord.calls[3:] == ["cancel_all"] * 3 and len(landlord) == 0
+
+
+# -- BatchableLease: a lease class of one's own, batched --------------------------------
+
+
+class Office:
+    """A third party's landlord: a lease of its own class, renewed and cancelled in batches.
+
+    It grants what is asked (up to 30 s), refuses leases it has ``refused``, and
+    records each call: ``("renew", n)``, ``("renew_batch", n)``, ``("cancel", n)``...
+    """
+
+    def __init__(self, clock: FakeClock, name: str = "office") -> None:
+        self.clock = clock
+        self.key: Hashable = ("office", name)
+        self.calls: list[tuple[str, int]] = []
+        self.refused: set[Lease] = set()
+
+    def grant(self, lease: Lease, duration: float) -> float:
+        if lease in self.refused:
+            raise UnknownLeaseError(f"{lease!r} is not held here")
+        return 30.0 if duration == ANY else min(duration, 30.0)
+
+
+class Desk(AbstractLease):
+    """A lease of an :class:`Office` that is not batchable: one call per lease."""
+
+    __slots__ = ("office",)
+
+    def __init__(self, office: Office) -> None:
+        super().__init__(office.clock.time() + 10, clock=office.clock, term=10)
+        self.office = office
+
+    def _do_renew(self, duration: float) -> float:
+        self.office.calls.append(("renew", 1))
+        return self.office.grant(self, duration)
+
+    def cancel(self) -> None:
+        self.office.calls.append(("cancel", 1))
+        self.office.grant(self, 0)
+
+
+class BatchedDesk(Desk, BatchableLease):
+    """A lease of an :class:`Office` that batches: one call per office."""
+
+    __slots__ = ()
+
+    def batch_key(self) -> Hashable:
+        return self.office.key
+
+    def renew_batch(self, leases: Sequence[BatchedDesk], durations: Sequence[float]) -> dict[Lease, Exception]:
+        self.office.calls.append(("renew_batch", len(leases)))
+        sent, failures = (self.clock.time(), self.clock.monotonic()), dict[Lease, Exception]()
+        for lease, duration in zip(leases, durations):
+            try:
+                lease.record_grant(sent, lease.office.grant(lease, duration))
+            except UnknownLeaseError as exc:
+                failures[lease] = exc
+        return failures
+
+    def cancel_batch(self, leases: Sequence[BatchedDesk]) -> dict[Lease, Exception]:
+        self.office.calls.append(("cancel_batch", len(leases)))
+        return {lease: UnknownLeaseError("not held") for lease in leases if lease in self.office.refused}
+
+
+def test_a_batchable_lease_class_of_ones_own_goes_in_one_call_per_key(clock: FakeClock) -> None:
+    offices = [Office(clock, "north"), Office(clock, "south")]
+    desks = [BatchedDesk(office) for office in offices for _ in range(3)]
+    offices[0].refused.add(desks[1])
+    lease_map = LeaseMap({desk: 20 for desk in desks})
+    with pytest.raises(LeaseMapError) as caught:
+        lease_map.renew_all()
+    assert list(caught.value.failures) == [desks[1]] and desks[1] not in lease_map
+    assert [office.calls for office in offices] == [[("renew_batch", 3)], [("renew_batch", 3)]]
+    assert all(desk.remaining == 20 == desk.term for desk in lease_map)
+    lease_map.cancel_all()
+    assert [office.calls[-1] for office in offices] == [("cancel_batch", 2), ("cancel_batch", 3)]
+
+
+def test_a_lease_that_is_not_batchable_is_renewed_and_cancelled_one_by_one(clock: FakeClock) -> None:
+    office = Office(clock)
+    desks = [Desk(office) for _ in range(3)]
+    lease_map = LeaseMap({desk: 20 for desk in desks})
+    assert not lease_map.can_contain(Desk(office))  # it cannot batch, not even with one of its kind
+    lease_map.renew_all()
+    assert office.calls == [("renew", 1)] * 3 and all(desk.remaining == 20 for desk in desks)
+    lease_map.cancel_all()
+    assert office.calls[3:] == [("cancel", 1)] * 3
+
+
+def test_can_batch_is_an_equal_batch_key_and_none_batches_with_nothing(clock: FakeClock) -> None:
+    north, south = Office(clock, "north"), Office(clock, "south")
+    desk = BatchedDesk(north)
+    assert desk.can_batch(BatchedDesk(north)) and not desk.can_batch(BatchedDesk(south))
+    assert not desk.can_batch(Desk(north))  # the same office, but a lease that does not batch
+    assert not Desk(north).can_batch(desk)
+    north.key = None  # a key of None: each lease goes on its own
+    assert not desk.can_batch(BatchedDesk(north))
+    LeaseMap({desk: 5, BatchedDesk(north): 5}).renew_all()
+    assert north.calls == [("renew", 1)] * 2
+
+
+def test_a_batch_that_fails_as_a_whole_fails_the_map_call(clock: FakeClock) -> None:
+    office = Office(clock)
+
+    class Unreachable(BatchedDesk):
+        __slots__ = ()
+
+        def renew_batch(self, leases: Sequence[BatchedDesk], durations: Sequence[float]) -> dict[Lease, Exception]:
+            raise ConnectionError("no route to the office")
+
+    lease_map = LeaseMap({Unreachable(office): 5, Unreachable(office): 5})
+    with pytest.raises(ConnectionError):
+        lease_map.renew_all()
+    assert len(lease_map) == 2  # nothing is known of them: they stay

@@ -18,6 +18,7 @@ from landlord import (
     ANY,
     FOREVER,
     AbstractLease,
+    BatchableLease,
     FakeClock,
     Landlord,
     LandlordLease,
@@ -59,7 +60,8 @@ class FakeLandlord:
 
     def __init__(self, clock: FakeClock, *, maximum: float = 10.0, batching: bool = True) -> None:
         self.clock, self.maximum = clock, maximum
-        self.key: Hashable | None = ("fake", id(self)) if batching else None
+        self.batching = batching  # its leases are BatchableLeases (batched under one key), or plain ones
+        self.key: Hashable = ("fake", id(self))
         self.expires: dict[Lease, float] = {}  # the landlord's own view, wall clock
         self.single_calls: list[tuple[Lease, float]] = []
         self.batch_calls: list[list[float]] = []
@@ -69,7 +71,7 @@ class FakeLandlord:
         self.cancelled: list[Lease] = []
 
     def lease(self, term: float = 10.0) -> FakeLease:
-        lease = FakeLease(self, self.clock.time() + term)
+        lease = (BatchedFakeLease if self.batching else FakeLease)(self, self.clock.time() + term)
         self.expires[lease] = lease.expiration
         return lease
 
@@ -94,13 +96,13 @@ class FakeLandlord:
         self._reach()
         return self._grant(lease, requested)
 
-    def renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+    def renew_batch(self, leases: Sequence[FakeLease], durations: Sequence[float]) -> dict[Lease, Exception]:
         self.batch_calls.append(list(durations))
         self._reach()
-        sent, failures = sent_now(self.clock), {}
+        sent, failures = sent_now(self.clock), dict[Lease, Exception]()
         for lease, duration in zip(leases, durations):
             try:
-                lease._set_granted(sent, self._grant(lease, duration))  # type: ignore[attr-defined]
+                lease.record_grant(sent, self._grant(lease, duration))
             except Exception as exc:
                 failures[lease] = exc
         return failures
@@ -112,7 +114,7 @@ class FakeLandlord:
 
 
 class FakeLease(AbstractLease):
-    """A lease answered by a :class:`FakeLandlord`."""
+    """A lease answered by a :class:`FakeLandlord`, one by one (it is not a :class:`BatchableLease`)."""
 
     __slots__ = ("landlord",)
 
@@ -127,11 +129,21 @@ class FakeLease(AbstractLease):
         self.landlord._reach()
         self.landlord.cancelled.append(self)
 
-    def _batch_key(self) -> Hashable | None:
+
+
+class BatchedFakeLease(FakeLease, BatchableLease):
+    """A lease class of a third party's that batches: its landlord's leases go in one call."""
+
+    __slots__ = ()
+
+    def batch_key(self) -> Hashable:
         return self.landlord.key
 
-    def _renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+    def renew_batch(self, leases: Sequence[BatchedFakeLease], durations: Sequence[float]) -> dict[Lease, Exception]:
         return self.landlord.renew_batch(leases, durations)
+
+    def cancel_batch(self, leases: Sequence[BatchedFakeLease]) -> dict[Lease, Exception]:
+        raise AssertionError("a renewal manager cancels one lease at a time")
 
 
 class Recorder:
@@ -462,7 +474,7 @@ def test_retries_back_off_exponentially_with_jitter(clock: FakeClock, manager: L
 class TimingOutLandlord(FakeLandlord):
     """An unreachable landlord as a partition makes one: each attempt waits its whole bound, then times out."""
 
-    def renew_batch(self, leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
+    def renew_batch(self, leases: Sequence[FakeLease], durations: Sequence[float]) -> dict[Lease, Exception]:
         self.batch_calls.append(list(durations))
         if self.unreachable:
             started = self.clock.monotonic()
@@ -676,8 +688,9 @@ def test_a_lost_lease_without_listener_is_logged(clock: FakeClock, manager: Leas
 # -- batching --------------------------------------------------------------------------
 
 
-def test_leases_of_one_landlord_go_in_one_call_per_round(clock: FakeClock, manager: LeaseRenewalManager) -> None:
-    landlord = FakeLandlord(clock)
+def test_batchable_leases_of_one_landlord_go_in_one_call_per_round(clock: FakeClock,
+                                                                    manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock)  # its leases: a BatchableLease class that is not a LandlordLease
     leases = []
     for _ in range(50):  # issued over half a second: within one batch window
         leases.append(landlord.lease())
@@ -689,9 +702,9 @@ def test_leases_of_one_landlord_go_in_one_call_per_round(clock: FakeClock, manag
     assert all(landlord.expires[lease] == lease.expiration > clock.time() for lease in leases)
 
 
-def test_leases_without_a_batch_key_are_renewed_one_by_one(clock: FakeClock,
-                                                           manager: LeaseRenewalManager) -> None:
-    landlord = FakeLandlord(clock, batching=False)
+def test_leases_that_are_not_batchable_are_renewed_one_by_one(clock: FakeClock,
+                                                              manager: LeaseRenewalManager) -> None:
+    landlord = FakeLandlord(clock, batching=False)  # plain leases of one landlord: no batch key
     leases = [landlord.lease() for _ in range(3)]
     for lease in leases:
         manager.renew_for(lease, FOREVER)

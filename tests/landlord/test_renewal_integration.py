@@ -24,6 +24,7 @@ from landlord import (
     FOREVER,
     Landlord,
     LandlordLease,
+    Lease,
     LeaseDeniedError,
     LeaseDurationPolicy,
     LeasePolicy,
@@ -139,10 +140,10 @@ class ObservedLease(LandlordLease):
     outcomes: list[str] = []
     changed = threading.Condition()
 
-    def _renew_batch(self, leases: Sequence[Any], durations: Sequence[float]) -> dict:
+    def renew_batch(self, leases: Sequence[LandlordLease], durations: Sequence[float]) -> dict[Lease, Exception]:
         outcome = "failed"
         try:
-            failures = super()._renew_batch(leases, durations)
+            failures = super().renew_batch(leases, durations)
             outcome = "renewed" if not failures else "failed"
             return failures
         finally:

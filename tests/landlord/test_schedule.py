@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 import Pyro5.errors
 import pytest
 
-from landlord import ANY, FOREVER, AbstractLease, FakeClock, LeaseDeniedError, UnknownLeaseError
+from landlord import ANY, FOREVER, AbstractLease, BatchableLease, FakeClock, Lease, LeaseDeniedError, UnknownLeaseError
 from landlord.holder.schedule import Call, LeaseRenewalEvent, Schedule, Told, retry_time
 
 THIRD = 10 / 3  # a 10 s lease is renewed a third into its term
 A, B = ("landlord", "A"), ("landlord", "B")
 
 
-class Held(AbstractLease):
-    """A lease of the landlord ``key`` (``None``: one renewed on its own); the schedule never calls it."""
+class Plain(AbstractLease):
+    """A lease that does not batch (not a :class:`BatchableLease`); the schedule never calls it."""
 
-    __slots__ = ("key",)
+    __slots__ = ()
 
-    def __init__(self, clock: FakeClock, term: float = 10.0, key: Hashable | None = A) -> None:
+    def __init__(self, clock: FakeClock, term: float = 10.0) -> None:
         super().__init__(clock.time() + term, clock=clock, term=term)
-        self.key = key
 
     def _do_renew(self, duration: float) -> float:
         raise AssertionError("a schedule makes no calls")
@@ -30,11 +29,27 @@ class Held(AbstractLease):
     def cancel(self) -> None:
         raise AssertionError("a schedule makes no calls")
 
-    def _batch_key(self) -> Hashable | None:
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {id(self):x}>"
+
+
+class Held(Plain, BatchableLease):
+    """A lease of the landlord ``key`` (``None``: one renewed on its own); the schedule never calls it."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, clock: FakeClock, term: float = 10.0, key: Hashable | None = A) -> None:
+        super().__init__(clock, term)
+        self.key = key
+
+    def batch_key(self) -> Hashable | None:
         return self.key
 
-    def __repr__(self) -> str:
-        return f"<Held {id(self):x}>"
+    def renew_batch(self, leases: Sequence[Held], durations: Sequence[float]) -> dict[Lease, Exception]:
+        raise AssertionError("a schedule makes no calls")
+
+    def cancel_batch(self, leases: Sequence[Held]) -> dict[Lease, Exception]:
+        raise AssertionError("a schedule makes no calls")
 
 
 class Listener:
@@ -51,7 +66,7 @@ def schedule(**options: object) -> Schedule:
     return Schedule(**options)  # type: ignore[arg-type]
 
 
-def add(s: Schedule, lease: Held, now: float, *, desired: float = math.inf, renew_duration: float | None = None,
+def add(s: Schedule, lease: Plain, now: float, *, desired: float = math.inf, renew_duration: float | None = None,
         listener: Listener | None = None, on_desired: Listener | None = None) -> None:
     s.add(lease, desired=desired, desired_wall=desired + 1000, now=now, listener=listener, on_desired=on_desired,
           renew_duration=lease.term if renew_duration is None else renew_duration)
@@ -64,7 +79,8 @@ def renewed(s: Schedule, call: Call, clock: FakeClock, granted: float = 10.0,
     sent = clock.time(), clock.monotonic()
     for lease in leases:
         if lease not in (failures or {}):
-            lease._set_granted(sent, granted)
+            assert isinstance(lease, AbstractLease)
+            lease.record_grant(sent, granted)
     return s.finished(call, clock.monotonic(), failures=failures)
 
 
@@ -163,9 +179,10 @@ def test_a_batch_larger_than_max_batch_goes_in_several_calls_each_backing_off_on
         due += delay
 
 
-def test_leases_without_a_batch_key_go_one_per_call(clock: FakeClock) -> None:
+@pytest.mark.parametrize("kind", ["not batchable", "no batch key"])
+def test_leases_without_a_batch_key_go_one_per_call(clock: FakeClock, kind: str) -> None:
     s = schedule()
-    alone = [Held(clock, key=None) for _ in range(3)]
+    alone = [Plain(clock) if kind == "not batchable" else Held(clock, key=None) for _ in range(3)]
     for lease in alone:
         add(s, lease, 0.0)
     calls, _ = s.take_due(to(clock, THIRD))

@@ -1,8 +1,6 @@
-"""landlord from asyncio: awaitable renew and cancel, and :class:`AsyncLeaseRenewalManager`.
+"""The asyncio Pyro5 transport: awaitable calls to Pyro5 objects, on a bounded :class:`CallPool`.
 
-Everything here is usable from one event loop without blocking it. Checks
-of what is given (types, negative or NaN durations) run on the loop, before
-anything is sent, and raise at once. Then a call takes one of two paths:
+A call takes one of two paths:
 
 * **asyncio streams** (:class:`StreamCalls`): the renewals and cancels of a
   plain remote landlord's leases (a :class:`~landlord.LandlordLease` naming a
@@ -14,14 +12,6 @@ anything is sent, and raise at once. Then a call takes one of two paths:
   other kinds, :func:`call`, a :class:`~landlord.LeaseMap`) runs the sync code
   on a worker of a bounded :class:`CallPool`; each worker keeps its own Pyro5
   proxies, one per URI, as :mod:`landlord.transport.proxies` does for any thread.
-
-::
-
-    async with AsyncLeaseRenewalManager() as renewals:
-        granted = await aio.renew(lease, 30)
-        renewals.renew_for(lease, FOREVER, lost)   # lost(event): a plain function or a coroutine function
-        ...
-        await renewals.cancel(lease)
 
 **Why streams, where they can.** Both ways were measured from one loop
 against a landlord in another process (``benchmarks/bench_aio.py``; the
@@ -42,8 +32,8 @@ path, which reuses the sync code as it is.
 **The pool.** :class:`CallPool` holds at most ``max_workers`` threads
 (default :data:`DEFAULT_MAX_WORKERS`, 8) and as many stream connections per
 landlord: at most that many calls are in flight at once (per landlord on the
-streams), the rest wait their turn on the loop. Every function and class here
-takes ``pool=``: ``None`` means the running loop's shared pool
+streams), the rest wait their turn on the loop. Every function and class of
+:mod:`landlord.aio` takes ``pool=``: ``None`` means the running loop's shared pool
 (:func:`shared_pool`, made on first use, its threads ended when the loop is
 garbage-collected or by :func:`close_shared_pool`); give a pool of your own
 (``async with CallPool(max_workers=4) as pool:``) to bound one object's calls
@@ -65,11 +55,10 @@ import concurrent.futures
 import functools
 import importlib
 import itertools
-import logging
 import math
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -77,20 +66,12 @@ import Pyro5.core
 import Pyro5.errors
 from Pyro5 import config as pyro_config
 
-from .duration import ANY, check_duration
-from .errors import LeaseError, LeaseMapError
-from .holder.landlordlease import CALL_BATCH, LandlordLease
-from .holder.renewal import LeaseRenewalManager
-from .holder.schedule import LeaseRenewalEvent
-from .lease import Lease, LeaseMap, check_granted, sent_now
-from .transport import proxies
+from ..holder.landlordlease import LandlordLease
+from ..lease import Lease
+from ..transport import proxies
 
-__all__ = [
-    "DEFAULT_MAX_WORKERS", "CallPool", "shared_pool", "close_shared_pool", "call", "renew", "cancel", "renew_all",
-    "cancel_all", "AsyncLeaseRenewalManager", "AsyncListener", "on_loop",
-]
-
-log = logging.getLogger(__name__)
+__all__ = ["DEFAULT_MAX_WORKERS", "MAX_WORKERS", "CallPool", "shared_pool", "close_shared_pool", "pool_of",
+           "check_timeout", "StreamCalls", "call"]
 
 T = TypeVar("T")
 
@@ -104,9 +85,8 @@ DEFAULT_MAX_WORKERS = 8
 
 MAX_WORKERS = 256  # more threads than this buys nothing but memory: the landlords are the bottleneck
 
-AsyncListener = Callable[[LeaseRenewalEvent], object]
-"""A renewal listener for :class:`AsyncLeaseRenewalManager`: a plain callable or a coroutine
-function, called on the event loop with the :class:`~landlord.LeaseRenewalEvent`."""
+
+# -- the pool of worker threads ------------------------------------------------------------------------
 
 
 class CallPool:
@@ -248,7 +228,13 @@ async def close_shared_pool() -> None:
         await pool.aclose()
 
 
-def _pool(pool: CallPool | None) -> CallPool:
+def pool_of(pool: CallPool | None) -> CallPool:
+    """``pool``, checked, or the running loop's shared pool for ``None`` (:func:`shared_pool`).
+
+    Raises:
+        TypeError: not a CallPool or None.
+        RuntimeError: ``None``, and no event loop is running in this thread.
+    """
     if pool is None:
         return shared_pool()
     if not isinstance(pool, CallPool):
@@ -269,13 +255,7 @@ def check_timeout(timeout: object) -> float | None:
     return None if math.isinf(timeout) else float(timeout)
 
 
-def _check_lease(lease: object) -> Lease:
-    if not isinstance(lease, Lease):
-        raise TypeError(f"expected a Lease, got {type(lease).__name__}")
-    return lease
-
-
-# -- the asyncio transport -------------------------------------------------------------------------
+# -- Pyro5 messages over asyncio streams -------------------------------------------------------------
 
 
 class _Connection:
@@ -383,11 +363,11 @@ class StreamCalls:
         TLS (``Pyro5.config.SSL``), another serializer, a Unix socket, a lease of
         another kind.
         """
-        if type(lease) is not LandlordLease or lease.replicated or not isinstance(lease._landlord, str):
+        if type(lease) is not LandlordLease or lease.replicated or not isinstance(lease.landlord, str):
             return None
         if pyro_config.SSL or pyro_config.SERIALIZER != "serpent":
             return None
-        return lease._landlord
+        return lease.landlord
 
     async def call(self, uri: str, method: str, *args: Any, timeout: float | None = None) -> Any:
         """``method(*args)`` of the object at ``uri`` (a ``PYRO:`` URI with host and port).
@@ -467,38 +447,7 @@ def _address(uri: str) -> Pyro5.core.URI:
     return parsed
 
 
-async def _renew_over(streams: StreamCalls, uri: str, lease: LandlordLease, duration: float,
-                      timeout: float | None) -> float:
-    """``lease.renew(duration)`` over a stream: the new expiration is the sending time plus the grant."""
-    sent = sent_now(lease._clock)
-    granted = check_granted(await streams.call(uri, "renew", lease.cookie, duration, timeout=timeout))
-    lease._set_granted(sent, granted)
-    return granted
-
-
-async def _renew_all_over(streams: StreamCalls, uri: str, leases: Sequence[LandlordLease], duration: float,
-                          timeout: float | None) -> dict[Lease, BaseException]:
-    """One landlord's leases renewed over a stream, ``CALL_BATCH`` a call, as ``LandlordLease._renew_batch``
-    does on a thread; the failures."""
-    failures: dict[Lease, BaseException] = {}
-    for start in range(0, len(leases), CALL_BATCH):
-        chunk = leases[start:start + CALL_BATCH]
-        sent = sent_now(chunk[0]._clock)
-        results = await streams.call(uri, "renew_all", [lease.cookie for lease in chunk], [duration] * len(chunk),
-                                     timeout=timeout)
-        granted, denied = getattr(results, "granted", None), getattr(results, "denied", None)
-        if not isinstance(granted, list) or len(granted) != len(chunk) or not isinstance(denied, list):
-            raise LeaseError(f"landlord answered renew_all with {results!r:.80}")
-        denials = iter(denied)
-        for lease, grant in zip(chunk, granted):
-            if grant == -1:
-                failures[lease] = next(denials, None) or LeaseError("renewal failed without a reason")
-            else:
-                lease._set_granted(sent, check_granted(grant))
-    return failures
-
-
-# -- one call --------------------------------------------------------------------------------
+# -- one call to a Pyro5 object ---------------------------------------------------------------------
 
 
 async def call(uri: str, method: str, *args: Any, timeout: float | None = None, pool: CallPool | None = None) -> Any:
@@ -518,7 +467,7 @@ async def call(uri: str, method: str, *args: Any, timeout: float | None = None, 
         raise TypeError(f"uri must be a str, got {type(uri).__name__}")
     if not isinstance(method, str) or method.startswith("_"):
         raise TypeError(f"method must be the name of a remote method, got {method!r:.50}")
-    return await _pool(pool).run(_call, uri, method, args, timeout=check_timeout(timeout))
+    return await pool_of(pool).run(_call, uri, method, args, timeout=check_timeout(timeout))
 
 
 def _call(uri: str, method: str, args: tuple[Any, ...]) -> Any:
@@ -527,290 +476,3 @@ def _call(uri: str, method: str, args: tuple[Any, ...]) -> Any:
     except Pyro5.errors.CommunicationError:
         proxies.discard(uri)  # the next call reconnects
         raise
-
-
-async def renew(lease: Lease, duration: float = ANY, *, timeout: float | None = None,
-                pool: CallPool | None = None) -> float:
-    """``lease.renew(duration)``, awaited: the seconds granted.
-
-    Raises:
-        TypeError: ``lease`` is not a :class:`~landlord.Lease`.
-        ValueError: an invalid ``duration`` or ``timeout`` (nothing is sent).
-        LeaseDeniedError, UnknownLeaseError, Pyro5.errors.CommunicationError: as :meth:`Lease.renew`.
-    """
-    _check_lease(lease)
-    duration, timeout, calls = check_duration(duration), check_timeout(timeout), _pool(pool)
-    uri = StreamCalls.usable(lease) if calls.streams is not None else None
-    if uri is None:
-        return await calls.run(lease.renew, duration, timeout=timeout)
-    assert calls.streams is not None and isinstance(lease, LandlordLease)
-    return await _renew_over(calls.streams, uri, lease, duration, timeout)
-
-
-async def cancel(lease: Lease, *, timeout: float | None = None, pool: CallPool | None = None) -> None:
-    """``lease.cancel()``, awaited.
-
-    Raises:
-        TypeError: ``lease`` is not a :class:`~landlord.Lease`.
-        ValueError: a bad ``timeout``.
-        UnknownLeaseError, Pyro5.errors.CommunicationError: as :meth:`Lease.cancel`.
-    """
-    _check_lease(lease)
-    timeout, calls = check_timeout(timeout), _pool(pool)
-    uri = StreamCalls.usable(lease) if calls.streams is not None else None
-    if uri is None:
-        await calls.run(lease.cancel, timeout=timeout)
-        return
-    assert calls.streams is not None and isinstance(lease, LandlordLease)
-    await calls.streams.call(uri, "cancel", lease.cookie, timeout=timeout)
-
-
-def _lease_map(leases: LeaseMap | Sequence[LandlordLease], duration: float) -> LeaseMap:
-    """``leases`` as a map: a :class:`LeaseMap` as it is, a list of one landlord's leases each at ``duration``.
-
-    Raises:
-        TypeError: not a LeaseMap or a list of LandlordLeases.
-        ValueError: an empty list, leases of different landlords, or a bad duration.
-    """
-    if isinstance(leases, LeaseMap):
-        return leases
-    if isinstance(leases, (str, bytes)) or not isinstance(leases, Sequence):
-        raise TypeError(f"expected a LeaseMap or a list of LandlordLeases, got {type(leases).__name__}")
-    if not leases:
-        raise ValueError("no leases to renew")
-    for lease in leases:
-        if not isinstance(lease, LandlordLease):
-            raise TypeError(f"a batch holds LandlordLeases, got a {type(lease).__name__}")
-    first = leases[0]
-    if not all(first.can_batch(lease) for lease in leases):
-        raise ValueError("a batch holds leases of one landlord; renew a LeaseMap for leases of several")
-    duration = check_duration(duration)
-    return LeaseMap(dict.fromkeys(leases, duration))
-
-
-async def renew_all(leases: LeaseMap | Sequence[LandlordLease], duration: float = ANY, *,
-                    timeout: float | None = None, pool: CallPool | None = None) -> None:
-    """Renew a batch: a :class:`~landlord.LeaseMap` (each lease for its duration, one call per
-    landlord), or a list of :class:`~landlord.LandlordLease` of one landlord, each for ``duration``
-    (one ``renew_all`` call per 10,000 leases). Do not change a map while this is awaited.
-
-    Raises:
-        TypeError: not a LeaseMap or a list of LandlordLeases.
-        ValueError: an empty list, leases of several landlords, a bad ``duration`` or ``timeout``.
-        LeaseMapError: some renewals failed (a map loses those leases); ``.failures`` says which and why.
-        Pyro5.errors.CommunicationError: the call failed as a whole: no lease's outcome is known.
-    """
-    batch = _lease_map(leases, duration)
-    timeout, calls = check_timeout(timeout), _pool(pool)
-    uri = _streamed(leases, calls)
-    if uri is None:
-        await calls.run(batch.renew_all, timeout=timeout)
-        return
-    assert calls.streams is not None
-    assert not isinstance(leases, LeaseMap)
-    failures = await _renew_all_over(calls.streams, uri, leases, check_duration(duration), timeout)
-    if failures:
-        raise LeaseMapError(failures)
-
-
-def _streamed(leases: LeaseMap | Sequence[LandlordLease], calls: CallPool) -> str | None:
-    """The landlord's URI when a list of one landlord's leases (checked already) can go over a stream."""
-    if calls.streams is None or isinstance(leases, LeaseMap):
-        return None
-    return StreamCalls.usable(leases[0])
-
-
-async def cancel_all(leases: LeaseMap | Sequence[LandlordLease], *, timeout: float | None = None,
-                     pool: CallPool | None = None) -> None:
-    """Cancel a batch (as :func:`renew_all` takes it); a map is emptied.
-
-    Raises:
-        TypeError, ValueError: as :func:`renew_all`.
-        LeaseMapError: some cancellations failed.
-    """
-    batch = _lease_map(leases, ANY)
-    timeout, calls = check_timeout(timeout), _pool(pool)
-    uri = _streamed(leases, calls)
-    if uri is None:
-        await calls.run(batch.cancel_all, timeout=timeout)
-        return
-    assert calls.streams is not None and not isinstance(leases, LeaseMap)
-    by_cookie = {lease.cookie: lease for lease in leases}
-    failures: dict[Lease, BaseException] = {}
-    cookies = list(by_cookie)
-    for start in range(0, len(cookies), CALL_BATCH):
-        errors = await calls.streams.call(uri, "cancel_all", cookies[start:start + CALL_BATCH], timeout=timeout)
-        failures.update((by_cookie[cookie], exc) for cookie, exc in dict(errors).items() if cookie in by_cookie)
-    if failures:
-        raise LeaseMapError(failures)
-
-
-# -- listeners on the loop ---------------------------------------------------------------------
-
-
-def on_loop(listener: Callable[[T], object], loop: asyncio.AbstractEventLoop,
-            tasks: set[asyncio.Future[Any]]) -> Callable[[T], None]:
-    """A callback for another thread that runs ``listener`` on ``loop``, never blocking either:
-    a plain callable is called there; what it returns, if awaitable (a coroutine function's
-    coroutine), runs as a task of the loop, kept in ``tasks`` until done. An exception is logged.
-    A loop already closed drops the call, with a line at DEBUG.
-    """
-    def run(item: T) -> None:
-        try:
-            outcome = listener(item)
-        except Exception:
-            log.exception("an asyncio listener failed on %r", item)
-            return
-        if isinstance(outcome, Awaitable):
-            task = asyncio.ensure_future(outcome)
-            tasks.add(task)
-            task.add_done_callback(functools.partial(_done, tasks, item))
-
-    def threadsafe(item: T) -> None:
-        try:
-            loop.call_soon_threadsafe(run, item)
-        except RuntimeError:  # the loop is closed: nobody is left to tell
-            log.debug("event loop closed; %r not told", item)
-
-    return threadsafe
-
-
-def _done(tasks: set[asyncio.Future[Any]], item: object, task: asyncio.Future[Any]) -> None:
-    tasks.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.error("an asyncio listener failed on %r", item, exc_info=task.exception())
-
-
-# -- the renewal manager -----------------------------------------------------------------------
-
-
-class AsyncLeaseRenewalManager:
-    """A :class:`~landlord.LeaseRenewalManager` for asyncio: it keeps leases alive on its own
-    threads, as that one does, and tells its listeners on the event loop.
-
-    Make it on the loop that is to hear of its leases (``async with
-    AsyncLeaseRenewalManager() as renewals:``). :meth:`renew_for`,
-    :meth:`renew_until`, :meth:`remove` and the others that change what is
-    managed only take the manager's lock for a moment (no remote call), so
-    they are plain methods; :meth:`cancel` calls the landlord and is awaited.
-
-    Listeners (``listener``, ``on_desired_expiration``) may be plain callables
-    or coroutine functions: each is called on the loop with the
-    :class:`~landlord.LeaseRenewalEvent` (a coroutine then runs as a task), never
-    on the manager's threads and never blocking them. :meth:`aclose` waits for
-    listener tasks still running.
-
-    Args:
-        pool: the :class:`CallPool` :meth:`cancel` goes through (default: the loop's shared one).
-        options: the :class:`~landlord.LeaseRenewalManager`'s own (``clock``,
-            ``renew_after``, ``batch_window``, ``retry_initial``, ``retry_max``,
-            ``max_batch``, ``workers``, ``name``, ``revocations``).
-
-    Raises:
-        RuntimeError: no event loop is running in this thread.
-        TypeError, ValueError: as :class:`~landlord.LeaseRenewalManager` (an unknown option is a TypeError).
-    """
-
-    def __init__(self, *, pool: CallPool | None = None, **options: Any) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._pool = pool if pool is None else _pool(pool)
-        self._tasks: set[asyncio.Future[Any]] = set()
-        self._manager = LeaseRenewalManager(**options)
-        self._closed = False
-
-    @property
-    def manager(self) -> LeaseRenewalManager:
-        """The thread-based manager underneath (for :class:`lookup.aio` and other wrappers)."""
-        return self._manager
-
-    def _wrap(self, listener: AsyncListener | None, name: str) -> Callable[[LeaseRenewalEvent], None] | None:
-        if listener is None:
-            return None
-        if not callable(listener):
-            raise TypeError(f"{name} must be callable or None, got {type(listener).__name__}")
-        return on_loop(listener, self._loop, self._tasks)
-
-    def renew_for(self, lease: Lease, duration: float, listener: AsyncListener | None = None, *,
-                  renew_duration: float | None = None, on_desired_expiration: AsyncListener | None = None) -> None:
-        """Keep ``lease`` alive ``duration`` more seconds (``FOREVER``: until removed); see
-        :meth:`LeaseRenewalManager.renew_for`. The listeners are told on the loop.
-
-        Raises:
-            TypeError: ``lease`` is not a Lease, or a listener is not callable.
-            ValueError: ``duration`` negative, NaN, ``ANY`` or not a number; a bad ``renew_duration``.
-            RuntimeError: the manager is closed.
-        """
-        self._manager.renew_for(lease, duration, self._wrap(listener, "listener"), renew_duration=renew_duration,
-                                on_desired_expiration=self._wrap(on_desired_expiration, "on_desired_expiration"))
-
-    def renew_until(self, lease: Lease, expiration: float, listener: AsyncListener | None = None, *,
-                    renew_duration: float | None = None, on_desired_expiration: AsyncListener | None = None) -> None:
-        """Keep ``lease`` alive until the wall-clock time ``expiration``; see
-        :meth:`LeaseRenewalManager.renew_until`. The listeners are told on the loop.
-
-        Raises:
-            TypeError: ``lease`` is not a Lease, or a listener is not callable.
-            ValueError: ``expiration`` NaN, ``-inf`` or not a number; a bad ``renew_duration``.
-            RuntimeError: the manager is closed.
-        """
-        self._manager.renew_until(lease, expiration, self._wrap(listener, "listener"),
-                                  renew_duration=renew_duration,
-                                  on_desired_expiration=self._wrap(on_desired_expiration, "on_desired_expiration"))
-
-    def remove(self, lease: Lease) -> None:
-        """Stop managing ``lease`` without cancelling it (no listener is told).
-
-        Raises:
-            TypeError: not a Lease.
-            UnknownLeaseError: not managed here.
-        """
-        self._manager.remove(lease)
-
-    async def cancel(self, lease: Lease, *, timeout: float | None = None) -> None:
-        """Stop managing ``lease``, then cancel it at its landlord (it is removed even if that fails).
-
-        Raises:
-            TypeError: not a Lease.
-            ValueError: a bad ``timeout``.
-            UnknownLeaseError: not managed here (it is not cancelled), or its landlord no longer knows it.
-            LeaseError, Pyro5.errors.CommunicationError: as :meth:`Lease.cancel`.
-        """
-        _check_lease(lease)
-        check_timeout(timeout)
-        self._manager.remove(lease)
-        await cancel(lease, timeout=timeout, pool=self._pool)
-
-    def get_expiration(self, lease: Lease) -> float:
-        """The desired expiration of a managed lease (wall clock); see :meth:`LeaseRenewalManager.get_expiration`."""
-        return self._manager.get_expiration(lease)
-
-    def set_expiration(self, lease: Lease, expiration: float) -> None:
-        """Change the desired expiration of a managed lease; see :meth:`LeaseRenewalManager.set_expiration`."""
-        self._manager.set_expiration(lease, expiration)
-
-    def clear(self) -> None:
-        """Stop managing every lease, cancelling none (no listener is told)."""
-        self._manager.clear()
-
-    def __len__(self) -> int:
-        return len(self._manager)
-
-    async def aclose(self) -> None:
-        """Stop the manager's threads (off the loop: a renewal in flight is waited for) and wait
-        for listener tasks still running. Safe to call more than once."""
-        if not self._closed:
-            self._closed = True
-            await asyncio.to_thread(self._manager.close)
-        while self._tasks:  # a listener told as the manager stopped may have started one more
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    async def __aenter__(self) -> AsyncLeaseRenewalManager:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"<AsyncLeaseRenewalManager {'closed' if self._closed else f'{len(self)} leases'}>"
-
