@@ -12,7 +12,9 @@
   :mod:`~landlord.grantor.hooks`: what a landlord tells of its leases;
   :mod:`~landlord.grantor.revocations`: the landlord's half of revocation, a thread
   telling listeners (the holder's half is :mod:`landlord.holder.revocations`);
-  :mod:`~landlord.grantor.resource`: a leased resource as the manager holds it.
+  :mod:`~landlord.grantor.resource`: a leased resource as the manager holds it;
+  :mod:`~landlord.grantor.names`: named leases (locks, semaphores), their waiters,
+  lock-delays and fencing tokens, a clock-free table (issue 25; not yet wired into the Landlord).
 
 It may import the holder side (what it grants is a holder's
 :class:`~landlord.LandlordLease`), the transport and the basics; never serving,
