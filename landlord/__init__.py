@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
-from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
+from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, StaleTokenError, UnknownLeaseError
 from .holder.landlordlease import LandlordLease, call_group, known_leader, replica_uris
 from .holder.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
 from .lazy import lazy_names
@@ -95,6 +95,7 @@ __all__ = [
     "ANY", "FOREVER", "check_duration", "check_callback_uri", "check_callback_hosts",
     "Lease", "AbstractLease", "BatchableLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
+    "StaleTokenError",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
     "LeaseManager",
     "LeaseHooks", "RevocationReceiver",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError"]
+__all__ = ["LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError", "StaleTokenError"]
 
 
 class LeaseError(Exception):
@@ -26,6 +26,27 @@ class LeaseDeniedError(LeaseError):
 
 class UnknownLeaseError(LeaseError):
     """The landlord does not know the lease: it expired, was cancelled, or never existed."""
+
+
+class StaleTokenError(LeaseError):
+    """A fenced resource refused an operation: its fencing token is older than one it has accepted.
+
+    A :class:`LeaseError`, a definite answer: whoever holds ``token`` no longer
+    holds the name (a later holder has written), whatever it believes. Raised by
+    :class:`~landlord.Fence`; it crosses the wire as itself, for a fence checked remotely.
+
+    Args:
+        message: what happened.
+        token: the token refused.
+        highest: the highest token the resource had accepted.
+    """
+
+    def __init__(self, message: str, token: int | None = None, highest: int | None = None) -> None:
+        super().__init__(message)
+        self.token, self.highest = token, highest
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.token, self.highest))
 
 
 class LeaseMapError(LeaseError):

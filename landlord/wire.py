@@ -26,7 +26,7 @@ from typing import Any
 from Pyro5.serializers import SerializerBase
 
 from .clock import SYSTEM_CLOCK
-from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, UnknownLeaseError
+from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, StaleTokenError, UnknownLeaseError
 from .holder.landlordlease import LandlordLease
 from .results import RenewResults
 
@@ -150,7 +150,7 @@ def register_all() -> None:
     register_converters(LandlordLease, LEASE_CLASS, lease_to_dict, lease_from_dict)
     register_converters(RenewResults, RENEW_RESULTS_CLASS, results_to_dict, results_from_dict)
     register_converters(LeaseMapError, _exception_name(LeaseMapError), map_error_to_dict, map_error_from_dict)
-    for cls in (LeaseError, LeaseDeniedError, UnknownLeaseError, NotLeaderError):
+    for cls in (LeaseError, LeaseDeniedError, UnknownLeaseError, NotLeaderError, StaleTokenError):
         register_exception(cls)
 
 

@@ -212,6 +212,15 @@ def test_an_admin_refusal_travels_under_the_name_it_had_before_admin_became_a_pa
     assert type(copy) is AdminRefusedError and copy.args == ("list refused (no proof)",)
 
 
+def test_a_stale_token_error_travels_with_its_tokens() -> None:
+    sent = serializer.class_to_dict(landlord.StaleTokenError("fencing token 3 is stale: 5 was accepted", 3, 5))
+    assert sent == {"__class__": "landlord.errors.StaleTokenError", "__exception__": True,
+                    "args": ("fencing token 3 is stale: 5 was accepted",), "attributes": {"token": 3, "highest": 5}}
+    copy = round_trip(landlord.StaleTokenError("fencing token 3 is stale: 5 was accepted", 3, 5))
+    assert type(copy) is landlord.StaleTokenError
+    assert (str(copy), copy.token, copy.highest) == ("fencing token 3 is stale: 5 was accepted", 3, 5)
+
+
 def test_a_forged_exception_dict_is_refused() -> None:
     with pytest.raises(TypeError):
         serializer.recreate_classes({"__class__": "landlord.errors.LeaseError", "__exception__": True,
