@@ -7,7 +7,8 @@ Importing this package registers the converters that let leases, batch
 results and lease errors cross the wire as themselves.
 
 ``import landlord`` loads the holder's core alone: leases, the renewal
-manager, the wire and TLS. Everything else loads on first use of its name
+manager, the wire and TLS, and the resource's side of fencing (:class:`Fence`,
+which imports nothing more). Everything else loads on first use of its name
 (:data:`_LAZY`, PEP 562): the grantor (``Landlord``, its manager, policies,
 reapers, the SQLite store), so that a holder process loads none of it; and
 the extras: serving (``serve_landlord``, ``serve_replica``: the guarded
@@ -24,6 +25,7 @@ from . import wire as _wire  # noqa: F401  (registers the serializer converters)
 from .clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, StaleTokenError, UnknownLeaseError
+from .fence import Fence
 from .holder.landlordlease import LandlordLease, call_group, known_leader, replica_uris
 from .holder.renewal import LeaseRenewalEvent, LeaseRenewalManager, LeaseWarningEvent, renewal_time
 from .lazy import lazy_names
@@ -95,7 +97,7 @@ __all__ = [
     "ANY", "FOREVER", "check_duration", "check_callback_uri", "check_callback_hosts",
     "Lease", "AbstractLease", "BatchableLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
-    "StaleTokenError",
+    "Fence", "StaleTokenError",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
     "LeaseManager",
     "LeaseHooks", "RevocationReceiver",
