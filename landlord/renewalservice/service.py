@@ -93,6 +93,7 @@ from ..lease import AbstractLease, Lease
 from ..transport.callbacks import check_hosts, host_key, parse_pyro_uri
 from ..transport.clients import IN_PROCESS, IPV6_CLIENT_PREFIX, UNIX_SOCKET, client_of_call
 from ..transport.lanes import Lanes
+from .ledger import SetLedger
 from .sets import Member, RenewalSet, SetStore
 
 __all__ = ["LeaseRenewalService", "RenewalLimits", "SetEvents", "SERVICE_OBJECT_ID", "DEFAULT_PORT", "MAX_MEMBERS",
@@ -304,6 +305,10 @@ class LeaseRenewalService(Landlord):
     Remote methods, beside a landlord's: :meth:`create_set`, :meth:`renew_for`,
     :meth:`remove`, :meth:`leases`, :meth:`set_failure_listener`, :meth:`set_warning_listener`.
 
+    What it holds (the sets, the set each lease is in, what each client holds) is kept,
+    under its lock, by a :class:`~landlord.renewalservice.ledger.SetLedger`; the service
+    decides, renews, warns and tells.
+
     Args:
         policy: the terms of the sets' own leases (default: up to an hour, 10 min when ``ANY``).
         clock: times the sets' leases, the warnings and the renewals.
@@ -327,11 +332,8 @@ class LeaseRenewalService(Landlord):
             raise TypeError(f"limits must be a RenewalLimits, got {type(limits).__name__}")
         self.limits = limits or RenewalLimits()
         self._lock = threading.RLock()  # before the landlord restores, whose reaper may end a set at once
-        self._sets: dict[str, RenewalSet] = {}
-        self._held: dict[str, _Held] = {}  # by client: what its sets hold (under the lock)
-        self._owner: dict[Lease, str] = {}  # each lease is in one set at most
         lease_store = LeaseStore(store, name="renewal-service") if store is not None else None  # claims the file
-        self._set_store = SetStore(store) if store is not None else None
+        self._ledger = SetLedger(self.limits, SetStore(store) if store is not None else None)  # under the lock
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager or LeaseRenewalManager(clock=clock, name="RenewalService")
         self._events = SetEvents(clock)
@@ -340,13 +342,13 @@ class LeaseRenewalService(Landlord):
             super().__init__(policy=policy or LeaseDurationPolicy(MAX_SET_LEASE, DEFAULT_SET_LEASE), clock=clock,
                              on_expire=self._set_ended, reaper=reaper, store=lease_store,
                              callback_hosts=callback_hosts)
-            if self._set_store is not None:
-                self._take_back(self._set_store)
+            if self._ledger.store is not None:
+                self._take_back(self._ledger.store)
         except BaseException:
             self._alarms.close()
             if self._owns_renewals:
                 self._renewals.close()
-            for each in (self._set_store, lease_store):
+            for each in (self._ledger.store, lease_store):
                 if each is not None:
                     each.close()
             raise
@@ -365,23 +367,15 @@ class LeaseRenewalService(Landlord):
         client = client_of_call()
         set_id = uuid.uuid4().hex
         with self._lock:  # filed first: a lease ending at once finds its set to end
-            held = self._held.setdefault(client, _Held())
-            if held.sets >= self.limits.sets_per_client:
-                raise ValueError(f"a client may hold at most {self.limits.sets_per_client} renewal sets "
-                                 f"({client} holds {held.sets}); let one end or cancel its lease first")
-            renewal_set = self._sets[set_id] = RenewalSet(set_id, "", client=client)
-            held.sets += 1
+            renewal_set = self._ledger.open(set_id, client)
         try:
             lease = self.new_lease(set_id, duration)
         except BaseException:
             with self._lock:
-                if self._sets.pop(set_id, None) is not None:
-                    self._count(client, sets=-1)
+                self._ledger.unopen(set_id)
             raise
         with self._lock:
-            renewal_set.cookie = lease.cookie
-            if self._sets.get(set_id) is renewal_set:
-                self._save(renewal_set)
+            self._ledger.name(renewal_set, lease.cookie)
         log.info("renewal set %s created for %.1f s", set_id, lease.term)
         return set_id, lease
 
@@ -413,20 +407,9 @@ class LeaseRenewalService(Landlord):
         asked = renew_duration_for(lease, renew_duration)
         renewal_set = self._set_of(cookie)
         with self._lock:
-            owner = self._owner.get(lease)
-            if owner is not None and owner != renewal_set.set_id:
-                raise ValueError(f"{lease!r} is in another renewal set; remove it there first")
-            old = renewal_set.members.get(lease)
-            if old is None:
-                self._check_room(renewal_set)
-            key = old.key if old is not None else self._new_key()
-            member = renewal_set.members[lease] = Member(key, self.clock.time() + duration, asked)
-            if old is None:
-                self._count(renewal_set.client, leases=1)
-            self._owner[lease] = renewal_set.set_id
+            member = self._ledger.add(renewal_set, lease, self.clock.time() + duration, asked)
             self._keep(renewal_set.set_id, lease, member)
-            if self._set_store is not None:
-                self._set_store.put_member(renewal_set.set_id, lease, member)
+            self._ledger.write(renewal_set, lease, member)
 
     @Pyro5.server.expose
     def remove(self, cookie: str, lease: Lease) -> bool:
@@ -440,7 +423,7 @@ class LeaseRenewalService(Landlord):
             raise TypeError(f"expected a Lease, got {type(lease).__name__}")
         renewal_set = self._set_of(cookie)
         with self._lock:
-            if self._drop(renewal_set, lease) is None:
+            if self._ledger.drop(renewal_set, lease) is None:
                 return False
         _quietly_remove(self._renewals.remove, lease)
         return True
@@ -469,7 +452,7 @@ class LeaseRenewalService(Landlord):
         renewal_set = self._set_of(cookie)
         with self._lock:
             renewal_set.failure_listener = listener
-            self._save(renewal_set)
+            self._ledger.save(renewal_set)
 
     @Pyro5.server.expose
     def set_warning_listener(self, cookie: str, listener: str | None, warn_before: float = 0.0) -> None:
@@ -489,7 +472,7 @@ class LeaseRenewalService(Landlord):
         with self._lock:
             renewal_set.warning_listener, renewal_set.warn_before = listener, before
             renewal_set.warned_for = None
-            self._save(renewal_set)
+            self._ledger.save(renewal_set)
         self._arm(renewal_set)
 
     # -- remote: a set's lease renewed moves its warning -----------------------------------
@@ -515,79 +498,43 @@ class LeaseRenewalService(Landlord):
         if self._owns_renewals:
             self._renewals.close()
         else:
-            for lease in list(self._owner):
+            for lease in self._ledger.leases():
                 _quietly_remove(self._renewals.remove, lease)
         self._events.close()
         super().close()
-        if self._set_store is not None:
-            self._set_store.close()
+        if self._ledger.store is not None:
+            self._ledger.store.close()
 
     def sets(self) -> int:
         """How many renewal sets are held."""
         with self._lock:
-            return len(self._sets)
+            return len(self._ledger)
 
     def held_by(self, client: str) -> tuple[int, int]:
         """How many sets ``client`` (a host, or :data:`IN_PROCESS`) holds, and leases in them."""
         with self._lock:
-            held = self._held.get(client)
-            return (held.sets, held.leases) if held is not None else (0, 0)
+            return self._ledger.held_by(client)
 
     # -- the work ---------------------------------------------------------------------------
 
     def _set_of(self, cookie: str) -> RenewalSet:
         set_id = self.get_resource(cookie)  # UnknownLeaseError for no live set
         with self._lock:
-            renewal_set = self._sets.get(set_id)
+            renewal_set = self._ledger.sets.get(set_id)
         if renewal_set is None:  # created this instant, or ending
             raise UnknownLeaseError("no such renewal set")
         return renewal_set
-
-    def _new_key(self) -> int:
-        return self._set_store.new_key() if self._set_store is not None else next(_KEYS)
-
-    def _check_room(self, renewal_set: RenewalSet) -> None:
-        """Refuse a lease more in ``renewal_set`` if it, or its client, is full (under the lock).
-
-        Raises:
-            ValueError: it is.
-        """
-        limits = self.limits
-        if len(renewal_set.members) >= limits.leases_per_set:
-            raise ValueError(f"a renewal set holds at most {limits.leases_per_set} leases")
-        held = self._held.get(renewal_set.client)
-        if held is not None and held.leases >= limits.leases_per_client:
-            raise ValueError(f"a client's renewal sets hold at most {limits.leases_per_client} leases together "
-                             f"({renewal_set.client} holds {held.leases})")
-
-    def _count(self, client: str, *, sets: int = 0, leases: int = 0) -> None:
-        """Add to what ``client`` holds (under the lock); a client holding nothing is forgotten."""
-        held = self._held.setdefault(client, _Held())
-        held.sets += sets
-        held.leases += leases
-        if held.sets <= 0 and held.leases <= 0:
-            del self._held[client]
 
     def _keep(self, set_id: str, lease: Lease, member: Member) -> None:
         self._renewals.renew_until(lease, member.desired, functools.partial(self._lost, set_id),
                                    renew_duration=member.renew_duration,
                                    on_desired_expiration=functools.partial(self._reached, set_id))
 
-    def _drop(self, renewal_set: RenewalSet, lease: Lease) -> Member | None:
-        """Take ``lease`` out of its set (under the lock); its member record, if it was there."""
-        member = renewal_set.members.pop(lease, None)
-        if member is not None:
-            self._count(renewal_set.client, leases=-1)
-            self._owner.pop(lease, None)
-            if self._set_store is not None:
-                self._set_store.delete_member(renewal_set.set_id, member.key)
-        return member
-
     def _lost(self, set_id: str, event: LeaseRenewalEvent) -> None:
         """The renewal manager lost a lease (denied, unknown, or unreachable for its whole term)."""
         with self._lock:
-            renewal_set = self._sets.get(set_id)
-            if renewal_set is None or self._drop(renewal_set, event.lease) is None:
+            renewal_set = self._ledger.sets.get(set_id)
+            if renewal_set is None or self._ledger.drop(renewal_set, event.lease) is None:
                 return
             listener = renewal_set.failure_listener
         reason = f"{type(event.exception).__name__}: {event.exception}"
@@ -599,29 +546,18 @@ class LeaseRenewalService(Landlord):
     def _reached(self, set_id: str, event: LeaseRenewalEvent) -> None:
         """A lease reached its desired expiration: it leaves the set, quietly."""
         with self._lock:
-            renewal_set = self._sets.get(set_id)
+            renewal_set = self._ledger.sets.get(set_id)
             if renewal_set is not None:
-                self._drop(renewal_set, event.lease)
+                self._ledger.drop(renewal_set, event.lease)
 
     def _set_ended(self, set_id: Any) -> None:
         """The set's own lease ended: stop renewing its leases (they end within their terms)."""
         with self._lock:
-            renewal_set = self._sets.pop(set_id, None)
-            leases = list(renewal_set.members) if renewal_set is not None else []
-            if renewal_set is not None:
-                self._count(renewal_set.client, sets=-1, leases=-len(leases))
-            for lease in leases:
-                self._owner.pop(lease, None)
-            if self._set_store is not None:
-                self._set_store.delete_set(set_id)
+            renewal_set, leases = self._ledger.end(set_id)
         for lease in leases:
             _quietly_remove(self._renewals.remove, lease)
         if renewal_set is not None:
             log.info("renewal set %s ended: %d lease(s) no longer renewed", set_id, len(leases))
-
-    def _save(self, renewal_set: RenewalSet) -> None:
-        if self._set_store is not None:
-            self._set_store.put_set(renewal_set)
 
     # -- the set's own lease: warnings ------------------------------------------------------
 
@@ -644,7 +580,7 @@ class LeaseRenewalService(Landlord):
     def _warn(self, set_id: str) -> None:
         """An alarm rang: warn of the set's end if it is still due (the lease may have been renewed)."""
         with self._lock:
-            renewal_set = self._sets.get(set_id)
+            renewal_set = self._ledger.sets.get(set_id)
             if renewal_set is None or renewal_set.warning_listener is None:
                 return
             try:
@@ -676,29 +612,15 @@ class LeaseRenewalService(Landlord):
             if not alive:
                 set_store.delete_set(renewal_set.set_id)
                 continue
+            members = [(_on_clock(lease, self.clock), member) for lease, member in stored.leases]
             with self._lock:
-                self._sets[renewal_set.set_id] = renewal_set
-                self._count(renewal_set.client, sets=1, leases=len(stored.leases))
-                for lease, member in stored.leases:
-                    lease = _on_clock(lease, self.clock)
-                    renewal_set.members[lease] = member
-                    self._owner[lease] = renewal_set.set_id
+                self._ledger.restore(renewal_set, members)
+                for lease, member in members:
                     _renew_at_once(lease, member.renew_duration, (self.clock.time(), now))
                     self._keep(renewal_set.set_id, lease, member)
-                    kept += 1
+            kept += len(members)
             self._arm(renewal_set)
-        log.info("renewal service took back %d set(s) keeping %d lease(s)", len(self._sets), kept)
-
-
-_KEYS = itertools.count(1)  # member keys of services without a store
-
-
-@dataclasses.dataclass(slots=True)
-class _Held:
-    """What one client's sets hold."""
-
-    sets: int = 0
-    leases: int = 0
+        log.info("renewal service took back %d set(s) keeping %d lease(s)", len(self._ledger), kept)
 
 
 def _check_landlords_of(lease: Lease, hosts: frozenset[str] | None) -> None:

@@ -348,7 +348,7 @@ def test_a_listener_the_service_may_not_call_is_refused(world: World, listener: 
             service.set_failure_listener(renewals.lease.cookie, listener)
         with pytest.raises(ValueError):
             service.set_warning_listener(renewals.lease.cookie, listener, 5)
-    kept = world.service._sets[renewals.set_id]
+    kept = world.service._ledger.sets[renewals.set_id]
     assert kept.failure_listener == world.listener_uri and kept.warning_listener is None
 
 
