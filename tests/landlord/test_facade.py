@@ -19,8 +19,10 @@ EXTRAS = ("landlord.replication", "landlord.replication.election", "landlord.rep
           "landlord.replication.replicated", "landlord.replication.terms", "landlord.admin", "landlord.admin.protocol",
           "landlord.admin.server", "landlord.admin.client", "landlord.admin.commands", "landlord.metrics",
           "landlord.renewalservice", "landlord.renewalservice.service", "landlord.renewalservice.sets",
-          "landlord.renewalservice.client", "landlord.serving",
-          "landlord.transport.frameserver", "landlord.transport.multiplex", "landlord.holder.revocations",
+          "landlord.renewalservice.ledger", "landlord.renewalservice.client", "landlord.serving",
+          "landlord.transport.frameserver", "landlord.transport.admission", "landlord.transport.workers",
+          "landlord.transport.connection", "landlord.transport.refusals", "landlord.transport.budget",
+          "landlord.transport.multiplex", "landlord.holder.revocations",
           "landlord.testing",
           "landlord.testing.etcd", "lookup.service.replicated", "lookup.service.server", "pyetcd", "prometheus_client")
 
