@@ -127,3 +127,45 @@ def test_imported_modules_resolves_relative_imports(tmp_path: Path) -> None:
     source.write_text("from ..item import X\nfrom . import peer\nimport landlord.wire\n")
     found = set(imported_modules("lookup.client.join", source))
     assert {"lookup.item", "lookup.item.X", "lookup.client", "lookup.client.peer", "landlord.wire"} <= found
+
+
+MAX_CLASS_LINES = 260  # lines of code: not blank, not a comment, not a docstring
+
+
+def code_lines(source: str, node: ast.ClassDef) -> int:
+    """How many lines of code a class has: its lines less blank ones, comments and docstrings."""
+    docstrings: set[int] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(inner):
+            first = inner.body[0]
+            docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    lines = source.splitlines()[node.lineno - 1:node.end_lineno]
+    return sum(1 for number, line in enumerate(lines, start=node.lineno)
+               if line.strip() and not line.strip().startswith("#") and number not in docstrings)
+
+
+def test_code_lines_counts_code_only() -> None:
+    source = ('class A:\n    """Doc.\n\n    More."""\n\n    # why\n    x = 1\n\n'
+              '    def f(self) -> None:\n        """Doc."""\n        pass\n')
+    [node] = ast.parse(source).body
+    assert isinstance(node, ast.ClassDef) and code_lines(source, node) == 4  # class, x, def, pass
+
+
+def test_no_class_is_over_260_lines_of_code() -> None:
+    big = []
+    for package in PACKAGES:
+        for path in module_names(package).values():
+            source = path.read_text()
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.ClassDef) and code_lines(source, node) > MAX_CLASS_LINES:
+                    big.append(f"{path.relative_to(ROOT)}: {node.name} ({code_lines(source, node)})")
+    assert not big, big
+
+
+def test_no_type_ignore_of_an_attribute_in_our_code() -> None:
+    # a "type: ignore[attr-defined]" hid a private interface between our modules; none is left
+    found = [f"{path.relative_to(ROOT)}:{number}" for package in PACKAGES
+             for path in module_names(package).values()
+             for number, line in enumerate(path.read_text().splitlines(), start=1)
+             if "type: ignore[attr-defined]" in line]
+    assert not found, found
