@@ -140,7 +140,6 @@ class Admission:
         if self._per_host[host] >= self._limits.connections_per_host:
             self._refuse(raw, host)
             return
-        self._per_host[host] += 1
         raw.setblocking(False)
         with contextlib.suppress(OSError):
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -155,6 +154,7 @@ class Admission:
                     raw.close()
                 return
             conn.tls_deadline = float("inf")  # its clock starts at its first bytes, as a message's does
+        self._per_host[host] += 1  # only once taken: a connection refused above must not use up a place
         self.connections.add(conn)
         self._selector.register(conn.sock, selectors.EVENT_READ, conn)
 

@@ -8,8 +8,10 @@ import errno
 import logging
 import selectors
 import socket
+import ssl
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import Pyro5.protocol
 import Pyro5.serializers
@@ -26,8 +28,8 @@ LOG = logging.getLogger("tests.admission")
 class Listening:
     """An Admission on a fresh loopback socket, and the clients connected to it."""
 
-    def __init__(self, limits: FrameLimits) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0), backlog=64)
+    def __init__(self, limits: FrameLimits, sock: socket.socket | None = None) -> None:
+        self.sock = sock or socket.create_server(("127.0.0.1", 0), backlog=64)
         self.selector = selectors.DefaultSelector()
         self.refusals = Refusals(LOG)
         self.stopping = False
@@ -203,3 +205,27 @@ def test_closing_closes_the_listening_socket_once_and_it_listens_no_more() -> No
         assert server.admission.sock is None and sock.fileno() == -1
         server.admission.close()
         server.admission.listen()
+
+
+class _UnwrappingContext(ssl.SSLContext):
+    """A TLS context that cannot wrap an accepted connection (as when its peer is already gone)."""
+
+    def wrap_socket(self, sock: socket.socket, *args: Any, **kwargs: Any) -> ssl.SSLSocket:  # type: ignore[override]
+        if kwargs.get("do_handshake_on_connect") is False:  # an accepted connection, not the listening socket
+            raise OSError(errno.ENOTCONN, "the peer went before TLS began")
+        return super().wrap_socket(sock, *args, **kwargs)
+
+
+def test_a_connection_that_tls_cannot_wrap_uses_up_no_place_of_its_host() -> None:
+    context = _UnwrappingContext(ssl.PROTOCOL_TLS_SERVER)
+    tls_listener = context.wrap_socket(socket.create_server(("127.0.0.1", 0), backlog=64), server_side=True)
+    server = Listening(FrameLimits(connections_per_host=1), sock=tls_listener)
+    try:
+        for _ in range(3):  # more than the host may hold at once: each failed, none counted
+            server.connect()
+            server.accept(1, timeout=0.3)
+        assert len(server.admission.connections) == 0
+        assert server.admission.held_by("127.0.0.1") == 0
+        assert "connections" not in server.refusals.counts
+    finally:
+        server.close()
