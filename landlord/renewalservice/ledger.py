@@ -22,6 +22,7 @@ import dataclasses
 import itertools
 from typing import Protocol
 
+from ..errors import UnknownLeaseError
 from ..lease import Lease
 from .sets import Member, RenewalSet, SetStore
 
@@ -143,9 +144,11 @@ class SetLedger:
         written (:meth:`write`).
 
         Raises:
+            UnknownLeaseError: the set ended (after its caller found it, before it took the lock).
             ValueError: the lease is in another set; or, a lease new to the set, the set is full
                 (``leases_per_set``) or its client holds ``leases_per_client`` leases.
         """
+        self._check_filed(renewal_set)
         owner = self._owner.get(lease)
         if owner is not None and owner != renewal_set.set_id:
             raise ValueError(f"{lease!r} is in another renewal set; remove it there first")
@@ -165,7 +168,12 @@ class SetLedger:
             self.store.put_member(renewal_set.set_id, lease, member)
 
     def drop(self, renewal_set: RenewalSet, lease: Lease) -> Member | None:
-        """Take ``lease`` out of its set; its member record, if it was there."""
+        """Take ``lease`` out of its set; its member record, if it was there.
+
+        Raises:
+            UnknownLeaseError: the set ended (its leases were given back then, counted once).
+        """
+        self._check_filed(renewal_set)
         member = renewal_set.members.pop(lease, None)
         if member is not None:
             self._count(renewal_set.client, leases=-1)
@@ -175,6 +183,17 @@ class SetLedger:
         return member
 
     # -- the books --------------------------------------------------------------------------
+
+    def _check_filed(self, renewal_set: RenewalSet) -> None:
+        """Raise unless ``renewal_set`` is still filed: a set found before its lease ended must not
+        take a lease (it would be renewed for no one, held against its client for good) nor give one
+        back twice.
+
+        Raises:
+            UnknownLeaseError: it is not.
+        """
+        if self.sets.get(renewal_set.set_id) is not renewal_set:
+            raise UnknownLeaseError(f"renewal set {renewal_set.set_id} has ended")
 
     def _new_key(self) -> int:
         return self.store.new_key() if self.store is not None else next(_KEYS)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import landlord.wire  # noqa: F401 (LandlordLease's serpent converters, for the store)
-from landlord import LandlordLease
+from landlord import LandlordLease, UnknownLeaseError
 from landlord.renewalservice.ledger import SetLedger
 from landlord.renewalservice.sets import SetStore
 
@@ -111,6 +111,18 @@ def test_a_set_ended_gives_back_its_leases_and_a_client_holding_nothing_is_forgo
     assert ended is renewal_set and sorted(leases, key=lambda each: each.cookie) == [lease(1), lease(2)]
     assert not ledger.sets and ledger.leases() == [] and ledger.held_by("10.0.0.7") == (0, 0)
     assert ledger.end("s1") == (None, [])
+
+
+def test_a_set_that_ended_takes_no_lease_and_gives_none_back_twice(ledger: SetLedger) -> None:
+    renewal_set, other = ledger.open("s1", "10.0.0.7"), ledger.open("s2", "10.0.0.7")
+    ledger.add(renewal_set, lease(1), 1000.0, 30.0)
+    ledger.add(other, lease(3), 1000.0, 30.0)
+    ledger.end("s1")  # as when its lease expires between renew_for finding the set and taking the lock
+    with pytest.raises(UnknownLeaseError, match="s1 has ended"):
+        ledger.add(renewal_set, lease(2), 1000.0, 30.0)
+    with pytest.raises(UnknownLeaseError, match="s1 has ended"):
+        ledger.drop(renewal_set, lease(1))
+    assert ledger.held_by("10.0.0.7") == (1, 1) and ledger.leases() == [lease(3)]
 
 
 def test_a_set_named_after_it_ended_is_not_filed_again(stored: tuple[SetLedger, SetStore]) -> None:
