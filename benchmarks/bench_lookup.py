@@ -54,6 +54,7 @@ TYPE_PREFIX = "benchsvc"
 BASE_TYPE = f"{TYPE_PREFIX}.Service"
 LEASE = 3600.0                  # longer than any run: no registration ends while we measure
 QUERIES = 1000                  # random queries drawn per kind (cycled through)
+UNCAPPED = 10**9                # registrations one client may hold in the benchmark's lookup service
 CHECKED_QUERIES = 20            # of them, asked of both servers and compared before timing
 CALL_TIMEOUT = 60.0
 IN_PROCESS_SECONDS = 0.3        # per query kind, for the in-process timing
@@ -135,10 +136,13 @@ class Service:
 
 def serve_lookup(args: argparse.Namespace) -> int:
     """The lookup-service process: :func:`lookup.service.server.serve` on a free port, as ``python -m lookup serve``."""
+    from lookup.service.quotas import LookupLimits
     from lookup.service.server import serve
 
     try:
+        # one client registers them all (however many --services the parent was given): no per-client cap
         serve(HOST, 0, max_lease=LEASE, default_lease=LEASE,
+              lookup_limits=LookupLimits(registrations_per_client=UNCAPPED),
               ready=lambda uri: print(f"URI: {uri}", flush=True))  # serve stops on SIGTERM by itself
     except KeyboardInterrupt:  # stopped before serve set its handlers
         pass
