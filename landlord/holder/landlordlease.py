@@ -131,6 +131,13 @@ class LandlordLease(AbstractLease, BatchableLease):
         lease._landlords = landlords
         return lease
 
+    def timed_on(self, clock: Clock) -> LandlordLease:
+        """This lease timed on ``clock``: the same cookie, landlord (or replica group), term and
+        time left. A lease that came over the wire is timed on the system clock; a process on
+        another clock (a test's) cannot compare the two."""
+        return LandlordLease(self._cookie, self._landlord, self._landlord_id, clock.time() + self.remaining,
+                             clock=clock, term=self.term, landlords=self._landlords)
+
     @property
     def cookie(self) -> str:
         return self._cookie

@@ -649,8 +649,7 @@ def _on_clock(lease: Lease, clock: Clock) -> Lease:
     (a test's) would not compare with its own."""
     if not isinstance(lease, LandlordLease) or lease.clock is clock:
         return lease
-    return LandlordLease(lease.cookie, lease.landlord, lease.landlord_id, clock.time() + lease.remaining,
-                         clock=clock, term=lease.term, landlords=lease._landlords)
+    return lease.timed_on(clock)
 
 
 def _renew_at_once(lease: Lease, term: float, now: tuple[float, float]) -> None:

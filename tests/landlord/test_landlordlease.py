@@ -555,3 +555,16 @@ def test_an_answer_that_is_not_the_batchs_results_is_a_lease_error(answer: objec
     with pytest.raises(LeaseError, match="answered renew_all"):
         record_renewals(leases, (clock.time(), clock.monotonic()), answer)
     assert all(lease.term == 5 for lease in leases)  # nothing recorded
+
+
+def test_a_lease_timed_on_another_clock_keeps_its_landlords_term_and_time_left() -> None:
+    uris = ("PYRO:landlord.g@10.0.0.1:1", "PYRO:landlord.g@10.0.0.2:1")
+    wall = FakeClock(start=1_000.0, wall_offset=0.0)
+    lease = LandlordLease("c" * 32, uris[0], "g", 1_030.0, clock=wall, term=30.0, landlords=uris)
+    other = FakeClock(start=50.0, wall_offset=0.0)
+    moved = lease.timed_on(other)
+    assert moved.clock is other and moved.expiration == 80.0 and moved.remaining == 30.0
+    assert (moved.cookie, moved.landlord, moved.landlord_id, moved.term) == (lease.cookie, uris[0], "g", 30.0)
+    assert moved.landlords == uris
+    plain = LandlordLease("d" * 32, uris[0], "p", 1_010.0, clock=wall).timed_on(other)
+    assert plain.landlords == (uris[0],) and plain.remaining == 10.0
