@@ -286,6 +286,10 @@ class AsyncJoinManager:
         """Also register with these lookup services (their threads do it; nothing is awaited)."""
         self._join.add_lookups(lookups)
 
+    def remove_lookups(self, lookups: Iterable[Any]) -> None:
+        """Stop keeping these lookup services, as :meth:`lookup.JoinManager.remove_lookups`."""
+        self._join.remove_lookups(lookups)
+
     async def wait_registered(self, count: int = 1, timeout: float | None = None) -> bool:
         """Wait until registered with at least ``count`` lookup services; whether that happened.
 

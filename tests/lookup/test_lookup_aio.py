@@ -190,6 +190,9 @@ async def test_a_wait_on_an_unreachable_lookup_service_leaves_the_loop_running_a
         with pytest.raises(asyncio.CancelledError):
             await waiting
         assert not await join.wait_registered(1, timeout=0.3)  # a bounded wait says it did not happen
+        assert join.lookup_services() == [nowhere]
+        join.remove_lookups([nowhere])  # the same words as the JoinManager and the caches
+        assert join.lookup_services() == []
     async with AsyncLookupCache(nowhere, ServiceTemplate(types=[QUOTER]), retry_initial=0.05) as cache:
         assert not await cache.wait_ready(0.3)
         assert cache.last_error is not None
