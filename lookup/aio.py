@@ -282,11 +282,11 @@ class AsyncJoinManager:
     def lookup_services(self) -> list[str]:
         return self._join.lookup_services()
 
-    def add_lookups(self, lookups: Iterable[Any]) -> None:
+    def add_lookups(self, lookups: Any) -> None:
         """Also register with these lookup services (their threads do it; nothing is awaited)."""
         self._join.add_lookups(lookups)
 
-    def remove_lookups(self, lookups: Iterable[Any]) -> None:
+    def remove_lookups(self, lookups: Any) -> None:
         """Stop keeping these lookup services, as :meth:`lookup.JoinManager.remove_lookups`."""
         self._join.remove_lookups(lookups)
 

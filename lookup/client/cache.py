@@ -42,13 +42,12 @@ import Pyro5.core
 from landlord import SYSTEM_CLOCK, Backoff, Clock, LeaseRenewalManager, check_duration
 
 from ..discovery.multicast import LookupDiscovery
-from ..discovery.unicast import LookupGroup
 from ..events import ServiceEvent
 from ..item import ServiceItem, ServiceTemplate
 from ..registration import DEFAULT_MAX_LEASE
 from .cachepeer import CachePeer
 from .callbacks import EventReceiver
-from .peer import check_retry, locator_key
+from .peer import check_retry, lookup_keys
 from .peerset import PeerSet
 from .view import MergedView, Teller
 
@@ -178,7 +177,7 @@ class LookupCache:
             raise TypeError(f"expected a ServiceTemplate, got {type(template).__name__}")
         if groups is not None and discovery is not None:
             raise TypeError("give groups or a discovery, not both")
-        uris = _lookup_uris(lookups, allow_none=groups is not None or discovery is not None)
+        uris = lookup_keys(lookups, allow_none=groups is not None or discovery is not None)
         if retry_delay is not None:
             if retry_initial is not None:
                 raise TypeError("give retry_initial or its older name retry_delay, not both")
@@ -264,7 +263,7 @@ class LookupCache:
         Raises:
             TypeError: one that is not a proxy or URI (nothing is added then).
         """
-        self._followers.add(_lookup_uris(lookups, allow_none=True))
+        self._followers.add(lookup_keys(lookups, allow_none=True))
 
     def remove_lookups(self, lookups: Any) -> None:
         """Stop following these lookup services (those not followed are ignored): what only they
@@ -274,7 +273,7 @@ class LookupCache:
         Raises:
             TypeError: one that is not a proxy or URI (nothing is removed then).
         """
-        self._followers.remove(_lookup_uris(lookups, allow_none=True))
+        self._followers.remove(lookup_keys(lookups, allow_none=True))
 
     def subscribed(self) -> list[str]:
         """The URIs of the lookup services whose subscription is live, snapshot in."""
@@ -335,24 +334,3 @@ class LookupCache:
                 return  # held back for a snapshot on its way, or an earlier subscription's
             self._condition.notify_all()
         self._teller.tell()
-
-
-def _lookup_uris(lookups: Any, *, allow_none: bool = False) -> list[str]:
-    """The URIs of one lookup service or several, in order, each once (none: an error unless allowed)."""
-    if isinstance(lookups, (str, Pyro5.core.URI, Pyro5.client.Proxy, LookupGroup)):
-        given = [lookups]
-    else:
-        try:
-            given = list(lookups)
-        except TypeError:
-            raise TypeError(f"lookups must be a lookup service's proxy or URI, or a list of them, "
-                            f"got {type(lookups).__name__}") from None
-    if not given and not allow_none:
-        raise ValueError("give at least one lookup service (or discovery groups)")
-    uris: dict[str, None] = {}
-    for lookup in given:
-        try:
-            uris[locator_key(lookup)] = None
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"a lookup service is a proxy or URI, or a LookupGroup, got {lookup!r:.80}") from exc
-    return list(uris)

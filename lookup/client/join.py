@@ -39,7 +39,7 @@ from ..item import ServiceItem, type_names, uri_of
 from ..ownership import service_id_for
 from ..registration import ServiceRegistration
 from .joinpeer import Joined, JoinPeer
-from .peer import check_retry, locator_key
+from .peer import check_retry, lookup_keys
 from .peerset import PeerSet
 
 __all__ = ["JoinManager"]
@@ -60,7 +60,7 @@ class JoinManager:
         types: type names or classes the service is registered under
             (default: the names of the service's class and its bases).
         attributes: its attribute entries.
-        lookups: the lookup services, as Pyro5 proxies or URIs.
+        lookups: the lookup services: one, or several, each a Pyro5 proxy or URI, or a LookupGroup.
         service_id: the id to register under (default: the first lookup
             service assigns one, with its secret, and every other registration
             reuses both). An id chosen here without ``secret`` is the
@@ -114,7 +114,7 @@ class JoinManager:
         self._joined = Joined(ServiceItem(_proved_id(service_id, secret), uri, types, attributes), secret)
         self._lease_duration = check_duration(lease_duration)
         self._retry = check_retry(retry_initial, retry_max)
-        uris = [_locator_uri(locator) for locator in lookups]  # all checked before any thread starts
+        uris = lookup_keys(lookups, allow_none=True)  # all checked before any thread starts
         self._clock = clock
         self._owns_renewals = renewal_manager is None
         self._renewals = renewal_manager if renewal_manager is not None else LeaseRenewalManager(clock=clock)
@@ -193,15 +193,15 @@ class JoinManager:
             return self._condition.wait_for(lambda: self._joined.times_registered >= total or self._keepers.closed,
                                             timeout) and self._joined.times_registered >= total
 
-    def add_lookups(self, lookups: Iterable[Any]) -> None:
+    def add_lookups(self, lookups: Any) -> None:
         """Also register with these lookup services (those already kept are ignored).
 
         Raises:
             TypeError: one that is not a proxy, URI or LookupGroup (nothing is added then).
         """
-        self._keepers.add([_locator_uri(lookup) for lookup in lookups])
+        self._keepers.add(lookup_keys(lookups, allow_none=True))
 
-    def remove_lookups(self, lookups: Iterable[Any]) -> None:
+    def remove_lookups(self, lookups: Any) -> None:
         """Stop keeping these lookup services (those not kept are ignored). Their registrations are
         no longer renewed, and end there when their leases run out; they are not cancelled (a lookup
         service let go is usually one that cannot be reached).
@@ -209,7 +209,7 @@ class JoinManager:
         Raises:
             TypeError: one that is not a proxy, URI or LookupGroup (nothing is removed then).
         """
-        self._keepers.remove([_locator_uri(lookup) for lookup in lookups])
+        self._keepers.remove(lookup_keys(lookups, allow_none=True))
 
     def add_attributes(self, entries: Sequence[Entry]) -> None:
         """Add attributes here and at every lookup service."""
@@ -277,11 +277,3 @@ def _proved_id(service_id: str | None, secret: str | None) -> str | None:
     if service_id is not None and service_id != proved:
         raise ValueError(f"the secret given proves the service id {proved}, not {service_id!r:.80}")
     return proved
-
-
-def _locator_uri(locator: Any) -> str:
-    try:
-        return locator_key(locator)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"a locator is a lookup service's proxy or URI, or a LookupGroup, got {locator!r:.80}") \
-            from exc

@@ -19,6 +19,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import Pyro5.client
+import Pyro5.core
+
 from landlord import (
     Backoff,
     Clock,
@@ -34,7 +37,7 @@ from landlord.transport.verdicts import Verdict, classify
 from ..discovery.unicast import LookupGroup
 from ..item import uri_of
 
-__all__ = ["PeerThread", "Plan", "check_retry", "locator_key", "leader_proxy", "discard_locator"]
+__all__ = ["PeerThread", "Plan", "check_retry", "locator_key", "lookup_keys", "leader_proxy", "discard_locator"]
 
 GROUP_SEPARATOR = ","  # a replicated lookup service is known by its replicas' URIs, joined by this
 
@@ -186,6 +189,33 @@ def locator_key(locator: Any) -> str:
     if isinstance(locator, LookupGroup):
         return GROUP_SEPARATOR.join(locator.uris)
     return uri_of(locator)
+
+
+def lookup_keys(lookups: Any, *, allow_none: bool = False) -> list[str]:
+    """The keys (:func:`locator_key`) of one lookup service or several, in order, each once: what a
+    JoinManager's and a LookupCache's ``lookups`` (and their ``add_lookups``, ``remove_lookups``) take.
+
+    Raises:
+        TypeError: one that is not a proxy, URI or LookupGroup, or ``lookups`` neither one nor several.
+        ValueError: none given, unless ``allow_none``.
+    """
+    if isinstance(lookups, (str, Pyro5.core.URI, Pyro5.client.Proxy, LookupGroup)):
+        given = [lookups]
+    else:
+        try:
+            given = list(lookups)
+        except TypeError:
+            raise TypeError(f"lookups must be a lookup service's proxy or URI, or a list of them, "
+                            f"got {type(lookups).__name__}") from None
+    if not given and not allow_none:
+        raise ValueError("give at least one lookup service (or discovery groups)")
+    keys: dict[str, None] = {}
+    for lookup in given:
+        try:
+            keys[locator_key(lookup)] = None
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"a lookup service is a proxy or URI, or a LookupGroup, got {lookup!r:.80}") from exc
+    return list(keys)
 
 
 def leader_proxy(key: str) -> Any:

@@ -261,3 +261,15 @@ def test_a_failed_change_registers_a_chosen_id_again_with_its_live_lease_as_proo
             assert found.attributes == (Status(Status.WARNING),) and join.last_error is None
     finally:
         service.close()
+
+
+def test_a_join_manager_takes_one_lookup_service_as_the_caches_do() -> None:
+    first, second = (f"PYRO:lookup@127.0.0.1:{free_port()}" for _ in range(2))
+    with JoinManager("PYRO:svc@127.0.0.1:9", types=["x.Quoter"], lookups=first, lease_duration=30) as join:
+        join.add_lookups(second)  # one, not its characters
+        assert sorted(join.lookup_services()) == sorted([first, second])
+        join.remove_lookups(first)
+        assert join.lookup_services() == [second]
+        with pytest.raises(TypeError, match="a lookup service is a proxy or URI"):
+            join.add_lookups(["not a uri"])
+        assert join.lookup_services() == [second]  # nothing added

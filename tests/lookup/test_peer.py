@@ -12,7 +12,8 @@ import pytest
 from served_lookups import LogWatch
 
 from landlord import Backoff, FakeClock, PeerErrors
-from lookup.client.peer import PeerThread, check_retry
+from lookup.client.peer import PeerThread, check_retry, lookup_keys
+from lookup.discovery.unicast import LookupGroup
 
 URI = "PYRO:lookup@127.0.0.1:1"
 LOGGER = "test_peer.owner"
@@ -134,3 +135,17 @@ def test_check_retry() -> None:
     for initial, maximum in ((5, 1), (0, 1), (1, math.inf), (-1, 1), ("1", 2), (True, 2)):
         with pytest.raises(ValueError):
             check_retry(initial, maximum)
+
+
+def test_lookup_keys_takes_one_lookup_service_or_several_each_once() -> None:
+    first, second = "PYRO:lookup@127.0.0.1:4160", "PYRO:lookup@127.0.0.1:4161"
+    assert lookup_keys(first) == [first]  # one, not its characters
+    assert lookup_keys([first, second, first]) == [first, second]
+    assert lookup_keys(LookupGroup([first, second])) == [f"{first},{second}"]
+    assert lookup_keys([], allow_none=True) == []
+    with pytest.raises(ValueError, match="at least one"):
+        lookup_keys([])
+    with pytest.raises(TypeError, match="a list of them, got int"):
+        lookup_keys(4160)
+    with pytest.raises(TypeError, match="a lookup service is a proxy or URI"):
+        lookup_keys([first, "not a uri"])
