@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeAlias
 
 from .resource import LeasedResource
 
-__all__ = ["Endings", "FreeCallback", "FreeWithCookie"]
+__all__ = ["Endings", "FreeCallback", "FreeWithCookie", "takes_cookie"]
 
 log = logging.getLogger("landlord.manager")  # where these lines were logged before they moved here
 
@@ -92,7 +92,7 @@ class _Freeing:
 
     @classmethod
     def of(cls, callback: FreeCallback | None, name: str) -> _Freeing:
-        return cls(callback, callback is not None and _takes_cookie(callback), name)
+        return cls(callback, callback is not None and takes_cookie(callback), name)
 
     def free(self, ended: list[LeasedResource]) -> None:
         """Call the callback for each resource of each lease in ``ended``, logging what it raises."""
@@ -115,7 +115,7 @@ class _Freeing:
                     log.exception("%s failed for %r", self._name, leased)
 
 
-def _takes_cookie(callback: Callable[..., Any]) -> bool:
+def takes_cookie(callback: Callable[..., Any]) -> bool:
     """Whether ``callback`` has a parameter named ``cookie`` it can be given by keyword."""
     try:
         parameter = inspect.signature(callback).parameters.get("cookie")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import Pyro5.api
@@ -24,8 +25,9 @@ log = logging.getLogger("landlord.notices")  # its name before it moved
 
 NOTICE_TIMEOUT = 5.0  # seconds one delivery may take before the listener is given up on
 
-# a notice: the listener's URI, the method to call, its arguments, and what the notice is about (for the log)
-_Notice = tuple[str, str, tuple[Any, ...], str]
+# a notice: the listener (a URI, or an in-process object), the method to call, its arguments, what the
+# notice is about (for the log), and what to do if it cannot be delivered
+_Notice = tuple[Any, str, tuple[Any, ...], str, Callable[[], None] | None]
 
 
 class Notices:
@@ -48,15 +50,18 @@ class Notices:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def post(self, listener: str, method: str, args: tuple[Any, ...], about: str) -> None:
-        """Call ``method(*args)`` on the Pyro5 object at ``listener``, soon; ``about`` says what for."""
+    def post(self, listener: Any, method: str, args: tuple[Any, ...], about: str,
+             on_failure: Callable[[], None] | None = None) -> None:
+        """Call ``method(*args)`` on the Pyro5 object at ``listener`` (a URI; in-process, the object
+        itself), soon; ``about`` says what for; ``on_failure()`` is called (on the same thread) if the
+        call fails."""
         with self._lock:
             if self._closed:
                 return
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
-        self._queue.put((listener, method, args, about))
+        self._queue.put((listener, method, args, about, on_failure))
 
     def close(self) -> None:
         """Send what is queued, then stop (at most ``timeout`` per notice still queued)."""
@@ -69,14 +74,25 @@ class Notices:
 
     def _run(self) -> None:
         while (notice := self._queue.get()) is not None:
-            listener, method, args, about = notice
-            try:  # a connection of its own, closed after: listeners are many, notices rare
-                with Pyro5.api.Proxy(listener) as proxy:
-                    proxy._pyroTimeout = self._timeout
-                    getattr(proxy, method)(*args)
+            listener, method, args, about, on_failure = notice
+            try:
+                self._deliver(listener, method, args)
             except Exception as exc:
                 log.warning("could not tell %s that %s (%s: %s)%s", listener, about, type(exc).__name__, exc,
                             self._consequence)
+                if on_failure is not None:
+                    try:
+                        on_failure()
+                    except Exception:
+                        log.exception("after failing to tell %s that %s", listener, about)
+
+    def _deliver(self, listener: Any, method: str, args: tuple[Any, ...]) -> None:
+        if not isinstance(listener, str):  # in-process
+            getattr(listener, method)(*args)
+            return
+        with Pyro5.api.Proxy(listener) as proxy:  # a connection of its own, closed after: notices are rare
+            proxy._pyroTimeout = self._timeout
+            getattr(proxy, method)(*args)
 
 
 class RevocationNotices(Notices):
@@ -89,6 +105,7 @@ class RevocationNotices(Notices):
     def __init__(self, *, timeout: float = NOTICE_TIMEOUT) -> None:
         super().__init__(timeout=timeout, name="RevocationNotices", consequence="; it learns at its next renewal")
 
-    def send(self, listener: str, cookie: str, reason: str) -> None:
-        """Tell the holder's object at ``listener`` that the lease ``cookie`` was revoked, soon."""
+    def send(self, listener: Any, cookie: str, reason: str) -> None:
+        """Tell the holder's object at ``listener`` (a URI; in-process, the object) that the lease ``cookie`` was
+        revoked, soon."""
         self.post(listener, "revoked", (cookie, reason), f"lease {cookie[:6]}… was revoked")
