@@ -15,6 +15,14 @@ after a newer one: use it when the write happens in this process.
 :meth:`Fence.check` only checks and records, for a resource whose write is
 ordered by other means (a database transaction that re-checks the token).
 
+A token is an int of 0 to :data:`MAX_TOKEN` (2**63 - 1, SQLite's and etcd's
+largest integer, where the landlord keeps its tokens): what is not one is
+refused with ``TypeError`` or ``ValueError`` and changes nothing, so no
+argument a caller can send (a bool, a float, a huge int) moves the fence
+further than a token could. A fence counts what it accepted and what it
+refused as stale (:meth:`Fence.counts`; :class:`landlord.metrics.FenceMetrics`
+exposes them). For other processes, serve it: :class:`landlord.RemoteFence`.
+
 Imports the standard library and the errors alone: ``import landlord`` stays light.
 """
 
@@ -26,7 +34,9 @@ from contextlib import contextmanager
 
 from .errors import StaleTokenError
 
-__all__ = ["Fence"]
+__all__ = ["Fence", "MAX_TOKEN"]
+
+MAX_TOKEN = 2**63 - 1  # the largest fencing token: SQLite's (and etcd's) largest integer
 
 
 class Fence:
@@ -44,6 +54,7 @@ class Fence:
         if highest is not None:
             _check_token(highest)
         self._highest = highest
+        self._accepted = self._refused = 0
         # reentrant: a guarded operation may check the same fence again (a nested write)
         self._lock = threading.RLock()
 
@@ -51,6 +62,12 @@ class Fence:
     def highest(self) -> int | None:
         """The highest token accepted (what to store for a restart), or ``None``."""
         return self._highest
+
+    def counts(self) -> dict[str, int]:
+        """How many checks it accepted and refused as stale so far: ``{"accepted": n, "refused": m}``
+        (what is not a token is neither: it never reached the fence)."""
+        with self._lock:
+            return {"accepted": self._accepted, "refused": self._refused}
 
     def check(self, token: int) -> int:
         """Accept ``token`` if it is at least the highest accepted, and make it the highest.
@@ -60,15 +77,17 @@ class Fence:
 
         Raises:
             TypeError: ``token`` is not an int (a bool is not).
-            ValueError: ``token`` is below 0.
+            ValueError: ``token`` is below 0 or above :data:`MAX_TOKEN`.
             StaleTokenError: ``token`` is below the highest accepted (nothing changes).
         """
         _check_token(token)
         with self._lock:
             if self._highest is not None and token < self._highest:
+                self._refused += 1
                 raise StaleTokenError(f"fencing token {token} is stale: {self._highest} was accepted",
                                       token, self._highest)
             self._highest = token
+            self._accepted += 1
         return token
 
     @contextmanager
@@ -90,4 +109,6 @@ def _check_token(token: object) -> None:
     if not isinstance(token, int) or isinstance(token, bool):
         raise TypeError(f"a fencing token is an int, got {type(token).__name__}")
     if token < 0:
-        raise ValueError(f"a fencing token is not negative, got {token}")
+        raise ValueError("a fencing token is not negative")  # the value not shown: a huge int has no str
+    if token > MAX_TOKEN:
+        raise ValueError(f"a fencing token is at most {MAX_TOKEN} (2**63 - 1)")

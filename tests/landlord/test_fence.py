@@ -12,6 +12,7 @@ import pytest
 
 import landlord
 from landlord import Fence, LeaseError, StaleTokenError
+from landlord.fence import MAX_TOKEN
 
 
 def test_tokens_at_least_the_highest_are_accepted_and_older_ones_refused() -> None:
@@ -80,6 +81,33 @@ def test_what_is_not_a_token_is_refused_and_changes_nothing(token: object, error
         with pytest.raises(error, match="fencing token"):
             Fence(highest=token)  # type: ignore[arg-type]
     assert fence.highest == 2
+
+
+@pytest.mark.parametrize("token", [MAX_TOKEN + 1, 2**64, 10**5000, -(10**5000)],
+                         ids=["2**63", "2**64", "10**5000", "-10**5000"])
+def test_an_int_beyond_what_a_landlord_grants_is_refused_and_moves_nothing(token: int) -> None:
+    # a huge int accepted would have refused every real token after it, and one of more than 4,300
+    # digits has no str (Python 3.11+): its error would not even have been a StaleTokenError
+    fence = Fence(highest=2)
+    with pytest.raises(ValueError, match="fencing token is (at most|not negative)"):
+        fence.check(token)
+    assert fence.highest == 2 and fence.check(MAX_TOKEN) == MAX_TOKEN
+    with pytest.raises(StaleTokenError):
+        fence.check(2)
+
+
+def test_a_fence_counts_what_it_accepted_and_what_it_refused_as_stale() -> None:
+    fence = Fence()
+    assert fence.counts() == {"accepted": 0, "refused": 0}
+    fence.check(3)
+    with fence.guard(3):
+        pass
+    for token in (1, 2):
+        with pytest.raises(StaleTokenError):
+            fence.check(token)
+    with pytest.raises(TypeError):
+        fence.check("4")  # type: ignore[arg-type]  (not a token: never reached the fence)
+    assert fence.counts() == {"accepted": 2, "refused": 2}
 
 
 def test_threads_with_random_tokens_never_land_a_token_below_one_accepted_before() -> None:
