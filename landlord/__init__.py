@@ -8,13 +8,14 @@ results and lease errors cross the wire as themselves.
 
 ``import landlord`` loads the holder's core alone: leases, the renewal
 manager, the wire and TLS, and the resource's side of fencing (:class:`Fence`,
-which imports nothing more). Everything else loads on first use of its name
-(:data:`_LAZY`, PEP 562): the grantor (``Landlord``, its manager, policies,
-reapers, the SQLite store), so that a holder process loads none of it; and
-the extras: serving (``serve_landlord``, ``serve_replica``: the guarded
-server, admin, metrics beside), replication (``ReplicatedLandlord``:
-election, the etcd store), the renewal service and its client, and the
-revocation receiver.
+:mod:`landlord.fence`, which imports nothing more). Everything else loads on
+first use of its name (:data:`_LAZY`, PEP 562): the grantor (``Landlord``, its
+manager, policies, reapers, the SQLite store), so that a holder process loads
+none of it; and the extras: serving (``serve_landlord``, ``serve_replica``:
+the guarded server, admin, metrics beside), replication
+(``ReplicatedLandlord``: election, the etcd store), the renewal service and
+its client, the revocation receiver, and the fence served to other processes
+(``RemoteFence``, :mod:`landlord.remotefence`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # for the type checker: at run time these load on first use (
     from .holder.claiminbox import ClaimInbox
     from .holder.revocations import RevocationReceiver
     from .recipe.lock import Lock, Semaphore
+    from .remotefence import RemoteFence
     from .renewalservice.client import RenewalSetClient, RenewalSetListener
     from .renewalservice.service import LeaseRenewalService
     from .replication.replicated import ReplicatedLandlord
@@ -76,6 +78,8 @@ _LAZY = {
     "serve_landlord": "serving", "serve_replica": "serving",
     # the recipes on named leases
     "Lock": "recipe.lock", "Semaphore": "recipe.lock", "ClaimInbox": "holder.claiminbox",
+    # the resource's side of fencing, served to other processes
+    "RemoteFence": "remotefence",
 }
 
 
@@ -101,7 +105,7 @@ __all__ = [
     "ANY", "FOREVER", "check_duration", "check_callback_uri", "check_callback_hosts",
     "Lease", "AbstractLease", "BatchableLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
-    "Fence", "StaleTokenError", "Lock", "Semaphore", "ClaimInbox",
+    "Fence", "RemoteFence", "StaleTokenError", "Lock", "Semaphore", "ClaimInbox",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
     "LeaseManager",
     "LeaseHooks", "RevocationReceiver",

@@ -22,7 +22,7 @@ EXTRAS = ("landlord.replication", "landlord.replication.election", "landlord.rep
           "landlord.renewalservice.ledger", "landlord.renewalservice.client", "landlord.serving",
           "landlord.transport.frameserver", "landlord.transport.admission", "landlord.transport.workers",
           "landlord.transport.connection", "landlord.transport.refusals", "landlord.transport.budget",
-          "landlord.transport.multiplex", "landlord.holder.revocations",
+          "landlord.transport.multiplex", "landlord.holder.revocations", "landlord.remotefence",
           "landlord.testing",
           "landlord.testing.etcd", "lookup.service.replicated", "lookup.service.server", "pyetcd", "prometheus_client")
 
