@@ -1,8 +1,9 @@
-"""Prometheus metrics of a landlord, with health checks over HTTP: :class:`LeaseMetrics`, :func:`serve_metrics`.
+"""Prometheus metrics of a landlord, and of fences, with health checks over HTTP: :class:`LeaseMetrics`,
+:class:`Metrics`, :func:`serve_metrics`.
 
 Needs the ``metrics`` extra (``pip install 'landlord[metrics]'``, which is
 prometheus-client). Importing this module does not: making a
-:class:`LeaseMetrics` does, and says so if it is missing. ``import landlord``
+:class:`LeaseMetrics` (or :class:`Metrics`) does, and says so if it is missing. ``import landlord``
 never imports this module.
 
 Serving a landlord with its metrics is one option::
@@ -36,7 +37,28 @@ Prometheus text format:
 - ``landlord_transport_refused_total{rule}``: connections and messages its
   guarded server refused, by the rule broken (``deadline``, ``too large``,
   ``serializer``, ``connections``, ...; see :mod:`landlord.transport.framing`), read from
-  the server when scraped.
+  the server when scraped;
+- named leases (:meth:`~landlord.Landlord.acquire`; locks, semaphores):
+  ``landlord_names_acquired_total`` (every grant of a name, at once or after
+  waiting), ``landlord_names_waits_total`` (requests that had to wait),
+  ``landlord_names_handed_over_total`` (grants to a waiter: its turn came),
+  ``landlord_names_refused_total`` (requests refused: held and no wait, too
+  many names or waiters, the policy), ``landlord_names_wait_timeouts_total``.
+
+The resource's side counts too. Fences (:class:`~landlord.Fence`,
+:class:`~landlord.RemoteFence`, or anything with such ``counts()``) are
+counted by :meth:`Metrics.count_fence`, read when scraped:
+
+- ``landlord_fence_checks_total{fence, outcome}``: checks ``accepted``,
+  ``refused`` (a stale token: a write a lost holder tried), and ``invalid``
+  (a call that carried no token; a served fence's only).
+
+A process that serves a fence and no landlord counts it in a plain
+:class:`Metrics`, and serves those::
+
+    metrics = Metrics().count_fence(fence, "orders")
+    serve_object(RemoteFence(fence), "0.0.0.0", 4180, object_id="fence.orders",
+                 metrics=metrics, metrics_port=9180)
 
 What it costs a renewal: renewals come to the hooks in batches, and each
 batch is one ``inc`` and one ``observe``, whatever its size (measured by
@@ -56,7 +78,7 @@ import logging
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from .errors import LeaseDeniedError, UnknownLeaseError
 from .grantor.hooks import HookFanout, LeaseHooks
@@ -68,15 +90,18 @@ if TYPE_CHECKING:
 
     from .grantor.resource import LeasedResource
 
-__all__ = ["LeaseMetrics", "MetricsEndpoint", "serve_metrics", "find_metrics", "require_prometheus",
-           "check_metrics_port", "RENEWAL_BUCKETS", "DENIAL_REASONS"]
+__all__ = ["Metrics", "LeaseMetrics", "CountedFence", "MetricsEndpoint", "serve_metrics", "find_metrics",
+           "require_prometheus", "check_metrics_port", "RENEWAL_BUCKETS", "DENIAL_REASONS", "FENCE_OUTCOMES"]
 
 log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound="Metrics")
 
 # seconds: a renewal is answered in tens of microseconds in-process, a batch of 10,000 in tens of
 # milliseconds, and one that waits on a store's lock may take a second
 RENEWAL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 DENIAL_REASONS = ("denied", "unknown", "other")
+FENCE_OUTCOMES = ("accepted", "refused", "invalid")  # what landlord_fence_checks_total counts, by outcome
 REQUEST_TIMEOUT = 10.0  # seconds a client of the endpoint may take to send its request
 JOIN_TIMEOUT = 5.0  # seconds close() waits for the endpoint's thread
 
@@ -93,7 +118,84 @@ def require_prometheus() -> None:
         raise ImportError("landlord's metrics need prometheus-client: pip install 'landlord[metrics]'") from exc
 
 
-class LeaseMetrics(LeaseHooks):
+class CountedFence(Protocol):
+    """What :meth:`Metrics.count_fence` reads: a :class:`~landlord.Fence`, a :class:`~landlord.RemoteFence`,
+    or a resource's own fence (``examples/fenced_sqlite``)."""
+
+    def counts(self) -> Mapping[str, int]:
+        """Checks so far by outcome (``accepted``, ``refused``; ``invalid`` where calls may carry no token)."""
+
+
+class Metrics:
+    """A Prometheus registry of its own, served by :func:`serve_metrics`: what its server refused
+    (:meth:`count_refusals`) and its fences' checks (:meth:`count_fence`), read when scraped. A
+    process that serves fences and no landlord serves one of these; a landlord's
+    :class:`LeaseMetrics` is one too.
+
+    Raises:
+        ImportError: prometheus-client is not installed.
+    """
+
+    def __init__(self) -> None:
+        require_prometheus()
+        from prometheus_client import CollectorRegistry
+
+        self.registry: CollectorRegistry = CollectorRegistry()
+        self._refusals: Callable[[], Mapping[str, int]] | None = None
+        self._fences: dict[str, CountedFence] = {}
+        self._fences_lock = threading.Lock()
+        self.registry.register(_RefusalCollector(self))
+        self.registry.register(_FenceCollector(self))
+
+    def count_refusals(self, refusals: Callable[[], Mapping[str, int]] | None) -> None:
+        """Read, when scraped, what its server refused so far by rule (``None``: nothing), as
+        ``landlord_transport_refused_total{rule}`` (see :attr:`landlord.transport.frameserver.FrameServer.refusals`).
+        Read at scrape time only: a refusal costs the server nothing more."""
+        self._refusals = refusals
+
+    def refused(self) -> dict[str, int]:
+        """What its server has refused so far, by rule (empty when not counting)."""
+        reading = self._refusals
+        return dict(reading()) if reading is not None else {}
+
+    def count_fence(self: M, fence: CountedFence, name: str = "fence") -> M:
+        """Read ``fence``'s checks when scraped, as ``landlord_fence_checks_total{fence=name, outcome}``
+        (a check costs the fence nothing more); return these metrics.
+
+        Raises:
+            TypeError: ``fence`` has no ``counts()``, or ``name`` is not a str.
+            ValueError: ``name`` is empty, or counts another fence already.
+        """
+        if not callable(getattr(fence, "counts", None)):
+            raise TypeError(f"a fence to count has counts(), got {type(fence).__name__}")
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        if not name:
+            raise ValueError("name is empty")
+        with self._fences_lock:
+            if self._fences.get(name, fence) is not fence:
+                raise ValueError(f"these metrics count another fence named {name!r}")
+            self._fences[name] = fence
+        return self
+
+    def fence_counts(self) -> dict[str, dict[str, int]]:
+        """Each fence counted, by name: its checks by outcome, as read now."""
+        with self._fences_lock:
+            fences = dict(self._fences)
+        return {name: dict(fence.counts()) for name, fence in sorted(fences.items())}
+
+    def answering(self) -> bool:
+        """Whether what these metrics watch answers (``/readyz`` asks): here, always."""
+        return True
+
+    def exposition(self) -> bytes:
+        """The metrics in the Prometheus text format, as ``/metrics`` answers them."""
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+
+class LeaseMetrics(Metrics, LeaseHooks):
     """A landlord's counters, gauge and renewal latency in a Prometheus registry of their own.
 
     Give it to a landlord as its hooks (``Landlord(hooks=metrics)``) or let
@@ -110,10 +212,9 @@ class LeaseMetrics(LeaseHooks):
     """
 
     def __init__(self, *, buckets: Sequence[float] = RENEWAL_BUCKETS) -> None:
-        require_prometheus()
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        super().__init__()
+        from prometheus_client import Counter, Gauge, Histogram
 
-        self.registry: CollectorRegistry = CollectorRegistry()
         registry = self.registry
         self._granted = Counter("landlord_leases_granted", "Leases granted.", registry=registry)
         self._renewed = Counter("landlord_leases_renewed", "Renewals granted, each lease of a batch counted.",
@@ -134,21 +235,14 @@ class LeaseMetrics(LeaseHooks):
         self._latency = Histogram("landlord_renewal_duration_seconds",
                                   "Seconds the landlord took to answer one renewal call (renew, or a whole renew_all).",
                                   buckets=list(buckets), registry=registry)
+        self._names = {what: Counter(f"landlord_names_{what}", help, registry=registry) for what, help in (
+            ("acquired", "Grants of a name (a lock, a semaphore's place), at once or after waiting."),
+            ("waits", "Requests for a name that had to wait."),
+            ("handed_over", "Grants of a name to a waiter whose turn came."),
+            ("refused", "Requests for a name refused: held and no wait, too many names or waiters, the policy."),
+            ("wait_timeouts", "Waits for a name that timed out."))}
         self._lock = threading.Lock()
         self._watched: Landlord | ReplicatedLandlord | None = None
-        self._refusals: Callable[[], Mapping[str, int]] | None = None
-        registry.register(_RefusalCollector(self))
-
-    def count_refusals(self, refusals: Callable[[], Mapping[str, int]] | None) -> None:
-        """Read, when scraped, what its server refused so far by rule (``None``: nothing), as
-        ``landlord_transport_refused_total{rule}`` (see :attr:`landlord.transport.frameserver.FrameServer.refusals`).
-        Read at scrape time only: a refusal costs the server nothing more."""
-        self._refusals = refusals
-
-    def refused(self) -> dict[str, int]:
-        """What its server has refused so far, by rule (empty when not counting)."""
-        reading = self._refusals
-        return dict(reading()) if reading is not None else {}
 
     # -- attaching --------------------------------------------------------------------------------
 
@@ -235,11 +329,19 @@ class LeaseMetrics(LeaseHooks):
     def renewals_served(self, count: int, seconds: float) -> None:
         self._latency.observe(seconds)
 
-    def exposition(self) -> bytes:
-        """The metrics in the Prometheus text format, as ``/metrics`` answers them."""
-        from prometheus_client import generate_latest
+    def name_acquired(self, name: str, token: int, waited: bool) -> None:
+        self._names["acquired"].inc()
+        if waited:
+            self._names["handed_over"].inc()
 
-        return generate_latest(self.registry)
+    def name_queued(self, name: str) -> None:
+        self._names["waits"].inc()
+
+    def name_refused(self, name: str, error: Exception) -> None:
+        self._names["refused"].inc()
+
+    def name_timed_out(self, name: str) -> None:
+        self._names["wait_timeouts"].inc()
 
     def __repr__(self) -> str:
         return f"LeaseMetrics(landlord={self._watched!r:.80})"
@@ -248,7 +350,7 @@ class LeaseMetrics(LeaseHooks):
 class _RefusalCollector:
     """``landlord_transport_refused_total{rule}``, read from the server when scraped."""
 
-    def __init__(self, metrics: LeaseMetrics) -> None:
+    def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
 
     def collect(self) -> Iterator[Any]:
@@ -259,6 +361,28 @@ class _RefusalCollector:
                                      "connections, ...).", labels=["rule"])
         for rule, count in sorted(self._metrics.refused().items()):
             family.add_metric([rule], count)
+        yield family
+
+    def describe(self) -> list[Any]:
+        return []  # read when scraped: nothing to check at registration
+
+
+class _FenceCollector:
+    """``landlord_fence_checks_total{fence, outcome}``, read from the fences when scraped."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily
+
+        family = CounterMetricFamily("landlord_fence_checks", "Fencing tokens checked by a fence, by outcome: "
+                                     "accepted, refused (stale: a lost holder's write), invalid (no token).",
+                                     labels=["fence", "outcome"])
+        for name, counts in self._metrics.fence_counts().items():
+            for outcome in FENCE_OUTCOMES:
+                if outcome in counts:
+                    family.add_metric([name, outcome], counts[outcome])
         yield family
 
     def describe(self) -> list[Any]:
@@ -324,7 +448,7 @@ class MetricsEndpoint:
         return f"MetricsEndpoint({self.url!r})"
 
 
-def serve_metrics(metrics: LeaseMetrics, host: str = "127.0.0.1", port: int = 0, *,
+def serve_metrics(metrics: Metrics, host: str = "127.0.0.1", port: int = 0, *,
                   is_ready: Callable[[], bool] | None = None) -> MetricsEndpoint:
     """Answer HTTP at ``host:port`` from now until the endpoint is closed, on a daemon thread:
 
@@ -340,12 +464,12 @@ def serve_metrics(metrics: LeaseMetrics, host: str = "127.0.0.1", port: int = 0,
         is_ready: what ``/readyz`` asks (default: ``metrics.answering``).
 
     Raises:
-        TypeError: ``metrics`` is not a LeaseMetrics.
+        TypeError: ``metrics`` is not :class:`Metrics` (a :class:`LeaseMetrics`, say).
         ValueError: ``port`` is not 0 to 65535.
         OSError: the address is in use or cannot be bound.
     """
-    if not isinstance(metrics, LeaseMetrics):
-        raise TypeError(f"expected a LeaseMetrics, got {type(metrics).__name__}")
+    if not isinstance(metrics, Metrics):
+        raise TypeError(f"expected Metrics (a LeaseMetrics, say), got {type(metrics).__name__}")
     check_metrics_port(port, name="port")
     ready = is_ready if is_ready is not None else metrics.answering
     return MetricsEndpoint(_MetricsServer((host, port), metrics, ready))
@@ -365,7 +489,7 @@ def check_metrics_port(port: object, *, name: str = "metrics_port") -> int:
 class _MetricsServer(http.server.ThreadingHTTPServer):
     daemon_threads = True  # a client that hangs on never holds up the process's exit
 
-    def __init__(self, address: tuple[str, int], metrics: LeaseMetrics, is_ready: Callable[[], bool]) -> None:
+    def __init__(self, address: tuple[str, int], metrics: Metrics, is_ready: Callable[[], bool]) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.metrics = metrics
         self.is_ready = is_ready

@@ -99,7 +99,7 @@ from .transport.framing import FrameLimits
 from .transport.multiplex import greet_when_spoken
 
 if TYPE_CHECKING:  # imported when metrics are asked for: import landlord never loads them
-    from .metrics import LeaseMetrics, MetricsEndpoint
+    from .metrics import LeaseMetrics, Metrics, MetricsEndpoint
 
 try:  # not on Windows
     import resource
@@ -408,7 +408,7 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                  advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
                  threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                  ready: Callable[[str], None] | None = None, name: str = "object", details: str = "",
-                 announce: bool = True, metrics: LeaseMetrics | None = None, metrics_host: str | None = None,
+                 announce: bool = True, metrics: Metrics | None = None, metrics_host: str | None = None,
                  metrics_port: int = 0, admin: LandlordAdmin | None = None, limits: FrameLimits | None = None,
                  workers: int = WORKERS) -> None:
     """Serve one Pyro5 object at ``host:port`` under ``object_id`` until
@@ -453,7 +453,9 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         details: more words for the first log line.
         announce: print the first log line's message to stdout (flushed),
             for whoever started the server; a closed stdout is no error.
-        metrics: serve these metrics and health checks too (attached by the caller).
+        metrics: serve these metrics and health checks too (attached by the caller): a landlord's
+            :class:`~landlord.metrics.LeaseMetrics`, or a :class:`~landlord.metrics.Metrics` counting
+            fences (:meth:`~landlord.metrics.Metrics.count_fence`) for a served :class:`~landlord.RemoteFence`.
         metrics_host: where the metrics listen (default: ``host``).
         metrics_port: their port (0: any free one).
         admin: serve this :class:`~landlord.admin.LandlordAdmin` on the same daemon, under its
@@ -498,7 +500,7 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
 
 
 def _check_options(server_type: str, threadpool_size: int, workers: int, limits: FrameLimits | None,
-                   object_id: str, tls: TLSConfig | None, metrics: LeaseMetrics | None, metrics_port: int) -> None:
+                   object_id: str, tls: TLSConfig | None, metrics: Metrics | None, metrics_port: int) -> None:
     """Refuse :func:`serve_object`'s bad options before anything is bound.
 
     Raises:
@@ -549,7 +551,7 @@ def _bound_daemon(host: str, port: int, nathost: str | None, server_type: str) -
 
 
 def _guard_or_greet(stack: contextlib.ExitStack, daemon: Pyro5.api.Daemon, server_type: str,
-                      limits: FrameLimits | None, workers: int, metrics: LeaseMetrics | None) -> None:
+                      limits: FrameLimits | None, workers: int, metrics: Metrics | None) -> None:
     """Make the daemon's server ``server_type``'s: guarded (its refusals counted in ``metrics`` while it
     serves), or multiplex greeting a connection only once it speaks."""
     if server_type == "guarded":
@@ -573,7 +575,7 @@ def _register(stack: contextlib.ExitStack, daemon: Pyro5.api.Daemon, obj: object
     return uri, admin_uri
 
 
-def _metrics_endpoint(stack: contextlib.ExitStack, metrics: LeaseMetrics | None, host: str, port: int,
+def _metrics_endpoint(stack: contextlib.ExitStack, metrics: Metrics | None, host: str, port: int,
                       answering: threading.Event, stop: threading.Event) -> MetricsEndpoint | None:
     """The metrics' HTTP endpoint, bound now and closed with the stack (none without ``metrics``);
     ready while ``answering`` is set, ``stop`` is not, and the metrics say the object answers."""

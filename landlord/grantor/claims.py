@@ -297,6 +297,8 @@ class Claims:
         """Record and tell each grant of ``changes`` (under the lock); return the revocations to
         make once the lock is let go (waits that timed out, grants that could not be written)."""
         revocations = [(waiter.cookie, f"waited for {waiter.name!r} too long") for waiter in changes.timed_out]
+        for waiter in changes.timed_out:
+            self._tell("name_timed_out", waiter.name)
         for grant in changes.granted:
             try:
                 leased = self._manager.get(grant.cookie)
@@ -308,10 +310,17 @@ class Claims:
                 revocations.extend(self._undo(grant))
                 continue
             log.debug("granted %r to %s… (token %d)", grant.name, grant.cookie[:6], grant.token)
+            self._tell("name_acquired", grant.name, grant.token, True)
             if claim.listener is not None:
                 self._notify(claim.listener, "granted", (grant.cookie, grant.token),
                              functools.partial(self._revoke, grant.cookie, "could not be told it holds its name"))
         return revocations
+
+    def _tell(self, hook: str, *args: Any) -> None:
+        """Tell the landlord's hooks (:mod:`landlord.grantor.hooks`; one that raises is logged)."""
+        hooks = self._manager.hooks
+        if hooks is not None:
+            getattr(hooks, hook)(*args)
 
     def _undo(self, grant: Grant) -> list[tuple[str, str]]:
         try:

@@ -10,6 +10,13 @@ reaper for expiries). A hook must be quick: a renewal waits for its hook.
 What a hook raises is logged and does not undo the change or stop the others.
 Renewals and expiries come in batches (one call per chunk of up to
 ``REAP_CHUNK`` leases), so an observer's cost per lease stays small.
+
+Named leases (:meth:`~landlord.Landlord.acquire`) are leases too, told as
+above; four more hooks say what became of the names asked for: held at once
+or after a wait (``name_acquired``), queued (``name_queued``), refused
+(``name_refused``), a wait that timed out (``name_timed_out``). Those told of a
+waiter (a grant to it, its timeout) are called under the landlord's lock of
+its named leases: quick, and never calling the landlord back.
 """
 
 from __future__ import annotations
@@ -51,6 +58,21 @@ class LeaseHooks:
 
     def renewals_served(self, count: int, seconds: float) -> None:
         """A renewal call for ``count`` leases took the landlord ``seconds`` to answer."""
+
+    def name_acquired(self, name: str, token: int, waited: bool) -> None:
+        """A named lease holds ``name`` now, with fencing token ``token``: granted at once (``waited``
+        false), or handed over to it after it waited (its turn came: a holder released, expired,
+        was evicted, or handed the name to it)."""
+
+    def name_queued(self, name: str) -> None:
+        """A request for ``name`` waits: the name is held (or closed by a lock-delay)."""
+
+    def name_refused(self, name: str, error: Exception) -> None:
+        """A request for ``name`` was refused (``error``, a :class:`~landlord.LeaseDeniedError`): the
+        name is held and the caller would not wait, too many names or waiters, or the policy said no."""
+
+    def name_timed_out(self, name: str) -> None:
+        """A wait for ``name`` timed out before its turn came (its lease is revoked)."""
 
 
 class HookFanout(LeaseHooks):
@@ -96,6 +118,22 @@ class HookFanout(LeaseHooks):
     def renewals_served(self, count: int, seconds: float) -> None:
         for hook in self.hooks:
             _guarded(hook.renewals_served, count, seconds)
+
+    def name_acquired(self, name: str, token: int, waited: bool) -> None:
+        for hook in self.hooks:
+            _guarded(hook.name_acquired, name, token, waited)
+
+    def name_queued(self, name: str) -> None:
+        for hook in self.hooks:
+            _guarded(hook.name_queued, name)
+
+    def name_refused(self, name: str, error: Exception) -> None:
+        for hook in self.hooks:
+            _guarded(hook.name_refused, name, error)
+
+    def name_timed_out(self, name: str) -> None:
+        for hook in self.hooks:
+            _guarded(hook.name_timed_out, name)
 
 
 def _guarded(call: object, *args: object) -> None:

@@ -497,8 +497,18 @@ class Landlord:
         claim = NameClaim(name, limit, lock_delay, check_value(value), listener, self.clock.time())
         duration = check_duration(duration)
         leased = LeasedResource(new_cookie(), 0.0, claim)
-        lease: LandlordLease = self.policy.lease_for(leased, duration)  # type: ignore[assignment]
-        token = self._claims.request(leased, wait=wait)
+        hooks = self._manager.hooks
+        try:
+            lease: LandlordLease = self.policy.lease_for(leased, duration)  # type: ignore[assignment]
+            token = self._claims.request(leased, wait=wait)
+        except LeaseDeniedError as exc:
+            if hooks is not None:
+                hooks.name_refused(name, exc)
+            raise
+        if hooks is not None and token is not None:
+            hooks.name_acquired(name, token, False)
+        elif hooks is not None:
+            hooks.name_queued(name)
         log.debug("%s %r: %r", "granted" if token is not None else "queued for", name, lease)
         return lease, token
 

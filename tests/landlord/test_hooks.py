@@ -1,4 +1,5 @@
-"""Lifecycle hooks (landlord.grantor.hooks): every grant, renewal, denial and end is told, once, in batches."""
+"""Lifecycle hooks (landlord.grantor.hooks): every grant, renewal, denial and end is told, once, in batches;
+and what became of each request for a name (acquired at once or after waiting, queued, refused, timed out)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from landlord import FakeClock, Landlord, LeaseDeniedError, LeasedResource, LeaseDurationPolicy, UnknownLeaseError
 from landlord.grantor.hooks import HookFanout, LeaseHooks
 from landlord.grantor.reapers import Reaper
+from landlord.testing import Recorder
 
 
 class Never(Reaper):
@@ -107,6 +109,62 @@ def test_a_failing_hook_is_logged_and_the_others_are_still_told(clock: FakeClock
     assert "broken hook" in caplog.text
     assert journal.events == [("granted", "room")]
     assert landlord.get_resource(lease.cookie) == "room"  # the grant stands
+
+
+class Names(LeaseHooks):
+    """Writes down what it is told of named leases."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[object, ...]] = []
+
+    def name_acquired(self, name: str, token: int, waited: bool) -> None:
+        self.events.append(("acquired", name, token, waited))
+
+    def name_queued(self, name: str) -> None:
+        self.events.append(("queued", name))
+
+    def name_refused(self, name: str, error: Exception) -> None:
+        self.events.append(("refused", name, type(error).__name__))
+
+    def name_timed_out(self, name: str) -> None:
+        self.events.append(("timed out", name))
+
+
+def test_what_became_of_each_request_for_a_name_is_told(clock: FakeClock) -> None:
+    class Broken(LeaseHooks):
+        def name_acquired(self, name: str, token: int, waited: bool) -> None:
+            raise RuntimeError("broken hook")
+
+    names = Names()
+    landlord = Landlord(clock=clock, reaper="lazy", hooks=[Broken(), names])
+    holder, token = landlord.acquire("orders", 10)
+    assert token is not None
+    with pytest.raises(LeaseDeniedError):
+        landlord.acquire("orders", 10)
+    first, _ = landlord.acquire("orders", 10, wait=5.0)
+    second, _ = landlord.acquire("orders", 10, wait=5.0)
+    landlord.cancel(holder.cookie)  # released: the first waiter's turn
+    landlord.cancel(second.cookie)  # a waiter that leaves: neither a grant nor a timeout
+    assert names.events == [("acquired", "orders", token, False), ("refused", "orders", "LeaseDeniedError"),
+                            ("queued", "orders"), ("queued", "orders"), ("acquired", "orders", token + 1, True)]
+    assert landlord.name_token(first.cookie) == token + 1  # a broken hook undoes nothing
+
+
+def test_a_wait_that_times_out_is_told_before_its_waiter_is_revoked(clock: FakeClock) -> None:
+    names = Names()
+    landlord = Landlord(clock=clock, reaper="lazy", hooks=names)
+    landlord.acquire("orders", 10)
+    waiter, _ = landlord.acquire("orders", 10, wait=2.0)
+    revoked = Recorder[str]()
+
+    class Watching(LeaseHooks):
+        def revoked(self, leased: LeasedResource, reason: str) -> None:
+            revoked(reason)
+
+    landlord.manager.add_hooks(Watching())
+    clock.advance(3)
+    assert "too long" in revoked.wait_for(1)[0]
+    assert names.events[-1] == ("timed out", "orders")
 
 
 def test_hooks_must_be_lease_hooks() -> None:

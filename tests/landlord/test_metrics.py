@@ -20,26 +20,33 @@ from collections.abc import Iterator
 import prometheus_client
 import Pyro5.api
 import pytest
-from conftest import Spawner
+from conftest import Spawner, free_port
 from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster  # noqa: F401
 from prometheus_client.parser import text_string_to_metric_families
 
 from landlord import (
+    FOREVER,
     FakeClock,
+    Fence,
     Landlord,
     LandlordLease,
     LeaseDeniedError,
     LeasedResource,
     LeaseDurationPolicy,
+    RemoteFence,
     ReplicatedLandlord,
+    StaleTokenError,
     serve_landlord,
 )
 from landlord.grantor.hooks import LeaseHooks
-from landlord.metrics import DENIAL_REASONS, LeaseMetrics, find_metrics, serve_metrics
+from landlord.holder.claiminbox import NameListener
+from landlord.metrics import DENIAL_REASONS, LeaseMetrics, Metrics, find_metrics, serve_metrics
+from landlord.serving import serve_object
 from landlord.testing import Recorder
 from landlord.testing.etcd import EtcdCluster
 
 COUNTERS = ("granted", "renewed", "cancelled", "expired", "revoked")
+NAME_COUNTERS = ("acquired", "waits", "handed_over", "refused", "wait_timeouts")
 UNKNOWN = "x" * 22  # a well-formed cookie no lease has
 METRICS_LINE = r"landlord metrics at (?P<url>http://\S+/metrics)"
 HTTP_TIMEOUT = 10.0
@@ -199,13 +206,123 @@ def test_the_exposition_names_and_types() -> None:
                 for family in text_string_to_metric_families(LeaseMetrics().exposition().decode())}
     expected = {f"landlord_leases_{name}": "counter" for name in (*COUNTERS, "denied")}
     expected |= {"landlord_leases_active": "gauge", "landlord_renewal_duration_seconds": "histogram",
-                 "landlord_transport_refused": "counter"}
+                 "landlord_transport_refused": "counter", "landlord_fence_checks": "counter"}
+    expected |= {f"landlord_names_{name}": "counter" for name in NAME_COUNTERS}
     assert {name: kind for name, kind in families.items() if not name.endswith("_created")} == expected
     text = LeaseMetrics().exposition().decode()
     for line in ("landlord_leases_granted_total 0.0", 'landlord_leases_denied_total{reason="unknown"} 0.0',
                  "# TYPE landlord_leases_active gauge",
                  'landlord_renewal_duration_seconds_bucket{le="0.00025"} 0.0'):
         assert line in text.splitlines()
+
+
+def name_counts(metrics: LeaseMetrics) -> dict[str, float | None]:
+    return {name: metrics.registry.get_sample_value(f"landlord_names_{name}_total") for name in NAME_COUNTERS}
+
+
+class Heard(NameListener):
+    """An in-process listener of named leases: what it was told, to wait on."""
+
+    def __init__(self) -> None:
+        self.told: Recorder[tuple[str, str, object]] = Recorder()
+
+    def granted(self, cookie: str, token: int) -> None:
+        self.told(("granted", cookie, token))
+
+    def revoked(self, cookie: str, reason: str) -> None:
+        self.told(("revoked", cookie, reason))
+
+
+def test_named_leases_are_counted_acquired_waits_handed_over_refused_and_timed_out(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    landlord = metrics.attach(Landlord(clock=clock, reaper="lazy")).landlord
+    assert isinstance(landlord, Landlord)
+    heard = Heard()
+    first, token = landlord.acquire("orders", 10)
+    assert token is not None
+    with pytest.raises(LeaseDeniedError):
+        landlord.acquire("orders", 10)  # held, and the caller would not wait
+    second, queued = landlord.acquire("orders", 10, wait=FOREVER, listener=heard)
+    impatient, also_queued = landlord.acquire("orders", 10, wait=2.0, listener=heard)
+    assert queued is None and also_queued is None
+    assert name_counts(metrics) == {"acquired": 1, "waits": 2, "handed_over": 0, "refused": 1, "wait_timeouts": 0}
+    clock.advance(3)  # the impatient waiter's wait times out: it is revoked, and told
+    assert heard.told.wait_for(1)[0][:2] == ("revoked", impatient.cookie)
+    landlord.cancel(first.cookie)  # released: the name goes to the next waiter at once
+    assert heard.told.wait_for(2)[1] == ("granted", second.cookie, token + 1)
+    assert name_counts(metrics) == {"acquired": 2, "waits": 2, "handed_over": 1, "refused": 1, "wait_timeouts": 1}
+    assert counts(metrics)["granted"] == 3  # named leases are leases, counted as such too (not the refused one)
+
+
+def test_a_semaphores_places_are_counted_each_and_a_policy_refusal_is_a_refused_name(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    landlord = metrics.attach(Landlord(policy=LeaseDurationPolicy(maximum=10), clock=clock, reaper="lazy")).landlord
+    assert isinstance(landlord, Landlord)
+    for _ in range(3):
+        landlord.acquire("pool", 10, limit=3)
+    with pytest.raises(LeaseDeniedError, match="held"):
+        landlord.acquire("pool", 10, limit=3)
+    with pytest.raises(ValueError):
+        landlord.acquire("pool", 10, limit=2)  # not a refusal: a request at odds with the name
+    assert name_counts(metrics) == {"acquired": 3, "waits": 0, "handed_over": 0, "refused": 1, "wait_timeouts": 0}
+
+
+def test_fences_are_counted_by_name_and_outcome_when_scraped() -> None:
+    orders, remote = Fence(), RemoteFence(Fence(highest=5))
+    metrics = Metrics().count_fence(orders, "orders").count_fence(remote, "ledger")
+    orders.check(2)
+    orders.check(3)
+    for stale in (1, 2):
+        with pytest.raises(StaleTokenError):
+            orders.check(stale)
+    with pytest.raises(StaleTokenError):
+        remote.check(4)
+    with pytest.raises(TypeError):
+        remote.check("5")  # type: ignore[arg-type]
+    assert metrics.fence_counts() == {"ledger": {"accepted": 0, "refused": 1, "invalid": 1},
+                                      "orders": {"accepted": 2, "refused": 2}}
+
+    def checks(fence: str, outcome: str) -> float | None:
+        return metrics.registry.get_sample_value("landlord_fence_checks_total", {"fence": fence, "outcome": outcome})
+
+    assert (checks("orders", "accepted"), checks("orders", "refused"), checks("orders", "invalid")) == (2, 2, None)
+    assert (checks("ledger", "refused"), checks("ledger", "invalid")) == (1, 1)
+    assert metrics.count_fence(orders, "orders") is metrics  # again: nothing more
+    with pytest.raises(ValueError, match="another fence"):
+        metrics.count_fence(Fence(), "orders")
+    with pytest.raises(TypeError, match="counts"):
+        metrics.count_fence(object(), "x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        metrics.count_fence(Fence(), "")
+    lease_metrics = LeaseMetrics().count_fence(orders, "orders")  # beside a landlord's, in one registry
+    assert isinstance(lease_metrics, LeaseMetrics) and "orders" in lease_metrics.fence_counts()
+
+
+def test_a_served_fence_is_scraped_over_http_with_its_refusals() -> None:
+    fence = Fence()
+    metrics = Metrics().count_fence(fence, "orders")
+    stop, ready = threading.Event(), Recorder[str]()
+    port = free_port()
+    thread = threading.Thread(target=serve_object, args=(RemoteFence(fence),),
+                              kwargs={"object_id": "fence.orders", "stop": stop, "ready": ready, "announce": False,
+                                      "metrics": metrics, "metrics_port": port})
+    thread.start()
+    try:
+        [uri] = ready.wait_for(1)
+        with Pyro5.api.Proxy(uri) as proxy:
+            proxy.check(7)
+            with pytest.raises(StaleTokenError):
+                proxy.check(6)
+        status, _, body = get(f"http://127.0.0.1:{port}/metrics")
+        lines = body.splitlines()
+        assert status == 200
+        assert 'landlord_fence_checks_total{fence="orders",outcome="accepted"} 1.0' in lines
+        assert 'landlord_fence_checks_total{fence="orders",outcome="refused"} 1.0' in lines
+        assert not [line for line in lines if line.startswith("landlord_leases")]  # no landlord here
+        assert get(f"http://127.0.0.1:{port}/readyz")[0] == 200
+    finally:
+        stop.set()
+        thread.join(30)
 
 
 def test_attach_refuses_what_it_cannot_count(clock: FakeClock) -> None:
