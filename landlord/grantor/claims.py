@@ -242,6 +242,8 @@ class Claims:
             now = self._clock.monotonic()
             end = self._table.expire if expired else self._table.release
             revocations = self._deliver(end(leased.cookie, now))
+            if self._table.next_deadline() is not None:
+                self._start_timer()  # a lock-delay began: the timer must wake to reopen the name
         self._revoke_all(revocations)
 
     def restore(self, restored: Sequence[LeasedResource]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import Pyro5.api
@@ -22,7 +23,10 @@ from landlord import (
     RenewResults,
     UnknownLeaseError,
 )
+from landlord.grantor.hooks import LeaseHooks
 from landlord.grantor.manager import LeasedResource
+from landlord.holder.claiminbox import NameListener
+from landlord.testing import FakeClock, Recorder
 from landlord.transport import proxies
 
 
@@ -335,3 +339,33 @@ def test_a_batch_over_max_batch_is_refused_over_the_wire_and_changes_nothing(roo
             getattr(proxy, method)(*args)
         assert landlord.manager.get(live.cookie).expiration == ends and freed == []
         assert proxy.renew_all(cookies[:MAX_BATCH], [10] * MAX_BATCH).granted[0] == 10.0  # the most it takes
+
+
+def test_a_waiter_holds_the_name_once_the_lock_delay_of_an_expired_holder_has_passed(clock: FakeClock) -> None:
+    # the lock-delay's end is a deadline of its own: the landlord's timer must wake for it, though no
+    # waiter has a timeout (it slept on, and the waiter waited until something else happened)
+    class Told(NameListener, LeaseHooks):
+        def __init__(self) -> None:
+            self.granted_tokens: Recorder[int] = Recorder()
+            self.ended: Recorder[str] = Recorder()
+
+        def granted(self, cookie: str, token: int) -> None:  # type: ignore[override]
+            self.granted_tokens(token)
+
+        def expired(self, leased: Sequence[LeasedResource]) -> None:
+            for each in leased:
+                self.ended(each.cookie)
+
+    told = Told()
+    landlord = Landlord(policy=LeaseDurationPolicy(maximum=60), clock=clock, hooks=told)
+    try:
+        holder, token = landlord.acquire("orders", 10, lock_delay=5.0)
+        landlord.acquire("orders", 60, wait=FOREVER, listener=told)
+        clock.advance(10)  # the holder's lease runs out (it may be paused, not dead): closed for 5 s
+        assert told.ended.wait_for(1) == [holder.cookie]
+        [orders] = landlord.names()
+        assert orders.holders == () and orders.closed_until == clock.monotonic() + 5.0
+        clock.advance(5)
+        assert told.granted_tokens.wait_for(1) == [token + 1]
+    finally:
+        landlord.close()
