@@ -14,9 +14,13 @@
 ``list`` prints the leases the landlord at ``H:P`` holds, earliest
 expiration first: the first 8 characters of each cookie (never the whole:
 the cookie is the capability to renew or cancel), the time left, how many
-resources are attached, and a short repr of the resource. ``evict`` ends the
+resources are attached, and a short repr of the resource; then, if the
+landlord has named leases (locks, semaphores), its names: each holder (a
+prefix of its cookie, its fencing token, time left, lock-delay, value), the
+waiters in order with the time their wait has left, and the names a
+lock-delay keeps closed. ``--limit`` bounds both. ``evict`` ends the
 lease whose cookie starts with ``PREFIX`` (8 characters or more) now, as a
-cancel would, and prints what it ended.
+cancel would, and prints what it ended; a named lease's holder hears at once.
 
 Both call the landlord's admin object (:mod:`landlord.admin`), served beside
 it when it is served with an admin token or admin names. Credentials: the

@@ -33,7 +33,8 @@ One job per module:
 - :mod:`~landlord.admin.server`: the remote object (:class:`LandlordAdmin`),
   :func:`admin_object_id`, :func:`register_admin`;
 - :mod:`~landlord.admin.client`: :class:`AdminClient`, :func:`find_admin`, the rows
-  it returns (:class:`AdminRow`, :class:`AdminListing`) and :func:`format_table`;
+  it returns (:class:`AdminRow`, :class:`AdminListing`; the named leases' :class:`NameRow`,
+  :class:`NameListing`) and :func:`format_table`, :func:`format_names`;
 - :mod:`~landlord.admin.commands`: the command line (:func:`add_admin_commands`,
   :func:`run_admin`, :func:`prefix_behind_dashes`, the argument types
   ``landlord/__main__.py`` and ``lookup/cli.py`` share).
@@ -52,7 +53,19 @@ as before the package was split.
 
 from __future__ import annotations
 
-from .client import DEFAULT_TIMEOUT, AdminClient, AdminListing, AdminRow, find_admin, format_table
+from .client import (
+    DEFAULT_TIMEOUT,
+    AdminClient,
+    AdminListing,
+    AdminRow,
+    NameHolder,
+    NameListing,
+    NameRow,
+    NameWaiter,
+    find_admin,
+    format_names,
+    format_table,
+)
 from .commands import (
     EVICT_OPTIONS,
     EXIT_FAILED,
@@ -89,6 +102,7 @@ from .server import LandlordAdmin, admin_object_id, register_admin
 
 __all__ = [
     "LandlordAdmin", "AdminClient", "AdminRefusedError", "AdminRow", "AdminListing", "Challenge",
+    "NameRow", "NameHolder", "NameWaiter", "NameListing", "format_names",
     "admin_object_id", "register_admin", "find_admin", "read_token", "check_token", "check_prefix", "admin_proof",
     "format_table", "add_admin_commands", "EVICT_OPTIONS", "prefix_behind_dashes", "run_admin",
     "ADMIN_PREFIX", "MIN_TOKEN_LENGTH", "MAX_TOKEN_LENGTH", "MIN_PREFIX", "PREFIX_SHOWN", "DEFAULT_LIMIT",

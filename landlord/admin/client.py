@@ -1,6 +1,7 @@
 """The client of a landlord's admin object: :class:`AdminClient` (the calls, each with a fresh proof of
 the admin token), :func:`find_admin` (which admin object a daemon serves), and what comes back
-(:class:`AdminRow`, :class:`AdminListing`, shown by :func:`format_table`).
+(:class:`AdminRow`, :class:`AdminListing`, shown by :func:`format_table`; the named leases'
+:class:`NameRow`, :class:`NameListing`, shown by :func:`format_names`).
 
 It imports :mod:`landlord.admin.protocol` (the proof, the checks), the wire and the
 transport's addresses, never the admin object's module (:mod:`landlord.admin.server`)
@@ -30,10 +31,11 @@ from .protocol import (
     clip,
 )
 
-__all__ = ["AdminClient", "AdminRow", "AdminListing", "find_admin", "format_table", "format_remaining",
-           "DEFAULT_TIMEOUT"]
+__all__ = ["AdminClient", "AdminRow", "AdminListing", "NameRow", "NameHolder", "NameWaiter", "NameListing",
+           "find_admin", "format_table", "format_names", "format_remaining", "DEFAULT_TIMEOUT", "NAME_WIDTH"]
 
 DEFAULT_TIMEOUT = 10.0  # seconds a call waits for the landlord
+NAME_WIDTH = 40  # characters of a name the table shows (a name has up to 256)
 
 
 class AdminRow(NamedTuple):
@@ -49,6 +51,45 @@ class AdminListing(NamedTuple):
     """An admin listing: the rows, earliest expiration first, and how many leases are held in all."""
 
     rows: list[AdminRow]
+    total: int
+
+
+class NameHolder(NamedTuple):
+    """A holder of a name, as an admin listing shows it."""
+
+    cookie: str  # the first PREFIX_SHOWN characters of its lease's cookie
+    token: int  # its fencing token
+    remaining: float  # seconds its lease has left
+    value: str | None  # what it shows others (an election's candidate), cut to RESOURCE_WIDTH
+    lock_delay: float  # seconds the name stays closed if its lease expires (or is evicted)
+
+
+class NameWaiter(NamedTuple):
+    """A waiter for a name, as an admin listing shows it."""
+
+    cookie: str
+    remaining: float  # seconds its lease has left (it waits through its lease)
+    wait: float  # seconds its wait has left (inf: as long as its lease lasts)
+    value: str | None
+    lock_delay: float
+
+
+class NameRow(NamedTuple):
+    """A name held, waited for, or closed by a lock-delay."""
+
+    name: str
+    limit: int  # holders at once: 1 for a lock
+    closed_for: float | None  # seconds a lock-delay keeps it closed, or None
+    holders: list[NameHolder]  # in the order they were granted
+    holders_total: int  # how many in all (more than shown when the listing was cut)
+    waiters: list[NameWaiter]  # in the order they will be granted
+    waiters_total: int
+
+
+class NameListing(NamedTuple):
+    """The names, by name, and how many there are in all."""
+
+    names: list[NameRow]
     total: int
 
 
@@ -129,6 +170,24 @@ class AdminClient:
         prefix = check_prefix(cookie_prefix)
         return _admin_row(self._proxy.evict(prefix, **self._credentials("evict", [prefix])))
 
+    def names(self, limit: int = DEFAULT_LIMIT) -> NameListing:
+        """The names held, waited for or closed, by name, in at most ``limit`` rows (a name, a holder
+        and a waiter are a row each), and how many names in all.
+
+        Raises:
+            TypeError, ValueError: ``limit`` not an int of 0 to ``MAX_LIMIT`` (checked before anything
+                is sent), or a malformed answer.
+            AttributeError: the admin object lists no names (a landlord of an earlier release).
+            AdminRefusedError: as :meth:`LandlordAdmin.names`.
+            Pyro5.errors.CommunicationError: the landlord cannot be reached.
+        """
+        limit = check_limit(limit)
+        answer = self._proxy.names(limit, **self._credentials("names", [limit]))
+        if not isinstance(answer, dict):
+            raise TypeError(f"malformed names listing: {type(answer).__name__}")
+        names, total = checked_fields(answer, "names listing", {"names": list, "total": int})
+        return NameListing([_name_row(row) for row in names], total)
+
     def list(self, limit: int = DEFAULT_LIMIT) -> AdminListing:
         """The first ``limit`` leases, earliest expiration first, and the total held.
 
@@ -144,6 +203,29 @@ class AdminClient:
             raise TypeError(f"malformed admin listing: {type(answer).__name__}")
         leases, total = checked_fields(answer, "admin listing", {"leases": list, "total": int})
         return AdminListing([_admin_row(row) for row in leases], total)
+
+
+def _name_row(data: object) -> NameRow:
+    if not isinstance(data, dict):
+        raise TypeError(f"malformed name row: {type(data).__name__}")
+    name, limit, closed_for, holders, holders_total, waiters, waiters_total = checked_fields(
+        data, "name row", {"name": str, "limit": int, "closed_for": (int, float, type(None)), "holders": list,
+                           "holders_total": int, "waiters": list, "waiters_total": int})
+    return NameRow(name, limit, None if closed_for is None else float(closed_for),
+                   [NameHolder(*_fields(holder, "holder", {"cookie": str, "token": int, "remaining": (int, float),
+                                                          "value": (str, type(None)), "lock_delay": (int, float)}))
+                    for holder in holders], holders_total,
+                   [NameWaiter(*_fields(waiter, "waiter", {"cookie": str, "remaining": (int, float),
+                                                          "wait": (int, float), "value": (str, type(None)),
+                                                          "lock_delay": (int, float)}))
+                    for waiter in waiters], waiters_total)
+
+
+def _fields(data: object, what: str, fields: dict[str, type | tuple[type, ...]]) -> list[Any]:
+    if not isinstance(data, dict):
+        raise TypeError(f"malformed {what}: {type(data).__name__}")
+    return [float(value) if isinstance(value, int) and fields[name] == (int, float) else value
+            for name, value in zip(fields, checked_fields(data, what, fields))]
 
 
 def _admin_row(data: object) -> AdminRow:
@@ -168,6 +250,39 @@ def format_table(listing: AdminListing) -> str:
     if listing.total > len(listing.rows):
         text += f"({len(listing.rows)} of {listing.total} leases shown; see --limit)\n"
     return text
+
+
+def format_names(listing: NameListing) -> str:
+    """The names as an aligned text table: a line per holder and per waiter (in order), a line for a
+    name closed by a lock-delay, and lines saying what is not shown (if anything). Empty when there
+    are no names."""
+    if not listing.total:
+        return ""
+    lines = [("NAME", "LIMIT", "ROLE", "COOKIE", "TOKEN", "LEFT", "WAIT", "LOCK-DELAY", "VALUE")]
+    notes = []
+    for row in listing.names:
+        name, limit = clip(row.name, NAME_WIDTH), str(row.limit)
+        entries = [("holder", holder.cookie, str(holder.token), format_remaining(holder.remaining), "-",
+                    format_remaining(holder.lock_delay), holder.value) for holder in row.holders]
+        entries += [(f"waiter {at}", waiter.cookie, "-", format_remaining(waiter.remaining),
+                     format_remaining(waiter.wait), format_remaining(waiter.lock_delay), waiter.value)
+                    for at, waiter in enumerate(row.waiters, start=1)]
+        if row.closed_for is not None:
+            entries.append(("closed", "-", "-", format_remaining(row.closed_for), "-", "-", "(a lock-delay)"))
+        for at, (role, cookie, token, left, wait, delay, value) in enumerate(entries or [("-",) * 7]):
+            lines.append((name if at == 0 else "", limit if at == 0 else "", role, clip(cookie, PREFIX_SHOWN),
+                          token, left, wait, delay, clip(value or "", RESOURCE_WIDTH)))
+        if len(row.holders) < row.holders_total or len(row.waiters) < row.waiters_total:
+            notes.append(f"({clip(row.name, NAME_WIDTH)}: {len(row.holders)} of {row.holders_total} holders and "
+                         f"{len(row.waiters)} of {row.waiters_total} waiters shown; see --limit)\n")
+    widths = [max(len(line[column]) for line in lines) for column in range(8)]
+    right = (False, True, False, False, True, True, True, True)
+    text = "".join("  ".join(cell.rjust(width) if at_right else cell.ljust(width)
+                             for cell, width, at_right in zip(line, widths, right)).rstrip()
+                   + ("  " + line[8] if line[8] else "") + "\n" for line in lines)
+    if listing.total > len(listing.names):
+        notes.append(f"({len(listing.names)} of {listing.total} names shown; see --limit)\n")
+    return text + "".join(notes)
 
 
 def format_remaining(remaining: float) -> str:

@@ -27,7 +27,7 @@ import Pyro5.errors
 from ..errors import LeaseError, NotLeaderError, UnknownLeaseError
 from ..tls import TLSConfig, tls_settings
 from ..transport.addresses import uri_host
-from .client import DEFAULT_TIMEOUT, AdminClient, find_admin, format_remaining, format_table
+from .client import DEFAULT_TIMEOUT, AdminClient, find_admin, format_names, format_remaining, format_table
 from .protocol import (
     ADMIN_PREFIX,
     COOKIE_CHARACTERS,
@@ -153,14 +153,19 @@ def add_admin_commands(commands: argparse._SubParsersAction[Any], *,
                 name, help=f"list the leases a {what} holds (needs its admin token or an admin certificate)",
                 description=f"Print the leases the {what} at HOST:PORT holds, earliest expiration first: "
                             f"a prefix of each cookie, the time left, how many resources are attached, "
-                            f"and the resource.")
+                            f"and the resource. Then, if it has named leases (locks, semaphores), the "
+                            f"names: each holder (a prefix of its cookie, its fencing token, time left, "
+                            f"lock-delay, value), the waiters in order, and names closed by a lock-delay.")
             parser.add_argument("--limit", type=_limit, default=DEFAULT_LIMIT, metavar="N",
-                                help=f"show at most N leases (default %(default)s, at most {MAX_LIMIT})")
+                                help=f"show at most N leases, and N rows of names (default %(default)s, "
+                                     f"at most {MAX_LIMIT})")
         else:
             parser = commands.add_parser(
                 name, help=f"end one lease of a {what} now (needs its admin token or an admin certificate)",
                 description=f"End the lease of the {what} at HOST:PORT whose cookie starts with PREFIX "
-                            f"now, freeing its resources as a cancel would; print what was ended.")
+                            f"now, freeing its resources as a cancel would; print what was ended. A named "
+                            f"lease's holder (a lock's) hears at once, and its name goes to the next waiter "
+                            f"after the holder's lock-delay.")
             parser.add_argument("prefix", type=_prefix, metavar="PREFIX",
                                 help=f"the start of its cookie, as {list_name} shows it ({MIN_PREFIX}+ characters)")
         parser.set_defaults(admin_command=command)
@@ -303,7 +308,12 @@ def _call(args: argparse.Namespace, token: str | None) -> str:
         with AdminClient(f"PYRO:{object_id}@{uri_host(args.host)}:{args.port}", token=token,
                          timeout=args.timeout) as client:
             if args.admin_command == "list":
-                return format_table(client.list(args.limit))
+                leases = format_table(client.list(args.limit))
+                try:
+                    names = format_names(client.names(args.limit))
+                except AttributeError:  # an admin object of an earlier release lists no names
+                    names = ""
+                return leases + ("\n" + names if names else "")
             row = client.evict(args.prefix)
             return (f"evicted {row.cookie}… {row.resource} ({format_remaining(row.remaining)} left, "
                     f"{row.attached} attached)\n")

@@ -19,8 +19,18 @@ renewal, which is denied with the reason. A replicated landlord
 (:class:`~landlord.ReplicatedLandlord`) answers on its leader only, as its
 holders' calls do.
 
+Named leases (locks, semaphores: :meth:`landlord.Landlord.acquire`) are
+leases: :meth:`LandlordAdmin.list` shows each as its name and token, and
+evicting one ends its holding as a revocation does: its holder hears at
+once (a :class:`~landlord.Lock`'s ``valid`` turns false), and the name goes
+to the next waiter once the holder's lock-delay has passed (the holder may
+still be acting, as after an expiry). :meth:`LandlordAdmin.names` lists the
+names themselves: holders with their tokens and values, waiters in order,
+time left, lock-delays (:meth:`landlord.Landlord.names`).
+
 Finding the lease for a prefix reads every lease held (an admin call is
-rare; a listing is bounded by ``limit``, at most :data:`~landlord.admin.protocol.MAX_LIMIT`).
+rare; a listing is bounded by ``limit``, at most :data:`~landlord.admin.protocol.MAX_LIMIT`
+rows, and every string in it is cut to a width).
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ import Pyro5.callcontext
 import Pyro5.server
 
 from ..errors import UnknownLeaseError
+from ..grantor.claims import NameClaim
 from ..grantor.landlord import Landlord
 from ..grantor.manager import HeldLease
 from ..replication.replicated import ReplicatedLandlord
@@ -236,6 +247,27 @@ class LandlordAdmin:
         return row
 
     @Pyro5.server.expose
+    def names(self, limit: int = DEFAULT_LIMIT, *, sequence: int | None = None, proof: str | None = None,
+              token: str | None = None) -> dict[str, Any]:
+        """The names the landlord's named leases hold, wait for, or keep closed by a lock-delay, by name,
+        in at most ``limit`` rows (a name, a holder and a waiter are a row each), and how many names in all:
+        ``{"total": int, "names": [{"name", "limit", "closed_for": s or None, "holders": [{"cookie": prefix,
+        "token", "remaining": s, "value", "lock_delay": s}], "holders_total", "waiters": [{"cookie", "remaining",
+        "wait": s (inf: as long as its lease), "value", "lock_delay"}] (in order), "waiters_total"}]}``.
+
+        Args:
+            limit: the most rows (0 to :data:`MAX_LIMIT`).
+            sequence, proof, token: as for :meth:`evict`.
+
+        Raises:
+            AdminRefusedError: no good proof of the admin token, nor an admin certificate (nothing is listed).
+            TypeError, ValueError: ``limit`` not an int of 0 to ``MAX_LIMIT``.
+        """
+        self._authorise("names", [limit], token, sequence, proof)
+        limit = check_limit(limit)
+        return self._on_landlord(lambda landlord: _names_listing(landlord, limit))
+
+    @Pyro5.server.expose
     def list(self, limit: int = DEFAULT_LIMIT, *, sequence: int | None = None, proof: str | None = None,
              token: str | None = None) -> dict[str, Any]:
         """The first ``limit`` leases held, earliest expiration first, and how many in all:
@@ -255,6 +287,54 @@ class LandlordAdmin:
         return {"total": total, "leases": [_row(lease) for lease in held]}
 
 
+def _names_listing(landlord: Landlord, limit: int) -> dict[str, Any]:
+    """The names ``landlord`` holds, waits for or keeps closed, by name, in at most ``limit`` rows (a name,
+    a holder and a waiter are a row each; a name cut short says how many it has in all)."""
+    views = landlord.names()
+    now = landlord.clock.monotonic()
+    listed: list[dict[str, Any]] = []
+    budget = limit
+    for view in views:
+        if budget < 1:
+            break
+        budget -= 1
+        holders = [_holder_row(landlord, grant.cookie, grant.token, now) for grant in view.holders[:budget]]
+        budget -= len(holders)
+        waiters = [_waiter_row(landlord, waiter.cookie, waiter.deadline, now) for waiter in view.waiters[:budget]]
+        budget -= len(waiters)
+        closed = view.closed_until - now if view.closed_until is not None and view.closed_until > now else None
+        listed.append({"name": view.name, "limit": view.limit, "closed_for": closed,
+                       "holders": holders, "holders_total": len(view.holders),
+                       "waiters": waiters, "waiters_total": len(view.waiters)})
+    return {"total": len(views), "names": listed}
+
+
+def _claim_of(landlord: Landlord, cookie: str, now: float) -> tuple[NameClaim | None, float]:
+    """The claim of the named lease ``cookie`` and its seconds left; ``(None, 0.0)`` once it has ended."""
+    try:
+        leased = landlord.manager.get(cookie)
+    except UnknownLeaseError:
+        return None, 0.0
+    claim = leased.resource if isinstance(leased.resource, NameClaim) else None
+    return claim, float(leased.expiration - now)
+
+
+def _holder_row(landlord: Landlord, cookie: str, token: int, now: float) -> dict[str, Any]:
+    claim, remaining = _claim_of(landlord, cookie, now)
+    return {"cookie": cookie[:PREFIX_SHOWN], "token": token, "remaining": remaining,
+            "value": _shown_value(claim), "lock_delay": float(claim.lock_delay) if claim is not None else 0.0}
+
+
+def _waiter_row(landlord: Landlord, cookie: str, deadline: float, now: float) -> dict[str, Any]:
+    claim, remaining = _claim_of(landlord, cookie, now)
+    return {"cookie": cookie[:PREFIX_SHOWN], "remaining": remaining, "wait": float(deadline - now),
+            "value": _shown_value(claim), "lock_delay": float(claim.lock_delay) if claim is not None else 0.0}
+
+
+def _shown_value(claim: NameClaim | None) -> str | None:
+    return None if claim is None or claim.value is None else clip(claim.value, RESOURCE_WIDTH)
+
+
 def _same_token(given: object, token: bytes) -> bool:
     """Whether ``given`` is the admin token (compared in constant time)."""
     if not isinstance(given, str):
@@ -267,8 +347,12 @@ def _same_token(given: object, token: bytes) -> bool:
 
 
 def _row(held: HeldLease) -> dict[str, Any]:
+    resource = held.resource
+    shown = short_repr(resource) if not isinstance(resource, NameClaim) else clip(
+        f"name {resource.name!r} " + (f"(token {resource.token})" if resource.token is not None else "(waiting)"),
+        RESOURCE_WIDTH)
     return {"cookie": held.cookie[:PREFIX_SHOWN], "remaining": float(held.remaining),
-            "resource": short_repr(held.resource), "attached": len(held.attached)}
+            "resource": shown, "attached": len(held.attached)}
 
 
 def _common_names(connection: Any) -> list[str]:

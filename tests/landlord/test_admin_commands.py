@@ -4,7 +4,9 @@ renewing through the hostile calls: a wrong token is refused in one error line, 
 and wrong proofs holds no holder up, bytes of a legitimate call captured by a relay and replayed on a new
 connection list and evict nothing, and the token never crosses the wire. In this process: bad input is
 one error line and exit 2, the command finds the admin object or says why not, the commands join
-another command line, and a cookie prefix may start with a dash.
+another command line, and a cookie prefix may start with a dash. Named leases: ``list`` shows the
+names, their holders with tokens and their waiters; ``evict`` of a Lock's holding is pushed to it at
+once (``valid`` turns false) and the next waiter holds.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,7 +42,7 @@ from admin_fixtures import (  # noqa: F401  (fixtures)
 from conftest import REPO_ROOT, Child, free_port
 
 import landlord
-from landlord import LeaseDeniedError, tls_settings
+from landlord import ClaimInbox, LeaseDeniedError, LeaseRenewalManager, Lock, tls_settings
 from landlord.__main__ import main
 from landlord.admin import (
     ADMIN_PREFIX,
@@ -52,7 +55,7 @@ from landlord.admin import (
     prefix_behind_dashes,
     register_admin,
 )
-from landlord.testing import ServingDaemon
+from landlord.testing import Recorder, ServingDaemon
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "hostile"))
 from attacks import Canary, read_message  # noqa: E402 (the hostile suite's canary and reader)
@@ -149,6 +152,39 @@ def test_the_command_lists_and_evicts_the_leases_of_a_landlord_in_another_proces
         with pytest.raises(LeaseDeniedError, match="evicted by an operator"):
             evicted.renew(60)
         assert kept.renew(60) == 60
+
+
+def test_the_command_lists_the_names_and_an_evicted_lock_holder_hears_at_once(token_file: pathlib.Path) -> None:
+    child, landlord_uri, port = _start("--token-file", str(token_file))
+    with child, ClaimInbox(host="127.0.0.1") as inbox, LeaseRenewalManager() as renewals:
+        lock = Lock(landlord_uri, "orders", duration=30, value="worker-1", inbox=inbox, renewals=renewals)
+        lost: Recorder[str] = Recorder()
+        lock.on_lost(lost)
+        assert lock.acquire(timeout=10) and lock.lease is not None and lock.token is not None
+        held, token = lock.lease.cookie, lock.token
+        with Pyro5.api.Proxy(landlord_uri) as proxy:  # a second holder waits (its request queues at once)
+            waiting, none = proxy.acquire("orders", 300, 1, landlord.FOREVER, 0.0, "worker-2", inbox.uri)
+        assert none is None
+        turn = inbox.expect(waiting.cookie)
+
+        listed = _run("list", "--port", str(port), "--token-file", str(token_file))
+        assert listed.returncode == 0 and listed.stderr == "", listed
+        leases, names = listed.stdout.split("\n\n")
+        assert f"name 'orders' (token {token})" in leases and "name 'orders' (waiting)" in leases
+        header, holder, waiter = names.splitlines()
+        assert header.split()[:3] == ["NAME", "LIMIT", "ROLE"]
+        assert holder.split()[:5] == ["orders", "1", "holder", held[:8], str(token)] and holder.endswith("worker-1")
+        assert waiter.split()[:4] == ["waiter", "1", waiting.cookie[:8], "-"] and "forever" in waiter
+        assert held not in listed.stdout and waiting.cookie not in listed.stdout  # prefixes only
+
+        ended = _run("evict", held[:8], "--port", str(port), "--token-file", str(token_file))
+        assert ended.returncode == 0 and ended.stderr == "", ended
+        assert ended.stdout.startswith(f"evicted {held[:8]}… name 'orders' (token {token}) (")
+        assert lost.wait_for(1, timeout=5) == ["evicted by an operator"]  # pushed: not its next renewal
+        assert not lock.valid and lock.token is None
+        assert turn.wait(time.monotonic() + 10) and turn.token == token + 1  # the next holder, at once
+        lock.close()
+        waiting.cancel()
 
 
 def test_the_command_refused_prints_one_error_line_and_exits_1(token_file: pathlib.Path,
@@ -316,13 +352,17 @@ def test_captured_admin_bytes_replayed_on_a_new_connection_list_and_evict_nothin
             assert not any(lease.cookie[:8].encode() in bytes(answer.data) for answer in answers for lease in leases)
             child.wait_for(r"refused an admin call \(list\) from 127\.0\.0\.1:\d+: a wrong proof")
 
-            # the captured proof, for an eviction: refused on a connection of its own, challenged or not
-            invoke = _messages(sent)[-1]
-            received = Pyro5.protocol.ReceivingMessage(invoke[:HEADER])
-            received.add_payload(invoke[HEADER:])
-            _, method, _, captured = Pyro5.serializers.serializers_by_id[received.serializer_id].loadsCall(
-                bytes(received.data))
-            assert method == "list" and set(captured) == {"sequence", "proof"}
+            # the captured proof of the listing, for an eviction: refused on a connection of its own,
+            # challenged or not (the command asks for the names after the leases: the last call is that)
+            calls = []
+            for invoke in _messages(sent)[-2:]:
+                received = Pyro5.protocol.ReceivingMessage(invoke[:HEADER])
+                received.add_payload(invoke[HEADER:])
+                calls.append(Pyro5.serializers.serializers_by_id[received.serializer_id].loadsCall(
+                    bytes(received.data)))
+            assert [method for _, method, _, _ in calls] == ["list", "names"]
+            captured = calls[0][3]
+            assert set(captured) == {"sequence", "proof"}
             with Pyro5.api.Proxy(admin_uri_of(landlord_uri)) as proxy:
                 with pytest.raises(AdminRefusedError, match="a proof without a challenge on this connection"):
                     proxy.evict(leases[0].cookie[:8], **captured)

@@ -9,6 +9,7 @@ other.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 from typing import Any
@@ -51,12 +52,18 @@ from landlord.admin import (
     AdminRefusedError,
     AdminRow,
     LandlordAdmin,
+    NameHolder,
+    NameListing,
+    NameRow,
+    NameWaiter,
     admin_object_id,
     admin_proof,
+    format_names,
     format_table,
     register_admin,
 )
-from landlord.testing import ServingDaemon
+from landlord.holder.claiminbox import NameListener
+from landlord.testing import Recorder, ServingDaemon
 
 # -- listing --------------------------------------------------------------------------------------
 
@@ -326,6 +333,85 @@ def test_an_ambiguous_short_or_unknown_prefix_changes_nothing(served: Served, mo
         assert admin.evict("AAAAAAAA2").cookie == "AAAAAAAA"  # more of it names one
     assert served.expired.wait_for(1) == ["room 1"]
     assert len(served.rooms) == 2
+
+
+# -- named leases ---------------------------------------------------------------------------------
+
+
+class Heard(NameListener):
+    """An in-process listener of named leases: what it was told."""
+
+    def __init__(self) -> None:
+        self.told: Recorder[tuple[str, str, object]] = Recorder()
+
+    def granted(self, cookie: str, token: int) -> None:
+        self.told(("granted", cookie, token))
+
+    def revoked(self, cookie: str, reason: str) -> None:
+        self.told(("revoked", cookie, reason))
+
+
+def test_the_names_show_holders_with_their_tokens_and_waiters_in_order(served: Served) -> None:
+    rooms = served.rooms
+    holder, token = rooms.acquire("orders", 30, value="worker-1", lock_delay=5.0)
+    first, _ = rooms.acquire("orders", 40, wait=landlord.FOREVER, value="worker-2")
+    second, _ = rooms.acquire("orders", 50, wait=20.0, value="w" * 200)
+    places = [rooms.acquire("pool", 60, limit=3)[0] for _ in range(2)]
+    served.clock.advance(5)
+    with served.client() as admin:
+        listing = admin.names()
+    assert listing == NameListing([
+        NameRow("orders", 1, None, [NameHolder(holder.cookie[:8], token, 25.0, "worker-1", 5.0)], 1,
+                [NameWaiter(first.cookie[:8], 35.0, math.inf, "worker-2", 0.0),
+                 NameWaiter(second.cookie[:8], 45.0, 15.0, "w" * 59 + "…", 0.0)], 2),
+        NameRow("pool", 3, None, [NameHolder(place.cookie[:8], token + at, 55.0, None, 0.0)
+                                  for at, place in enumerate(places, start=1)], 2, [], 0)], 2)
+    with served.client() as admin:  # a name and each holder and waiter are a row: the limit counts them all
+        assert admin.names(3) == NameListing([listing.names[0]._replace(waiters=listing.names[0].waiters[:1])], 2)
+        assert admin.names(5).names[1] == listing.names[1]._replace(holders=[])
+        assert admin.names(0) == NameListing([], 2)
+        rows = {row.cookie: row.resource for row in admin.list().rows}  # and each is a lease, shown by its name
+    assert rows[holder.cookie[:8]] == f"name 'orders' (token {token})"
+    assert rows[first.cookie[:8]] == "name 'orders' (waiting)"
+    table = format_names(listing).splitlines()
+    assert table[0].split() == ["NAME", "LIMIT", "ROLE", "COOKIE", "TOKEN", "LEFT", "WAIT", "LOCK-DELAY", "VALUE"]
+    assert table[1].split() == ["orders", "1", "holder", holder.cookie[:8], str(token), "25.0", "s", "-", "5.0", "s",
+                                "worker-1"]
+    assert table[2].split() == ["waiter", "1", first.cookie[:8], "-", "35.0", "s", "forever", "0.0", "s", "worker-2"]
+    assert table[4].split()[:3] == ["pool", "3", "holder"]
+    assert format_names(NameListing(listing.names[:1], 2)).endswith("(1 of 2 names shown; see --limit)\n")
+    assert format_names(NameListing([], 0)) == ""
+
+
+def test_evicting_a_holder_tells_it_at_once_and_its_name_goes_on_after_its_lock_delay(served: Served) -> None:
+    heard = Heard()
+    holder, token = served.rooms.acquire("orders", 30, lock_delay=5.0, listener=heard)
+    waiter, _ = served.rooms.acquire("orders", 30, wait=landlord.FOREVER, listener=heard)
+    with served.client() as admin:
+        row = admin.evict(holder.cookie[:8])
+        assert row.resource == f"name 'orders' (token {token})"
+        [orders] = admin.names().names
+    assert heard.told.wait_for(1) == [("revoked", holder.cookie, "evicted by an operator")]  # at once
+    assert (orders.holders, [w.cookie for w in orders.waiters], orders.closed_for) == ([], [waiter.cookie[:8]], 5.0)
+    assert format_names(NameListing([orders], 1)).splitlines()[-1].split()[:3] == ["closed", "-", "-"]
+    served.clock.advance(5)  # the evicted holder may still be acting until its lock-delay has passed
+    assert heard.told.wait_for(2)[1] == ("granted", waiter.cookie, token + 1)
+    with served.client() as admin:
+        [orders] = admin.names().names
+    assert [(h.cookie, h.token) for h in orders.holders] == [(waiter.cookie[:8], token + 1)]
+
+
+def test_the_names_are_refused_without_a_proof_of_the_token(served: Served) -> None:
+    served.rooms.acquire("orders", 30)
+    with served.raw() as proxy:
+        with pytest.raises(AdminRefusedError):
+            proxy.names(10)
+        with pytest.raises(AdminRefusedError):
+            proved(proxy, "names", 10, token=WRONG)
+        with pytest.raises(TypeError, match="limit is an int"):
+            proved(proxy, "names", "10", sequence=2)
+    with served.client() as admin:
+        assert admin.names().total == 1
 
 
 def test_a_replicated_landlord_is_administered_on_its_leader(cluster: Any) -> None:
