@@ -401,6 +401,16 @@ def test_evicting_a_holder_tells_it_at_once_and_its_name_goes_on_after_its_lock_
     assert [(h.cookie, h.token) for h in orders.holders] == [(waiter.cookie[:8], token + 1)]
 
 
+def test_the_largest_names_listing_stays_bounded(served: Served) -> None:
+    # the longest names and values there are, a holder each: MAX_LIMIT rows is all one listing carries
+    for number in range(MAX_LIMIT // 2 + 10):
+        served.rooms.acquire(f"{number:05d}" + "n" * 251, 600, value="v" * 256, lock_delay=60.0)
+    with served.raw() as proxy:
+        answer = proved(proxy, "names", MAX_LIMIT)
+    assert answer["total"] == MAX_LIMIT // 2 + 10 and len(answer["names"]) == MAX_LIMIT // 2
+    assert len(serpent.dumps(answer)) < 4 * 2**20  # far below the server's 16 MiB cap on a message
+
+
 def test_the_names_are_refused_without_a_proof_of_the_token(served: Served) -> None:
     served.rooms.acquire("orders", 30)
     with served.raw() as proxy:
