@@ -21,6 +21,7 @@ with the lock's fencing token, and then:
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import threading
 import time
@@ -36,7 +37,10 @@ _started = time.monotonic()
 
 
 def say(text: str) -> None:
-    print(f"{time.monotonic() - _started:5.2f} {text}", flush=True)
+    # one write, a whole line: the library's log lines (stderr, the same pipe in the demo) come from other
+    # threads, and print() would write the line and its newline apart, with room for one in between
+    sys.stdout.write(f"{time.monotonic() - _started:5.2f} {text}\n")
+    sys.stdout.flush()
 
 
 def main() -> int:
@@ -46,6 +50,7 @@ def main() -> int:
     parser.add_argument("name")
     parser.add_argument("--pause-before-second-write", action="store_true")
     args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     lock = landlord.Lock(args.locks, "ledger", duration=TERM, value=args.name)
     lost = threading.Event()

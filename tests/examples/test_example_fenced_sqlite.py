@@ -31,13 +31,19 @@ def lines(pattern: str, text: str) -> list[re.Match[str]]:
     return list(re.finditer(pattern, text, re.MULTILINE))
 
 
+def one(pattern: str, text: str) -> re.Match[str]:
+    found = lines(pattern, text)
+    assert len(found) == 1, f"{len(found)} lines match {pattern!r} in:\n{text}"
+    return found[0]
+
+
 def test_the_paused_holders_late_write_is_refused_by_the_fence(output: str) -> None:
-    [alice] = lines(r"^alice +\| .* holds the lock with token (\d+)$", output)
-    [bob] = lines(r"^bob +\| .* holds the lock with token (\d+)$", output)
+    alice = one(r"^alice +\| .* holds the lock with token (\d+)$", output)
+    bob = one(r"^bob +\| .* holds the lock with token (\d+)$", output)
     first, second = int(alice.group(1)), int(bob.group(1))
     assert second > first, output
     assert lines(rf"^alice +\| .* lock valid: about to write row 2 with token {first}$", output), output
-    [refused] = lines(rf"^alice +\| .* late write refused: StaleTokenError: fencing token {first} is stale: "
+    refused = one(rf"^alice +\| .* late write refused: StaleTokenError: fencing token {first} is stale: "
                       rf"{second} was accepted$", output)
     assert lines(r"^alice +\| .* lock\.valid is False now$", output), output
     assert output.index("pausing alice (SIGSTOP)") < bob.start() < output.index("letting alice go (SIGCONT)") \
@@ -45,7 +51,7 @@ def test_the_paused_holders_late_write_is_refused_by_the_fence(output: str) -> N
 
 
 def test_the_next_holder_was_granted_once_the_paused_holders_lease_had_run_out(output: str) -> None:
-    [waited] = lines(r"^demo +\| bob holds the lock ([\d.]+) s after alice was paused", output)
+    waited = one(r"^demo +\| bob holds the lock ([\d.]+) s after alice was paused", output)
     assert 0.5 < float(waited.group(1)) <= TERM + 2.0, output  # her renewals stopped: within her term (and the
     assert lines(r"^bob +\| .* released the lock$", output), output  # time to free it and tell bob)
     # once running again, she is told she lost it: by her own clock (her deadline came) or by the landlord
