@@ -85,7 +85,7 @@ class NameClaim:
 
     def dump(self) -> dict[str, Any]:
         """The claim as its lease's row keeps it (an in-process listener is not kept)."""
-        fields = dataclasses.asdict(self)
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         if not isinstance(self.listener, str):
             fields["listener"] = None
         return {CLAIM_KEY: fields}
@@ -183,7 +183,7 @@ class Claims:
                 self._table.release(leased.cookie, now)  # nothing granted after it: it was first in line
                 raise
             if isinstance(outcome, Queued):
-                self._start_timer()
+                self._kick()
             return claim.token
 
     def hand_over(self, cookie: str, successor: str) -> None:
@@ -242,6 +242,7 @@ class Claims:
             now = self._clock.monotonic()
             end = self._table.expire if expired else self._table.release
             revocations = self._deliver(end(leased.cookie, now))
+            self._kick()  # a lock-delay may have begun
         self._revoke_all(revocations)
 
     def restore(self, restored: Sequence[LeasedResource]) -> None:
@@ -262,8 +263,7 @@ class Claims:
                               and leased.expiration > now), key=lambda leased: leased.resource.queued)
             changes = [self._requeue(leased, now, wall) for leased in waiters]
             revocations = [each for change in changes for each in self._deliver(change)]
-            if waiters:
-                self._start_timer()
+            self._kick()
         self._revoke_all(revocations)
 
     def close(self) -> None:
@@ -350,8 +350,11 @@ class Claims:
             return None
         return resource.value if isinstance(resource, NameClaim) else None
 
-    def _start_timer(self) -> None:
-        """Start the thread that keeps time (under the lock), once; wake it for a new deadline."""
+    def _kick(self) -> None:
+        """Under the lock, after a change: if the table has a deadline, make sure the thread keeps it
+        (started once, woken to sleep to the new earliest deadline)."""
+        if self._table.next_deadline() is None:
+            return
         if self._thread is None and not self._closed:
             self._thread = threading.Thread(target=self._run, name="Claims", daemon=True)
             self._thread.start()

@@ -188,8 +188,11 @@ class Claim:
     def _ask(self, wait: float | None) -> bool:
         listener = self._inbox if self._target.in_process else self._inbox.uri
         sent = sent_now(self.clock)
+        # the landlord is asked to queue it for as long as its lease lasts: the timeout is kept here, by
+        # cancelling the lease (a landlord's own timeout would race with it)
+        queue = None if wait is None else FOREVER
         try:
-            lease, token = self._target.call("acquire", self.name, self.duration, self.limit, wait, self.lock_delay,
+            lease, token = self._target.call("acquire", self.name, self.duration, self.limit, queue, self.lock_delay,
                                              self.value, listener)
         except LeaseDeniedError:
             if wait is None:
