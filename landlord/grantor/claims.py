@@ -43,8 +43,8 @@ from ..clock import Clock
 from ..errors import LeaseDeniedError, UnknownLeaseError
 from ..holder.claiminbox import NameListener
 from .manager import LeaseManager
-from .names import Changes, Grant, NameTable, NameView, Queued, Refused, Waiter
-from .resource import LeasedResource
+from .names import Changes, Grant, NameTable, NameView, Refused, Waiter
+from .resource import LeasedResource, LeaseExtra
 from .store import Store
 
 __all__ = ["NameClaim", "Claims", "check_value", "CLAIM_KEY", "TOKEN_SETTING", "TOKEN_BLOCK",
@@ -145,7 +145,10 @@ class Claims:
         self._manager, self._clock, self._notify, self._revoke, self._store = manager, clock, notify, revoke, store
         self._stored_high = int(store.get_setting(TOKEN_SETTING, 0)) if store is not None else 0
         self._table = NameTable(self._stored_high)
-        self._lock = threading.Condition()
+        # reentrant: a lazy reaper ends leases inside the manager's calls made under it, and their
+        # ends come back here (intercept) on the same thread
+        self._lock = threading.Condition(threading.RLock())
+        self._registering: LeasedResource | None = None  # the lease request() is registering
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -177,14 +180,21 @@ class Claims:
                 claim.token = outcome.token
             else:
                 claim.wait_until = math.inf if wait is None or math.isinf(wait) else self._clock.time() + wait
+            error: BaseException | None = None
+            revocations: list[tuple[str, str]] = []
+            self._registering = leased
             try:
-                self._manager.register(leased)
-            except BaseException:
-                self._table.release(leased.cookie, now)  # nothing granted after it: it was first in line
-                raise
-            if isinstance(outcome, Queued):
-                self._kick()
-            return claim.token
+                self._manager.register(leased)  # a lazy reaper may end a holder in here, granting this one
+            except BaseException as exc:  # the store failed: nothing is leased, and its place goes on
+                error = exc
+                revocations = self._deliver(self._table.release(leased.cookie, now))
+            finally:
+                self._registering = None
+            self._kick()
+        if error is not None:
+            self._revoke_all(revocations)
+            raise error
+        return claim.token
 
     def hand_over(self, cookie: str, successor: str) -> None:
         """The holder ``cookie`` gives its place to the waiter whose value is ``successor``, at
@@ -233,7 +243,7 @@ class Claims:
 
     def ended(self, leased: LeasedResource, *, expired: bool) -> None:
         """The landlord freed ``leased``, a named lease: its place goes (to the next waiter).
-        Called by the landlord's free callbacks, outside the manager's lock."""
+        Called through :meth:`intercept`, outside the manager's lock."""
         claim: NameClaim = leased.resource
         with self._lock:
             self._raise_high_water(claim.token)  # first: a holder that handed over is gone from the table
@@ -244,6 +254,22 @@ class Claims:
             revocations = self._deliver(end(leased.cookie, now))
             self._kick()  # a lock-delay may have begun
         self._revoke_all(revocations)
+
+    def intercept(self, ended: list[LeasedResource], cancelled: bool) -> list[LeasedResource]:
+        """The landlord's ended leases, before its callbacks see them: each named lease ends here
+        (:meth:`ended`); what the callbacks free is returned: the other leases, and the resources
+        attached to named ones."""
+        others: list[LeasedResource] = []
+        for leased in ended:
+            if type(leased.resource) is not NameClaim:
+                others.append(leased)
+                continue
+            self.ended(leased, expired=not cancelled)
+            attached = leased.attached
+            if attached:
+                others.append(LeasedResource(leased.cookie, leased.expiration, attached[0],
+                                             LeaseExtra(attached=attached[1:])))
+        return others
 
     def restore(self, restored: Sequence[LeasedResource]) -> None:
         """Take back the claims among leases a store gave back: holders with their tokens, then
@@ -298,6 +324,12 @@ class Claims:
         make once the lock is let go (waits that timed out, grants that could not be written)."""
         revocations = [(waiter.cookie, f"waited for {waiter.name!r} too long") for waiter in changes.timed_out]
         for grant in changes.granted:
+            registering = self._registering
+            if registering is not None and registering.cookie == grant.cookie:
+                # granted while its request registers it (a lazy reaper ended the holder in there):
+                # the registration writes the token, and the request answers it
+                registering.resource.token, registering.resource.wait_until = grant.token, None
+                continue
             try:
                 leased = self._manager.get(grant.cookie)
                 claim: NameClaim = leased.resource

@@ -279,3 +279,57 @@ def test_served_a_named_lease_crosses_the_wire_and_a_stranger_cannot_stall_a_can
             with pytest.raises(LeaseDeniedError):
                 stranger.acquire("orders", 10)
         assert landlord.name_holders("orders") == [(1, None)] and len(landlord) == 2
+
+
+def test_a_landlord_that_never_granted_a_name_pays_nothing_per_end(landlord: Landlord) -> None:
+    landlord.new_lease("room", 10).cancel()
+    assert landlord.manager._endings.intercept is None  # its ends go straight to the callbacks
+    landlord.acquire("orders", 10)
+    assert landlord.manager._endings.intercept is not None
+
+
+def test_a_claim_cancelled_before_a_crash_comes_back_released_not_closed(tmp_path: pathlib.Path,
+                                                                         clock: FakeClock) -> None:
+    path = tmp_path / "leases.db"
+    first = Landlord(clock=clock, reaper="lazy", store=LeaseStore(path))
+    held, _ = first.acquire("orders", 60, lock_delay=30)
+    first.manager._write_end(first.manager.get(held.cookie), "on_cancel")  # the end written, then the crash
+    first.close()
+    second = Landlord(clock=clock, reaper="lazy", store=LeaseStore(path))
+    try:
+        # the lazy reaper frees the ended claim as this request registers: a cancel, so no lock-delay,
+        # and the request is granted in its own answer
+        waiter, token = second.acquire("orders", 60, wait=FOREVER, listener=Heard())
+        assert token == 2 and second.name_token(waiter.cookie) == 2
+    finally:
+        second.close()
+
+
+class FailingStore(LeaseStore):
+    """A store whose writes of new leases fail while ``failing`` is set (a full disk)."""
+
+    failing = False
+
+    def put(self, cookie: str, expiration: float, resource: Any, now: float) -> None:
+        if self.failing:
+            raise OSError("disk full")
+        super().put(cookie, expiration, resource, now)
+
+
+def test_a_request_the_store_cannot_write_leases_nothing_and_queues_nothing(tmp_path: pathlib.Path,
+                                                                            clock: FakeClock) -> None:
+    store = FailingStore(tmp_path / "leases.db")
+    landlord = Landlord(clock=clock, reaper="lazy", store=store)
+    try:
+        holder, _ = landlord.acquire("orders", 60)
+        store.failing = True
+        with pytest.raises(OSError, match="disk full"):
+            landlord.acquire("orders", 60, wait=FOREVER)
+        with pytest.raises(OSError, match="disk full"):
+            landlord.acquire("other", 60)
+        assert [(view.name, len(view.holders), view.waiters) for view in landlord.names()] == [("orders", 1, ())]
+        assert len(landlord) == 1
+        store.failing = False
+        assert landlord.acquire("other", 60)[1] == 3  # token 2 went with the failed grant: never reused
+    finally:
+        landlord.close()
