@@ -42,12 +42,13 @@ from typing import Any
 from ..clock import Clock
 from ..errors import LeaseDeniedError, UnknownLeaseError
 from ..holder.claiminbox import NameListener
+from ..transport.clients import IN_PROCESS
 from .manager import LeaseManager
 from .names import Changes, Grant, NameTable, NameView, Refused, Waiter
 from .resource import LeasedResource, LeaseExtra
 from .store import Store
 
-__all__ = ["NameClaim", "Claims", "check_value", "CLAIM_KEY", "TOKEN_SETTING", "TOKEN_BLOCK",
+__all__ = ["NameClaim", "Claims", "MAX_PER_CLIENT", "check_value", "CLAIM_KEY", "TOKEN_SETTING", "TOKEN_BLOCK",
            "MAX_VALUE"]
 
 log = logging.getLogger("landlord.names")
@@ -56,6 +57,7 @@ CLAIM_KEY = "landlord.name/1"  # a stored claim: {CLAIM_KEY: fields}
 TOKEN_SETTING = "names.high_water"  # the store's setting: no token above it was ever in a deleted row
 TOKEN_BLOCK = 1000  # tokens the setting is raised ahead by: one write per this many grants at most
 MAX_VALUE = 256  # characters of a holder's public value
+MAX_PER_CLIENT = 1000  # named leases (held or waiting) one remote client may have: none can fill the table alone
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -72,6 +74,7 @@ class NameClaim:
         queued: the wall-clock time it asked (orders waiters taken back from a store).
         wait_until: the wall-clock time its wait ends (``inf``: with its lease), ``None`` not to wait.
         token: its fencing token once it holds the name; ``None`` while it waits.
+        client: who asked (:func:`~landlord.client_of_call`), counted against :data:`MAX_PER_CLIENT`.
     """
 
     name: str
@@ -82,6 +85,7 @@ class NameClaim:
     queued: float
     wait_until: float | None = None
     token: int | None = None
+    client: str = IN_PROCESS
 
     def dump(self) -> dict[str, Any]:
         """The claim as its lease's row keeps it (an in-process listener is not kept)."""
@@ -149,6 +153,8 @@ class Claims:
         # ends come back here (intercept) on the same thread
         self._lock = threading.Condition(threading.RLock())
         self._registering: LeasedResource | None = None  # the lease request() is registering
+        self._per_client: dict[str, int] = {}  # named leases by remote client, until their leases end
+        self.max_per_client = MAX_PER_CLIENT
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -172,6 +178,10 @@ class Claims:
         with self._lock:
             if self._closed:
                 raise LeaseDeniedError("this landlord is closing")
+            counted = self._per_client.get(claim.client, 0)
+            if claim.client != IN_PROCESS and counted >= self.max_per_client:
+                raise LeaseDeniedError(f"{claim.client} has {counted} named leases already, the most one "
+                                       "client may have")
             outcome = self._table.request(claim.name, leased.cookie, now, limit=claim.limit,
                                           wait_until=wait_until, lock_delay=claim.lock_delay)
             if isinstance(outcome, Refused):
@@ -190,6 +200,8 @@ class Claims:
                 revocations = self._deliver(self._table.release(leased.cookie, now))
             finally:
                 self._registering = None
+            if error is None:
+                self._count(claim, 1)
             self._kick()
         if error is not None:
             self._revoke_all(revocations)
@@ -264,6 +276,8 @@ class Claims:
             if type(leased.resource) is not NameClaim:
                 others.append(leased)
                 continue
+            with self._lock:
+                self._count(leased.resource, -1)
             self.ended(leased, expired=not cancelled)
             attached = leased.attached
             if attached:
@@ -277,6 +291,8 @@ class Claims:
         claims = [leased for leased in restored if isinstance(leased.resource, NameClaim)]
         now, wall = self._clock.monotonic(), self._clock.time()
         with self._lock:
+            for leased in claims:
+                self._count(leased.resource, 1)
             for leased in claims:
                 claim: NameClaim = leased.resource
                 if claim.token is not None:
@@ -318,6 +334,14 @@ class Claims:
         if isinstance(outcome, Refused):  # its wait ran out while the landlord was down: revoked
             return Changes(timed_out=(Waiter(claim.name, leased.cookie, until),))
         return Changes()
+
+    def _count(self, claim: NameClaim, change: int) -> None:
+        """Count a named lease of ``claim.client`` in (+1) or out (-1), under the lock."""
+        count = self._per_client.get(claim.client, 0) + change
+        if count > 0:
+            self._per_client[claim.client] = count
+        else:
+            self._per_client.pop(claim.client, None)
 
     def _deliver(self, changes: Changes) -> list[tuple[str, str]]:
         """Record and tell each grant of ``changes`` (under the lock); return the revocations to

@@ -20,6 +20,7 @@ from ..holder.claiminbox import NameListener
 from ..holder.landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
 from ..results import RenewResults
 from ..transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
+from ..transport.clients import client_of_call
 from .claims import Claims, NameClaim, check_value
 from .hooks import LeaseHooks
 from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
@@ -486,14 +487,15 @@ class Landlord:
 
         Raises:
             LeaseDeniedError: the name is taken and ``wait`` is ``None``; too many names or waiters;
-                the policy refused.
+                the caller's host has ``MAX_PER_CLIENT`` (1,000) named leases already; the policy refused.
             TypeError, ValueError: a bad argument, or a limit other than the name's (nothing is leased).
         """
         if listener is not None and not isinstance(listener, NameListener):
             listener = self.check_callback(listener)
         if wait is not None:
             wait = check_duration(wait, name="wait", allow_any=False)
-        claim = NameClaim(name, limit, lock_delay, check_value(value), listener, self.clock.time())
+        claim = NameClaim(name, limit, lock_delay, check_value(value), listener, self.clock.time(),
+                          client=client_of_call())
         duration = check_duration(duration)
         self._manager.intercept_ends(self._claims.intercept)  # from the first named lease on
         leased = LeasedResource(new_cookie(), 0.0, claim)

@@ -195,11 +195,11 @@ def test_the_high_water_is_written_ahead_in_blocks(tmp_path: pathlib.Path, clock
 
 
 def test_a_claim_survives_its_stored_form() -> None:
-    claim = NameClaim("orders", 2, 1.5, "me", "PYRO:obj@host:1", 100.0, 200.0, 7)
+    claim = NameClaim("orders", 2, 1.5, "me", "PYRO:obj@host:1", 100.0, 200.0, 7, "10.0.0.9")
     assert NameClaim.is_stored(claim.dump()) and not NameClaim.is_stored({"name": "orders"})
     back = NameClaim.load(claim.dump())
     assert (back.name, back.limit, back.lock_delay, back.value, back.listener, back.queued, back.wait_until,
-            back.token) == ("orders", 2, 1.5, "me", "PYRO:obj@host:1", 100.0, 200.0, 7)
+            back.token, back.client) == ("orders", 2, 1.5, "me", "PYRO:obj@host:1", 100.0, 200.0, 7, "10.0.0.9")
     local = NameClaim("orders", 1, 0.0, None, Heard(), 1.0)
     assert NameClaim.load(local.dump()).listener is None  # an in-process listener is not stored
     with pytest.raises(ValueError):
@@ -333,3 +333,19 @@ def test_a_request_the_store_cannot_write_leases_nothing_and_queues_nothing(tmp_
         assert landlord.acquire("other", 60)[1] == 3  # token 2 went with the failed grant: never reused
     finally:
         landlord.close()
+
+
+def test_one_remote_client_cannot_fill_the_table_and_its_ended_leases_count_no_more(close_later: list) -> None:
+    landlord = Landlord()
+    close_later.append(landlord)
+    landlord._claims.max_per_client = 50  # MAX_PER_CLIENT (1,000) in small
+    canary = landlord.new_lease("canary", 30)
+    with ServingDaemon() as daemon, Pyro5.api.Proxy(daemon.register(landlord)) as stranger:
+        leases = [stranger.acquire(f"hoard-{i}", 30)[0] for i in range(50)]
+        with pytest.raises(LeaseDeniedError, match="the most one client may have"):
+            stranger.acquire("one more", 30)
+        assert canary.renew(30) > 0
+        assert landlord.acquire("in-process", 30)[1] is not None  # the server's own are not counted
+        leases[0].cancel()
+        assert stranger.acquire("one more", 30)[1] is not None  # an ended lease frees its count
+    assert len(landlord) == 52
