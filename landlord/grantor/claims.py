@@ -137,14 +137,16 @@ class Claims:
     Args:
         manager: the landlord's lease manager (claims are its leases).
         clock: the landlord's clock.
-        notify: ``notify(listener, method, args, on_failure)``: call ``method(*args)`` on a listener
-            soon, off the caller's thread, and ``on_failure()`` if that fails.
+        notify: ``notify(listener, method, args, on_failure, lane)``: call ``method(*args)`` on a
+            listener soon, off the caller's thread, in order with the others of ``lane`` (the claim's
+            client: one client's listener that hangs delays only that client's), and ``on_failure()``
+            if that fails.
         revoke: ``revoke(cookie, reason)``: the landlord's revocation (frees the lease, tells its listener).
         store: where the high water of tokens is kept, or ``None``.
     """
 
     def __init__(self, manager: LeaseManager, clock: Clock,
-                 notify: Callable[[Any, str, tuple[Any, ...], Callable[[], None]], None],
+                 notify: Callable[[Any, str, tuple[Any, ...], Callable[[], None], str], None],
                  revoke: Callable[[str, str], None], store: Store | None) -> None:
         self._manager, self._clock, self._notify, self._revoke, self._store = manager, clock, notify, revoke, store
         self._stored_high = int(store.get_setting(TOKEN_SETTING, 0)) if store is not None else 0
@@ -366,7 +368,8 @@ class Claims:
             log.debug("granted %r to %s… (token %d)", grant.name, grant.cookie[:6], grant.token)
             if claim.listener is not None:
                 self._notify(claim.listener, "granted", (grant.cookie, grant.token),
-                             functools.partial(self._revoke, grant.cookie, "could not be told it holds its name"))
+                             functools.partial(self._revoke, grant.cookie, "could not be told it holds its name"),
+                             claim.client)
         return revocations
 
     def _undo(self, grant: Grant) -> list[tuple[str, str]]:

@@ -364,8 +364,8 @@ class Landlord:
     def _load(self, data: Any) -> Any:
         return NameClaim.load(data) if NameClaim.is_stored(data) else self._codec.load(data)
 
-    def _notify(self, listener: Any, method: str, args: tuple[Any, ...], on_failure: Any) -> None:
-        self._notices.post(listener, method, args, f"{method} {args[0][:6]}…", on_failure)
+    def _notify(self, listener: Any, method: str, args: tuple[Any, ...], on_failure: Any, lane: str) -> None:
+        self._notices.post(listener, method, args, f"{method} {args[0][:6]}…", on_failure, lane=lane)
 
     def __len__(self) -> int:
         return len(self._manager)
