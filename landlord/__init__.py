@@ -51,7 +51,9 @@ if TYPE_CHECKING:  # for the type checker: at run time these load on first use (
     from .grantor.reapers import LazyReaper, PollingReaper, Reaper, SleeperReaper
     from .grantor.resource import LeasedResource, LeaseExtra
     from .grantor.store import LeaseStore, Store, StoreInUseError
+    from .holder.claiminbox import ClaimInbox
     from .holder.revocations import RevocationReceiver
+    from .recipe.lock import Lock, Semaphore
     from .renewalservice.client import RenewalSetClient, RenewalSetListener
     from .renewalservice.service import LeaseRenewalService
     from .replication.replicated import ReplicatedLandlord
@@ -72,6 +74,8 @@ _LAZY = {
     "ReplicatedLandlord": "replication.replicated",
     "RevocationReceiver": "holder.revocations",
     "serve_landlord": "serving", "serve_replica": "serving",
+    # the recipes on named leases
+    "Lock": "recipe.lock", "Semaphore": "recipe.lock", "ClaimInbox": "holder.claiminbox",
 }
 
 
@@ -97,7 +101,7 @@ __all__ = [
     "ANY", "FOREVER", "check_duration", "check_callback_uri", "check_callback_hosts",
     "Lease", "AbstractLease", "BatchableLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
-    "Fence", "StaleTokenError",
+    "Fence", "StaleTokenError", "Lock", "Semaphore", "ClaimInbox",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
     "LeaseManager",
     "LeaseHooks", "RevocationReceiver",

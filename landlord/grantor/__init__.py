@@ -14,7 +14,9 @@
   telling listeners (the holder's half is :mod:`landlord.holder.revocations`);
   :mod:`~landlord.grantor.resource`: a leased resource as the manager holds it;
   :mod:`~landlord.grantor.names`: named leases (locks, semaphores), their waiters,
-  lock-delays and fencing tokens, a clock-free table (issue 25; not yet wired into the Landlord).
+  lock-delays and fencing tokens, a clock-free table; :mod:`~landlord.grantor.claims`
+  ties it to the landlord's leases (``Landlord.acquire``: grants pushed to waiters,
+  tokens kept in the store, a thread for timeouts).
 
 It may import the holder side (what it grants is a holder's
 :class:`~landlord.LandlordLease`), the transport and the basics; never serving,

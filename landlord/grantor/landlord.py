@@ -16,11 +16,15 @@ import Pyro5.server
 from ..clock import SYSTEM_CLOCK, Clock
 from ..duration import ANY, check_duration
 from ..errors import LeaseDeniedError
+from ..holder.claiminbox import NameListener
 from ..holder.landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
 from ..results import RenewResults
 from ..transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
+from ..transport.clients import client_of_call
+from .claims import Claims, NameClaim, check_value
 from .hooks import LeaseHooks
 from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
+from .names import NameView
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .revocations import RevocationNotices
@@ -168,7 +172,8 @@ class Landlord:
         self._codec: ResourceCodec = codec if codec is not None else _OwnMethods(self)
         self._notices = RevocationNotices()
         self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
-                                     on_cancel=on_cancel, store=store, dump=self._codec.dump, hooks=hooks)
+                                     on_cancel=on_cancel, store=store, dump=self._dump, hooks=hooks)
+        self._claims = Claims(self._manager, clock, self._notify, self.revoke, store)
         if store is not None:
             self._restore(store)
 
@@ -282,11 +287,15 @@ class Landlord:
             raise ValueError(f"reason must be at most {MAX_REASON} characters, got {len(reason)}")
         leased = self._manager.revoke(cookie, reason)
         log.info("revoked lease %s… (%s)", cookie[:6], reason)
-        if leased.extra is not None and leased.extra.listener is not None:
-            self._notices.send(leased.extra.listener, cookie, reason)
+        listener: str | NameListener | None = leased.extra.listener if leased.extra is not None else None
+        if listener is None and isinstance(leased.resource, NameClaim):
+            listener = leased.resource.listener
+        if listener is not None:
+            self._notices.send(listener, cookie, reason)
 
     def close(self) -> None:
         """Stop the reaper and close the store, if any. Leases still held are not freed."""
+        self._claims.close()
         self._notices.close()
         self._manager.close()
 
@@ -322,7 +331,7 @@ class Landlord:
             try:
                 data = unwrap_stored(stored.resource)
                 expiration = now + stored.remaining if data.ended_by is None else ENDED
-                leased = LeasedResource(stored.cookie, expiration, self._codec.load(data.resource))
+                leased = LeasedResource(stored.cookie, expiration, self._load(data.resource))
                 if data.attached or not math.isinf(data.deadline):
                     extra = leased.extended()
                     extra.attached = [self._codec.load(each) for each in data.attached]
@@ -335,15 +344,28 @@ class Landlord:
             if data.ended_by == "on_cancel":
                 cancelled.append(leased.cookie)
         for leased in restored:  # every one filed before any can expire and be freed
-            self._codec.restored(leased)
+            if not isinstance(leased.resource, NameClaim):
+                self._codec.restored(leased)
             for each in leased.attached:
                 self._codec.restored(LeasedResource(leased.cookie, leased.expiration, each))
+        if any(isinstance(leased.resource, NameClaim) for leased in restored):
+            self._manager.intercept_ends(self._claims.intercept)
         self._manager.restore(restored, cancelled=cancelled)
+        self._claims.restore(restored)
         live = sum(1 for leased in restored if leased.expiration > now)
         ended = sum(1 for leased in restored if leased.expiration == ENDED)
         log.info("landlord %s took back %d lease(s) from %r (%d ran out while it was down, "
                  "%d had ended before it stopped: freed again)",
                  self.landlord_id, live, store, len(restored) - live - ended, ended)
+
+    def _dump(self, resource: Any) -> Any:
+        return resource.dump() if isinstance(resource, NameClaim) else self._codec.dump(resource)
+
+    def _load(self, data: Any) -> Any:
+        return NameClaim.load(data) if NameClaim.is_stored(data) else self._codec.load(data)
+
+    def _notify(self, listener: Any, method: str, args: tuple[Any, ...], on_failure: Any, lane: str) -> None:
+        self._notices.post(listener, method, args, f"{method} {args[0][:6]}…", on_failure, lane=lane)
 
     def __len__(self) -> int:
         return len(self._manager)
@@ -435,6 +457,90 @@ class Landlord:
         cookies = [check_cookie(c) for c in _check_batch(cookies, "cookies")]
         return self._manager.cancel_all(cookies)
 
+    # -- named leases (landlord.grantor.claims) -----------------------------------------------------
+
+    @Pyro5.server.expose
+    def acquire(self, name: str, duration: float = ANY, limit: int = 1, wait: float | None = None,
+                lock_delay: float = 0.0, value: str | None = None,
+                listener: str | NameListener | None = None) -> tuple[LandlordLease, int | None]:
+        """Lease ``name`` for ``duration`` seconds, exclusively (``limit`` 1) or as one of at most
+        ``limit`` holders: the lease and its fencing token, or the lease and ``None`` when it waits.
+
+        A waiter waits through its lease (renew it; a waiter that stops renewing leaves the
+        queue), first come first served; when its turn comes it holds the name with the same
+        lease, and its ``listener`` is told ``granted(cookie, token)``. A wait that times out
+        ends the lease, and the listener is told ``revoked(cookie, reason)``, as for an eviction.
+        Release the name by cancelling the lease: the next waiter holds it at once. A lease that
+        expires holding it closes the name for ``lock_delay`` seconds first.
+
+        Args:
+            name: 1 to 256 printable characters.
+            duration: seconds asked for, as :meth:`new_lease`.
+            limit: the most holders at once, 1 to 10,000; the name's own if others hold or wait for it.
+            wait: ``None`` to be refused if the name is taken; else the most seconds to wait
+                (``FOREVER``: as long as the lease lasts).
+            lock_delay: 0 to 60 seconds the name stays closed if this lease expires holding it.
+            value: what others see of this holder (:meth:`name_holders`), up to 256 printable characters.
+            listener: a ``PYRO:`` URI this landlord may call back (:meth:`check_callback`), or
+                in-process a :class:`~landlord.holder.claiminbox.NameListener`; needed to learn of a grant
+                after waiting.
+
+        Raises:
+            LeaseDeniedError: the name is taken and ``wait`` is ``None``; too many names or waiters;
+                the caller's host has ``MAX_PER_CLIENT`` (1,000) named leases already; the policy refused.
+            TypeError, ValueError: a bad argument, or a limit other than the name's (nothing is leased).
+        """
+        if listener is not None and not isinstance(listener, NameListener):
+            listener = self.check_callback(listener)
+        if wait is not None:
+            wait = check_duration(wait, name="wait", allow_any=False)
+        claim = NameClaim(name, limit, lock_delay, check_value(value), listener, self.clock.time(),
+                          client=client_of_call())
+        duration = check_duration(duration)
+        self._manager.intercept_ends(self._claims.intercept)  # from the first named lease on
+        leased = LeasedResource(new_cookie(), 0.0, claim)
+        lease: LandlordLease = self.policy.lease_for(leased, duration)  # type: ignore[assignment]
+        token = self._claims.request(leased, wait=wait)
+        log.debug("%s %r: %r", "granted" if token is not None else "queued for", name, lease)
+        return lease, token
+
+    @Pyro5.server.expose
+    def name_token(self, cookie: str) -> int | None:
+        """The fencing token the named lease ``cookie`` holds its name with; ``None`` while it waits.
+
+        Raises:
+            UnknownLeaseError: no live named lease has that cookie.
+            TypeError, ValueError: not a cookie.
+        """
+        return self._claims.token(check_cookie(cookie))
+
+    @Pyro5.server.expose
+    def name_holders(self, name: str) -> list[tuple[int, str | None]]:
+        """Who holds ``name``: each holder's token and value, in the order they were granted.
+
+        Raises:
+            TypeError: ``name`` is not a str.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        return self._claims.holders(name)
+
+    @Pyro5.server.expose
+    def hand_over(self, cookie: str, successor: str) -> None:
+        """The holder ``cookie`` hands its name to the waiter whose value is ``successor``, with no
+        moment when anyone else could take it; the successor is told, and ``cookie``'s lease ends.
+
+        Raises:
+            UnknownLeaseError: no live named lease has that cookie.
+            ValueError: it does not hold its name, or nobody waits for it with that value.
+            TypeError: not a cookie, or ``successor`` not a str.
+        """
+        self._claims.hand_over(check_cookie(cookie), check_value(successor) or "")
+
+    def names(self) -> tuple[NameView, ...]:
+        """Every name held, waited for or closed: holders (cookie, token), waiters, lock-delay (for operators)."""
+        return self._claims.view()
+
 
 def _fitting_denial(exc: Exception) -> Exception:
     """``exc`` as a batch answer carries it: itself if its message is at most ``MAX_DENIAL``
@@ -460,3 +566,4 @@ def _check_batch(items: object, name: str) -> list[Any]:
     if len(items) > MAX_BATCH:
         raise ValueError(f"at most {MAX_BATCH} {name} in one call, got {len(items)}")
     return list(items)
+

@@ -29,7 +29,7 @@ Not thread-safe, and it never reads a clock: its owner calls it under one lock,
 passing the time, and calls :meth:`NameTable.advance` when
 :meth:`NameTable.next_deadline` comes (waiters timing out, names reopening).
 Every operation returns whom it granted, so the owner can tell them at once.
-Not yet wired into :class:`~landlord.Landlord`'s remote methods.
+:mod:`landlord.grantor.claims` wires it to a landlord's leases.
 """
 
 from __future__ import annotations
@@ -223,6 +223,57 @@ class NameTable:
         self._where[cookie] = name
         return Grant(name, cookie, self._high_water)
 
+    def adopt(self, name: str, cookie: str, token: int, *, limit: int = 1, lock_delay: float = 0.0) -> None:
+        """Put back a holder a store kept (a restart, a failover): ``cookie`` holds ``name`` with
+        ``token``, and the next token granted is above it.
+
+        Raises:
+            TypeError: an argument of the wrong type.
+            ValueError: as :meth:`request`; a token below 1; the name already full.
+        """
+        _check_request(name, cookie, 0.0, limit, None, lock_delay)
+        _check_int(token, "token", 1)
+        if cookie in self._where:
+            raise ValueError(f"lease {cookie!r} already holds or waits for {self._where[cookie]!r}")
+        entry = self._names.get(name)
+        if entry is not None and entry.limit != limit:
+            raise ValueError(f"name {name!r} has limit {entry.limit}, not {limit}")
+        if entry is not None and len(entry.holders) >= limit:
+            raise ValueError(f"name {name!r} already has {limit} holder(s)")
+        if entry is None:
+            entry = self._names[name] = _Name(limit)
+        entry.holders[cookie] = _Holding(token, lock_delay)
+        self._where[cookie] = name
+        self._high_water = max(self._high_water, token)
+
+    def hand_over(self, cookie: str, successor: str, now: float) -> Changes:
+        """Holder ``cookie`` gives its place to waiter ``successor`` at once, whatever the queue's
+        order (an election's chosen successor): nobody else can take the place in between.
+
+        Returns:
+            the successor's grant first, then any other waiter granted (a lock-delay that ended).
+
+        Raises:
+            TypeError: ``cookie`` or ``successor`` not a str, ``now`` not a number.
+            ValueError: ``cookie`` does not hold a name, ``successor`` does not wait for it, or ``now``
+                not finite (nothing changes).
+        """
+        _check_time(now, "now")
+        name = self._name_of(cookie)
+        entry = self._names[name]
+        if cookie not in entry.holders:
+            raise ValueError(f"lease {cookie!r} waits for {name!r}, it does not hold it")
+        if not isinstance(successor, str):
+            raise TypeError(f"successor must be a str, got {type(successor).__name__}")
+        waiting = entry.waiters.get(successor)
+        if waiting is None:
+            raise ValueError(f"lease {successor!r:.20} does not wait for {name!r}")
+        del entry.holders[cookie], self._where[cookie]
+        del entry.waiters[successor], self._where[successor]
+        first = self._grant(name, entry, successor, waiting.lock_delay)
+        rest = self._fill(name, entry, now)
+        return Changes((first, *rest.granted), rest.timed_out)
+
     # -- leases that end ------------------------------------------------------------------------
 
     def release(self, cookie: str, now: float) -> Changes:
@@ -351,11 +402,32 @@ class NameTable:
 
     def view(self) -> tuple[NameView, ...]:
         """Every name with its limit, holders (with their tokens), waiters in order, and lock-delay; by name."""
-        return tuple(NameView(name, entry.limit,
-                              tuple(Grant(name, cookie, h.token) for cookie, h in entry.holders.items()),
-                              tuple(Waiter(name, cookie, w.deadline) for cookie, w in entry.waiters.items()),
-                              entry.closed_until)
-                     for name, entry in sorted(self._names.items()))
+        return tuple(view for name in sorted(self._names) if (view := self.view_of(name)) is not None)
+
+    def view_of(self, name: str) -> NameView | None:
+        """One name as :meth:`view` shows it, or ``None`` while nobody holds, waits for or closed it."""
+        entry = self._names.get(name)
+        if entry is None:
+            return None
+        return NameView(name, entry.limit,
+                        tuple(Grant(name, cookie, h.token) for cookie, h in entry.holders.items()),
+                        tuple(Waiter(name, cookie, w.deadline) for cookie, w in entry.waiters.items()),
+                        entry.closed_until)
+
+    def token_of(self, cookie: str) -> int | None:
+        """The token ``cookie`` holds its name with, or ``None`` while it waits.
+
+        Raises:
+            TypeError: ``cookie`` not a str.
+            ValueError: ``cookie`` neither holds nor waits.
+        """
+        name = self._name_of(cookie)
+        holding = self._names[name].holders.get(cookie)
+        return None if holding is None else holding.token
+
+    def name_of(self, cookie: str) -> str | None:
+        """The name ``cookie`` holds or waits for, or ``None``."""
+        return self._where.get(cookie)
 
     def _name_of(self, cookie: str) -> str:
         if not isinstance(cookie, str):

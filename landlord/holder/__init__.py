@@ -8,7 +8,10 @@
 - :mod:`~landlord.holder.revocations`: :class:`~landlord.RevocationReceiver`, the
   holder's half of revocation (told at once that a lease was revoked); the
   landlord's half is :mod:`landlord.grantor.revocations`. It loads on first use
-  of its name.
+  of its name;
+- :mod:`~landlord.holder.claiminbox`: :class:`~landlord.ClaimInbox`, where a holder of
+  named leases hears that its wait is over (``granted``) or its lease revoked; the
+  recipes (:mod:`landlord.recipe`) use it.
 
 It may import :mod:`landlord.lease`, the transport and the basics, never the
 grantor: a holder process loads no lease manager. Loggers keep the names the

@@ -310,6 +310,34 @@ class ReplicatedLandlord:
         failover, the holder learns of a revocation at its next renewal."""
         self.answer(lambda landlord: landlord.listen(cookie, listener))
 
+    @Pyro5.server.expose
+    def acquire(self, name: str, duration: float = ANY, limit: int = 1, wait: float | None = None,
+                lock_delay: float = 0.0, value: str | None = None,
+                listener: str | None = None) -> tuple[LandlordLease, int | None]:
+        """As :meth:`Landlord.acquire`: the claim and its token reach etcd before it returns, so a
+        failover keeps holders, waiters (in order) and the tokens' high water. The listener is
+        kept with the claim: the next term's leader tells a waiter of its grant too."""
+        answer: tuple[LandlordLease, int | None] = self.answer(
+            lambda landlord: landlord.acquire(name, duration, limit, wait, lock_delay, value, listener))
+        return answer
+
+    @Pyro5.server.expose
+    def name_token(self, cookie: str) -> int | None:
+        """As :meth:`Landlord.name_token`."""
+        token: int | None = self.answer(lambda landlord: landlord.name_token(cookie))
+        return token
+
+    @Pyro5.server.expose
+    def name_holders(self, name: str) -> list[tuple[int, str | None]]:
+        """As :meth:`Landlord.name_holders`."""
+        holders: list[tuple[int, str | None]] = self.answer(lambda landlord: landlord.name_holders(name))
+        return holders
+
+    @Pyro5.server.expose
+    def hand_over(self, cookie: str, successor: str) -> None:
+        """As :meth:`Landlord.hand_over`."""
+        self.answer(lambda landlord: landlord.hand_over(cookie, successor))
+
     def attach(self, cookie: str, resource: Any) -> None:
         """As :meth:`Landlord.attach`, on the leader (written to etcd before it returns).
 

@@ -207,12 +207,14 @@ def test_cookies_carry_at_least_128_random_bits(close_later: list) -> None:
         assert len(base64.urlsafe_b64decode(cookie + "=" * (-len(cookie) % 4))) >= 16
 
 
-def test_the_remote_surface_is_five_methods_and_none_lists_cookies(daemon: Any, close_later: list) -> None:
+def test_the_remote_surface_is_nine_methods_and_none_lists_cookies(daemon: Any, close_later: list) -> None:
+    """Five for leases, four for named leases (name_holders shows tokens and values, never cookies)."""
     landlord = Landlord(reaper="lazy")
     close_later.append(landlord)
     with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
         proxy._pyroBind()  # fetches the metadata a client sees
-        assert proxy._pyroMethods == {"renew", "cancel", "renew_all", "cancel_all", "listen"}
+        assert proxy._pyroMethods == {"renew", "cancel", "renew_all", "cancel_all", "listen",
+                                      "acquire", "name_token", "name_holders", "hand_over"}
         assert proxy._pyroAttrs == set() and proxy._pyroOneway == set()
 
 
