@@ -57,7 +57,6 @@ GOAL = 3.0            # landlord's acquire-and-release >= 3x etcd's and ZooKeepe
 TTL = 10              # seconds every lock is held for at most (etcd and Redis count whole seconds)
 LOCK = "bench-lock"   # the one lock name, on every system
 CALL_TIMEOUT = 30.0   # any one call, or any one hand-over
-WARM_UP_SECONDS = 0.2
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"  # Debian's; its manifest names the jars it needs
 HAS_LANDLORD_LOCK = hasattr(landlord, "Lock")    # the recipe (issue 25, item 4), once it has landed
 
@@ -463,7 +462,7 @@ def measure_all(systems: dict[str, System], args: argparse.Namespace) -> list[Ro
     """Both measurements, every system in the same rounds, taking turns; a row per baseline and measurement."""
     progress("measuring uncontended acquire-and-release...")
     for system in systems.values():
-        system.cycles(WARM_UP_SECONDS)
+        system.cycles(args.warm_up)
     per_round = args.seconds / args.rounds
     cycles = harness.alternate({name: lambda s=s: s.cycles(per_round) for name, s in systems.items()},
                                args.rounds)
@@ -546,8 +545,10 @@ BENCH = harness.Benchmark(
     "client processes, landlord.Lock against etcd, ZooKeeper (kazoo) and Redis (redis-py), all started here on "
     f"loopback and measured in turns. Goal: acquire-and-release >= {GOAL:g}x etcd and ZooKeeper. Without a server "
     "or client it says why and measures the others.", rounds=5, modules=(landlord, Pyro5, serpent),
-    quick={"seconds": 0.6, "rounds": 2, "handovers": 5})
+    quick={"seconds": 0.6, "rounds": 2, "handovers": 5, "warm_up": 1.0})
 BENCH.option("--seconds", positive_seconds, 5.0, "acquire-and-release time per system, split into --rounds rounds")
+BENCH.option("--warm-up", positive_seconds, 2.0, "acquire-and-release per system before measuring (ZooKeeper's JVM "
+             "takes a few seconds to reach its pace)")
 BENCH.option("--handovers", harness.positive_int, 20, "hand-overs per system and round")
 BENCH.option("--settle", positive_seconds, 0.05, "seconds a waiter has to block in acquire before the release")
 BENCH.option("--redis-sleep", positive_seconds, 0.1, "how often redis-py's waiting Lock tries again, in seconds")
