@@ -5,6 +5,8 @@ Each recipe reads top to bottom in its own module, on the one below it:
 - :mod:`~landlord.recipe.lock`: :class:`~landlord.Lock` and :class:`~landlord.Semaphore`;
 - :mod:`~landlord.recipe.claim`: :class:`~landlord.recipe.claim.Claim`, a name held through
   a lease: acquiring, waiting for the pushed grant, the validity deadline, the loss;
+- :mod:`~landlord.recipe.watchdog`: one thread per process that turns held claims invalid
+  at their deadline less their margin, or at once when revoked;
 - :mod:`~landlord.recipe.target`: how a recipe reaches its landlord (in-process, a URI,
   a replica group).
 
