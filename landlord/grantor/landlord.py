@@ -29,6 +29,7 @@ from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .revocations import RevocationNotices
 from .store import Store
+from .watches import NameWatch, NameWatches, check_name
 
 __all__ = ["Landlord", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
 
@@ -106,7 +107,8 @@ class Landlord:
     its leases call it directly.
 
     Remote methods: :meth:`renew`, :meth:`cancel`, :meth:`renew_all`,
-    :meth:`cancel_all`. Local: :meth:`new_lease`, :meth:`get_resource`, :meth:`close`.
+    :meth:`cancel_all`; named leases: :meth:`acquire`, :meth:`name_token`, :meth:`name_holders`,
+    :meth:`hand_over`, :meth:`watch_name`. Local: :meth:`new_lease`, :meth:`get_resource`, :meth:`close`.
 
     Args:
         policy: grant and renewal terms (default: ``LeaseDurationPolicy()``).
@@ -176,6 +178,8 @@ class Landlord:
                                      on_cancel=_FreeingClaims(self, on_cancel or on_expire, expired=False),
                                      store=store, dump=self._dump, hooks=hooks)
         self._claims = Claims(self._manager, clock, self._notify, self.revoke, store)
+        self._watches = NameWatches(self._manager, self._manager.revoke)
+        self._claims.watcher = self._watches
         if store is not None:
             self._restore(store)
 
@@ -289,6 +293,9 @@ class Landlord:
             raise ValueError(f"reason must be at most {MAX_REASON} characters, got {len(reason)}")
         leased = self._manager.revoke(cookie, reason)
         log.info("revoked lease %s… (%s)", cookie[:6], reason)
+        if isinstance(leased.resource, NameWatch):  # told by the watches' thread, never the claims'
+            self._watches.revoked(leased.resource, cookie, reason)
+            return
         listener: str | NameListener | None = leased.extra.listener if leased.extra is not None else None
         if listener is None and isinstance(leased.resource, NameClaim):
             listener = leased.resource.listener
@@ -299,6 +306,7 @@ class Landlord:
         """Stop the reaper and close the store, if any. Leases still held are not freed."""
         self._claims.close()
         self._notices.close()
+        self._watches.close()
         self._manager.close()
 
     @property
@@ -359,6 +367,8 @@ class Landlord:
                  self.landlord_id, live, store, len(restored) - live - ended, ended)
 
     def _dump(self, resource: Any) -> Any:
+        if isinstance(resource, NameWatch):
+            return None  # a watch is kept in memory only: after a restart its watcher watches again
         return resource.dump() if isinstance(resource, NameClaim) else self._codec.dump(resource)
 
     def _load(self, data: Any) -> Any:
@@ -535,6 +545,34 @@ class Landlord:
         """
         self._claims.hand_over(check_cookie(cookie), check_value(successor) or "")
 
+    @Pyro5.server.expose
+    def watch_name(self, name: str, duration: float = ANY,
+                   listener: str | NameListener | None = None) -> LandlordLease:
+        """Watch who holds ``name``, for ``duration`` seconds (renew the lease to watch on):
+        ``listener`` is told ``holders_changed(cookie, name, holders)`` (the watch's cookie; holders
+        as :meth:`name_holders` gives them) at once, and after every change of the name's holders.
+        Changes close together may come as one notice, the latest (see
+        :mod:`landlord.grantor.watches`). Cancel the lease to stop; a watch whose listener cannot be
+        told is dropped (its lease revoked). Not kept across a restart.
+
+        Args:
+            name: 1 to 256 printable characters (held or not, now or ever).
+            duration: seconds asked for, as :meth:`new_lease`.
+            listener: a ``PYRO:`` URI this landlord may call back (:meth:`check_callback`), or
+                in-process a :class:`~landlord.holder.claiminbox.NameListener`.
+
+        Raises:
+            LeaseDeniedError: 1,000 watches of ``name`` or 10,000 in all already; the policy refused.
+            TypeError, ValueError: a bad argument (nothing is leased).
+        """
+        if not isinstance(listener, NameListener):
+            listener = self.check_callback(listener)
+        leased = LeasedResource(new_cookie(), 0.0, NameWatch(check_name(name), listener))
+        lease: LandlordLease = self.policy.lease_for(leased, check_duration(duration))  # type: ignore[assignment]
+        self._watches.add(leased)
+        self._watches.begin(leased.cookie, self._claims.holders(name))
+        return lease
+
     def names(self) -> tuple[NameView, ...]:
         """Every name held, waited for or closed: holders (cookie, token), waiters, lock-delay (for operators)."""
         return self._claims.view()
@@ -579,6 +617,8 @@ class _FreeingClaims:
     def __call__(self, resource: Any, /, *, cookie: str) -> None:
         if type(resource) is NameClaim:
             self._landlord._claims.ended(LeasedResource(cookie, 0.0, resource), expired=self._expired)
+        elif type(resource) is NameWatch:
+            self._landlord._watches.ended(cookie)
         elif self._with_cookie:
             self._callback(resource, cookie=cookie)  # type: ignore[call-arg,misc]
         elif self._callback is not None:
