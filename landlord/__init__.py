@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # for the type checker: at run time these load on first use (
     from .grantor.store import LeaseStore, Store, StoreInUseError
     from .holder.claiminbox import ClaimInbox
     from .holder.revocations import RevocationReceiver
+    from .recipe.election import Election
     from .recipe.lock import Lock, Semaphore
     from .renewalservice.client import RenewalSetClient, RenewalSetListener
     from .renewalservice.service import LeaseRenewalService
@@ -75,7 +76,8 @@ _LAZY = {
     "RevocationReceiver": "holder.revocations",
     "serve_landlord": "serving", "serve_replica": "serving",
     # the recipes on named leases
-    "Lock": "recipe.lock", "Semaphore": "recipe.lock", "ClaimInbox": "holder.claiminbox",
+    "Lock": "recipe.lock", "Semaphore": "recipe.lock", "Election": "recipe.election",
+    "ClaimInbox": "holder.claiminbox",
 }
 
 
@@ -101,7 +103,7 @@ __all__ = [
     "ANY", "FOREVER", "check_duration", "check_callback_uri", "check_callback_hosts",
     "Lease", "AbstractLease", "BatchableLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
-    "Fence", "StaleTokenError", "Lock", "Semaphore", "ClaimInbox",
+    "Fence", "StaleTokenError", "Lock", "Semaphore", "Election", "ClaimInbox",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
     "LeaseManager",
     "LeaseHooks", "RevocationReceiver",
