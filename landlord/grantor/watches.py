@@ -32,6 +32,7 @@ Lock order: the claims' lock (:mod:`landlord.grantor.claims` calls
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import logging
@@ -39,6 +40,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import Pyro5.api
 import Pyro5.core
 
 from ..errors import LeaseDeniedError, UnknownLeaseError
@@ -54,6 +56,7 @@ log = logging.getLogger("landlord.names")
 
 MAX_PER_NAME = 1_000  # watches of one name
 MAX_WATCHES = 10_000  # watches in all
+KEPT_CONNECTIONS = 32  # listeners the watches' thread keeps a connection to
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -214,11 +217,13 @@ class NameWatches:
 
 class _WatchNotices(Notices):
     """The watches' thread: a ``holders_changed`` notice is posted with the watch's cookie alone, and
-    says, when it goes, what its watch's name is held by then."""
+    says, when it goes, what its watch's name is held by then. It keeps a connection to each of the
+    last :data:`KEPT_CONNECTIONS` listeners it told (many watches share one inbox), closed after a failure."""
 
     def __init__(self, resolve: Callable[[str], tuple[str, str, Holders] | None], *, timeout: float) -> None:
         super().__init__(timeout=timeout, name="NameWatches", consequence="; the watch is dropped")
         self._resolve = resolve
+        self._proxies: collections.OrderedDict[str, Pyro5.api.Proxy] = collections.OrderedDict()
 
     def _deliver(self, listener: Any, method: str, args: tuple[Any, ...]) -> None:
         if method == "holders_changed":
@@ -226,7 +231,29 @@ class _WatchNotices(Notices):
             if resolved is None:
                 return  # the watch ended while its notice waited
             args = resolved
-        super()._deliver(listener, method, args)
+        if not isinstance(listener, str):
+            super()._deliver(listener, method, args)
+            return
+        proxy = self._proxies.pop(listener, None)
+        if proxy is None:
+            proxy = Pyro5.api.Proxy(listener)
+            proxy._pyroTimeout = self._timeout
+        try:
+            getattr(proxy, method)(*args)
+        except BaseException:
+            proxy._pyroRelease()
+            raise
+        self._proxies[listener] = proxy  # the most recent last
+        while len(self._proxies) > KEPT_CONNECTIONS:
+            self._proxies.popitem(last=False)[1]._pyroRelease()
+
+    def _run(self) -> None:
+        try:
+            super()._run()
+        finally:  # on the thread, which owns the proxies
+            for proxy in self._proxies.values():
+                proxy._pyroRelease()
+            self._proxies.clear()
 
 
 def _location(listener: str | NameListener) -> str:
