@@ -108,6 +108,7 @@ class NameWatches:
         self._at: dict[str, dict[str, None]] = {}  # a listener's host:port -> its watches' cookies
         self._latest: dict[str, Holders] = {}  # a watched name -> its holders, as last heard
         self._owed: set[str] = set()  # watches with a notice queued
+        self._closing = False
 
     # -- watches begin and end ------------------------------------------------------------------
 
@@ -177,7 +178,10 @@ class NameWatches:
             return len(self._watches)
 
     def close(self) -> None:
-        """Send what is queued (within its timeout each), then stop the thread."""
+        """Stop the thread: the holders' notices still queued are dropped (one being sent ends
+        within its timeout); the watches stay as they are."""
+        with self._lock:
+            self._closing = True
         self._notices.close()
 
     # -- internals ------------------------------------------------------------------------------
@@ -194,7 +198,7 @@ class NameWatches:
         with self._lock:
             self._owed.discard(cookie)
             watch = self._watches.get(cookie)
-            if watch is None:
+            if watch is None or self._closing:
                 return None
             return cookie, watch.name, list(self._latest.get(watch.name, ()))
 
