@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import Pyro5.server
 import pytest
+from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster  # noqa: F401 (fixtures)
 
 import landlord
-from landlord import Election, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy
+from landlord import Election, FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, ReplicatedLandlord
 from landlord.recipe.election import leader_of
 from landlord.testing import Recorder, ServingDaemon
+from landlord.testing.etcd import EtcdCluster
 
 TERM = 10.0
 
@@ -257,3 +260,37 @@ def test_served_campaign_watch_and_hand_over(daemon: ServingDaemon) -> None:
         for election in (a, b, c):
             election.close()
         grantor.close()
+
+
+# -- a replica group over etcd -------------------------------------------------------------------
+
+
+def test_replicated_leadership_and_its_watch_survive_a_failover(cluster: EtcdCluster) -> None:
+    group = ReplicaGroup(cluster, lambda client, name, uris: ReplicatedLandlord(
+        client, group=name, replicas=uris, policy=LeaseDurationPolicy(maximum=100)))
+    group.start()
+    a, b = (Election(group.uris, "replicated", value, duration=3) for value in "ab")
+    try:
+        first = group.leader()
+        seen: Recorder[str | None] = Recorder()
+        b.watch(seen)
+        assert a.campaign(timeout=10) and a.leader() == "a"
+        seen.wait_until(lambda items: items[-1:] == ["a"])
+        token = a.token
+        assert token is not None
+        first.close()  # the leader goes: claims and tokens are in etcd, the watch is not
+        successor = group.leader(excluding=first)
+        assert b.leader() == "a" and a.leading
+        campaign = Campaign(b)
+        deadline = time.monotonic() + FAILOVER
+        while not any(view.waiters for view in successor.answer(lambda landlord: landlord.names())):
+            assert time.monotonic() < deadline, "b never waited in line"
+            time.sleep(0.02)  # the pace of asking, not a wait standing in for an event
+        a.hand_over("b")
+        assert campaign.outcome() is True and b.leading and b.token is not None and b.token > token
+        seen.wait_until(lambda items: items[-1:] == ["b"], timeout=20)  # heard through the watch made again
+        assert seen.items.count("a") == 1  # watching again told nothing new while a led
+    finally:
+        a.close()
+        b.close()
+        group.close()
