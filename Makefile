@@ -45,6 +45,7 @@ test-etcd: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test,etcd,metrics,bench]'
 	-VENV=$(VENV) bash benchmarks/setup_etcd.sh
+	-VENV=$(VENV) bash benchmarks/setup_locks.sh
 	$(PY) benchmarks/run_all.py
 
 clean:

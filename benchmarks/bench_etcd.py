@@ -23,16 +23,10 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib.metadata
-import json
 import math
-import os
 import queue
 import shutil
 import statistics
-import subprocess
-import tempfile
-import time
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -40,19 +34,16 @@ import harness
 import Pyro5
 import Pyro5.api
 import serpent
-from harness import Report, Row, ServerProcess, compare, positive_seconds, progress, rate
+from harness import Report, Row, ServerProcess, ServerUnavailable, compare, positive_seconds, progress, rate
 
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy, LeaseMap
 from landlord.grantor.landlord import MAX_BATCH
-from landlord.testing import free_port
 
 GOAL = 3.0                 # landlord >= 3x etcd, on every row
 TTL = 60                   # seconds asked for on both sides (etcd TTLs are whole seconds)
 WARM_UP_SECONDS = 0.2
 
-ETCD_START_TIMEOUT = 30.0    # until /health answers true
-ETCD_START_ATTEMPTS = 3      # a free port may be taken between choosing it and etcd binding it
 CALL_TIMEOUT = 60.0          # any one call, either side
 # etcd answers "too many requests" once its applied index falls 5,000 behind the
 # committed one, which thousands of pipelined grants do; this many is safe.
@@ -80,118 +71,7 @@ def serve(args: argparse.Namespace) -> int:
     return harness.serve_forever(BenchLandlord())
 
 
-# -- the etcd process ----------------------------------------------------------------------
-
-
-class EtcdUnavailable(Exception):
-    """etcd or its client cannot be had; the message says why."""
-
-
-def filesystem_of(path: str) -> str:
-    """The type of the filesystem holding ``path`` (from /proc/mounts), or "unknown"."""
-    path = os.path.realpath(path)
-    best, kind = "", "unknown"
-    try:
-        with open("/proc/mounts", encoding="utf-8") as mounts:
-            for line in mounts:
-                parts = line.split()
-                if len(parts) >= 3 and (path == parts[1] or path.startswith(parts[1].rstrip("/") + "/")):
-                    if len(parts[1]) > len(best):
-                        best, kind = parts[1], parts[2]
-    except OSError:
-        pass
-    return kind
-
-
-def default_etcd_parent() -> str | None:
-    """tmpfs if there is one to write to (etcd's best case: fsync is free), else the usual temp dir."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-
-
-def _no_proxy_get(url: str, timeout: float) -> bytes:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
-    with opener.open(url, timeout=timeout) as answer:
-        return answer.read()  # type: ignore[no-any-return]
-
-
-class EtcdProcess:
-    """A single-member etcd on 127.0.0.1, free ports, a temporary data directory; stop() ends it all.
-
-    Raises:
-        EtcdUnavailable: it would not start or become healthy.
-    """
-
-    def __init__(self, binary: str, parent_dir: str | None) -> None:
-        self.binary = binary
-        self.workdir = tempfile.mkdtemp(prefix="bench-etcd-", dir=parent_dir)
-        self.filesystem = filesystem_of(self.workdir)
-        self.process: subprocess.Popen[bytes] | None = None
-        self.port = 0
-        self.version = "?"
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-
-    @property
-    def log_path(self) -> str:
-        return os.path.join(self.workdir, "etcd.log")
-
-    def _start(self) -> None:
-        status: int | None = None
-        for attempt in range(ETCD_START_ATTEMPTS):
-            # taken by then, or the same twice: etcd exits, and the next attempt has others
-            self.port, peer_port = free_port(), free_port()
-            client_url, peer_url = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{peer_port}"
-            data_dir = os.path.join(self.workdir, f"data{attempt}")
-            command = [self.binary, "--name", "bench", "--data-dir", data_dir,
-                       "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
-                       "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-                       "--initial-cluster", f"bench={peer_url}", "--initial-cluster-state", "new",
-                       "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"]
-            with open(self.log_path, "ab") as log:
-                self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
-                                                stderr=subprocess.STDOUT, start_new_session=True)
-            if self._wait_healthy():
-                self.version = json.loads(_no_proxy_get(f"{client_url}/version", 5.0))["etcdserver"]
-                return
-            status = self.process.poll()
-            if status is None:  # running but never healthy: not a port clash
-                raise EtcdUnavailable(f"etcd did not become healthy within {ETCD_START_TIMEOUT:g} s; "
-                                      f"its log ends: {self._log_tail()}")
-        raise EtcdUnavailable(f"etcd exited with status {status} "
-                              f"({ETCD_START_ATTEMPTS} attempts); its log ends: {self._log_tail()}")
-
-    def _wait_healthy(self) -> bool:
-        assert self.process is not None
-        deadline = time.monotonic() + ETCD_START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return False
-            try:
-                if json.loads(_no_proxy_get(f"http://127.0.0.1:{self.port}/health", 1.0)).get("health") == "true":
-                    return True
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.1)
-        return False
-
-    def _log_tail(self, lines: int = 3) -> str:
-        try:
-            with open(self.log_path, encoding="utf-8", errors="replace") as log:
-                return " | ".join(line.strip() for line in log.readlines()[-lines:]) or "(empty)"
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        """Stop etcd (SIGTERM, then a kill) and remove its directory."""
-        if self.process is not None and harness.stop_process(self.process) is None:
-            progress("warning: etcd ignored SIGTERM and had to be killed")
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        if os.path.exists(self.workdir):
-            progress(f"warning: could not remove etcd's directory {self.workdir}")
+# -- the etcd side ---------------------------------------------------------------------------
 
 
 def client_description() -> str:
@@ -209,27 +89,24 @@ class EtcdSide:
     """etcd started here, and a client connected to it.
 
     Raises:
-        EtcdUnavailable: no client, no etcd binary, or etcd would not start.
+        ServerUnavailable: no client, no etcd binary, or etcd would not start.
     """
 
     def __init__(self, binary: str | None, parent_dir: str | None) -> None:
         try:
-            import pyetcd
             from pyetcd import etcdrpc
         except Exception as exc:  # ImportError, or protobuf refusing the generated code
-            raise EtcdUnavailable(f"no Python etcd client ({type(exc).__name__}: {exc}); "
-                                  f"pip install {CLIENT_REQUIREMENT}, or run benchmarks/setup_etcd.sh") from None
+            raise ServerUnavailable(f"no Python etcd client ({type(exc).__name__}: {exc}); "
+                                    f"pip install {CLIENT_REQUIREMENT}, or run benchmarks/setup_etcd.sh") from None
         path = shutil.which(binary or "etcd")
         if path is None:
-            raise EtcdUnavailable(f"no etcd binary at {binary}" if binary else
-                                  "no etcd binary on PATH; apt-get install etcd-server, "
-                                  "or run benchmarks/setup_etcd.sh")
+            raise ServerUnavailable(f"no etcd binary at {binary}" if binary else
+                                    "no etcd binary on PATH; apt-get install etcd-server, "
+                                    "or run benchmarks/setup_etcd.sh")
         self.rpc = etcdrpc
-        self.server = EtcdProcess(path, parent_dir)
+        self.server = harness.EtcdProcess(path, parent_dir)
         try:
-            # gRPC honours http_proxy; loopback must not go through one
-            self.client = pyetcd.client(host="127.0.0.1", port=self.server.port, timeout=CALL_TIMEOUT,
-                                        grpc_options=[("grpc.enable_http_proxy", 0)])
+            self.client = harness.etcd_client(self.server.port, CALL_TIMEOUT)
             self.client.status()
             self.stub = self.client.leasestub
         except BaseException:
@@ -476,7 +353,7 @@ def start_etcd(args: argparse.Namespace) -> tuple[EtcdSide | None, str, str, str
     progress("setting up etcd...")
     try:
         etcd = EtcdSide(args.etcd, args.etcd_dir)
-    except EtcdUnavailable as exc:
+    except ServerUnavailable as exc:
         reason = str(exc)
     except Exception as exc:  # anything else etcd-side: still report the landlord
         reason = f"{type(exc).__name__}: {exc}"
@@ -534,7 +411,7 @@ BENCH = harness.Benchmark(
 BENCH.option("--seconds", positive_seconds, 3.0, "time per metric and side, split into --rounds rounds")
 BENCH.option("--batch", harness.at_most(MAX_BATCH), 1000, "N, the leases per batch in the batched rows")
 BENCH.parser.add_argument("--etcd", metavar="BINARY", help="the etcd binary (default: etcd on PATH)")
-BENCH.parser.add_argument("--etcd-dir", metavar="DIR", default=default_etcd_parent(),
+BENCH.parser.add_argument("--etcd-dir", metavar="DIR", default=harness.default_data_parent(),
                           help="where etcd's temporary data directory goes (default: %(default)s, tmpfs: etcd's "
                                "best case; a directory on a disk makes every grant wait for an fsync)")
 BENCH.parser.add_argument("--no-etcd", action="store_true", help="measure the landlord alone")

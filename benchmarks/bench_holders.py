@@ -88,7 +88,7 @@ BENCH.option("--seconds", positive_seconds, 2.0, "counted seconds per side and r
 BENCH.option("--warm-up", positive_seconds, 0.3, "seconds at the start of each round, renewing but not counted")
 BENCH.option("--rate", non_negative, 2.0, "renewals a second per holder in the fixed-rate rounds (0: none)")
 BENCH.parser.add_argument("--etcd", metavar="BINARY", help="the etcd binary (default: etcd on PATH)")
-BENCH.parser.add_argument("--etcd-dir", metavar="DIR", default=bench_etcd.default_etcd_parent(),
+BENCH.parser.add_argument("--etcd-dir", metavar="DIR", default=harness.default_data_parent(),
                           help="where etcd's temporary data directory goes (default: %(default)s)")
 BENCH.parser.add_argument("--no-etcd", action="store_true", help="measure the landlord and the lookup service alone")
 
@@ -244,11 +244,9 @@ class HolderThreads:
         """The process's one etcd client (a gRPC channel carries every holder's stream), as KeepAliveStream reads it."""
         if port is None:
             return None
-        import pyetcd
         from pyetcd import etcdrpc
 
-        client = pyetcd.client(host=HOST, port=port, timeout=bench_etcd.CALL_TIMEOUT,
-                               grpc_options=[("grpc.enable_http_proxy", 0)])
+        client = harness.etcd_client(port, bench_etcd.CALL_TIMEOUT)
         return types.SimpleNamespace(client=client, rpc=etcdrpc, stub=client.leasestub)
 
     def _live(self, holder: Holder) -> None:

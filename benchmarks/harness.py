@@ -35,11 +35,15 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType, ModuleType
@@ -47,7 +51,7 @@ from typing import Any, NoReturn, TypeVar
 
 import Pyro5.api
 
-from landlord.testing import ChildProcess, WaitFailed
+from landlord.testing import ChildProcess, WaitFailed, free_port
 
 T = TypeVar("T")
 
@@ -383,6 +387,183 @@ class ServerProcess:
         """End the process (SIGTERM, then a kill, said on stderr)."""
         if stop_child(self.child) is None:
             progress(f"warning: the {self.what} ignored SIGTERM and had to be killed")
+
+
+# -- servers that are not Python (etcd, ZooKeeper, Redis) ---------------------------------------
+
+
+class ServerUnavailable(Exception):
+    """A server or its client cannot be had here, or the server would not start; the message says why."""
+
+
+def filesystem_of(path: str) -> str:
+    """The type of the filesystem holding ``path`` (from /proc/mounts), or "unknown"."""
+    path = os.path.realpath(path)
+    best, kind = "", "unknown"
+    try:
+        with open("/proc/mounts", encoding="utf-8") as mounts:
+            for line in mounts:
+                parts = line.split()
+                if len(parts) >= 3 and (path == parts[1] or path.startswith(parts[1].rstrip("/") + "/")):
+                    if len(parts[1]) > len(best):
+                        best, kind = parts[1], parts[2]
+    except OSError:
+        pass
+    return kind
+
+
+def default_data_parent() -> str | None:
+    """tmpfs if there is one to write to (a server's best case: fsync is free), else the usual temp dir."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+def no_proxy_get(url: str, timeout: float) -> bytes:
+    """GET ``url`` directly: loopback never goes through a proxy."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=timeout) as answer:
+        return answer.read()  # type: ignore[no-any-return]
+
+
+def ask(port: int, request: bytes, timeout: float = 1.0) -> bytes:
+    """What a server on 127.0.0.1:``port`` answers to ``request``, read until it closes the connection
+    (ZooKeeper's four-letter words close it; end a Redis request with QUIT)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as connection:
+        connection.sendall(request)
+        chunks = []
+        while chunk := connection.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+class ExternalServer:
+    """A server program on a free port of 127.0.0.1 with a temporary directory (its data and its log);
+    :meth:`stop` ends it and removes the directory. It is started when constructed.
+
+    A subclass says how: :meth:`command` (the command line on :attr:`port`, in
+    :attr:`workdir`) and :meth:`healthy` (one probe; it may set :attr:`version`).
+    A port free when chosen may be taken before the server binds it: a server
+    that exits while starting is started again on another, up to
+    ``START_ATTEMPTS`` times.
+
+    Args:
+        binary: the program (its path).
+        parent_dir: where the temporary directory goes (None: the system's).
+
+    Raises:
+        ServerUnavailable: it would not start or become healthy within ``START_TIMEOUT``.
+    """
+
+    what = "server"
+    START_TIMEOUT = 30.0
+    START_ATTEMPTS = 3
+
+    def __init__(self, binary: str, parent_dir: str | None = None) -> None:
+        self.binary = binary
+        self.workdir = tempfile.mkdtemp(prefix=f"bench-{self.what.lower()}-", dir=parent_dir)
+        self.filesystem = filesystem_of(self.workdir)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.version = "?"
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def command(self, attempt: int) -> list[str]:
+        """The command line that serves on :attr:`port` (already chosen) for start attempt ``attempt``."""
+        raise NotImplementedError
+
+    def healthy(self) -> bool:
+        """Whether it serves yet (one probe; it may raise OSError or ValueError for no)."""
+        raise NotImplementedError
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.workdir, "server.log")
+
+    def _start(self) -> None:
+        status: int | None = None
+        for attempt in range(self.START_ATTEMPTS):
+            self.port = free_port()
+            with open(self.log_path, "ab") as log:
+                self.process = subprocess.Popen(self.command(attempt), stdin=subprocess.DEVNULL, stdout=log,
+                                                stderr=subprocess.STDOUT, cwd=self.workdir, start_new_session=True)
+            if self._wait_healthy():
+                return
+            status = self.process.poll()
+            if status is None:  # running but never healthy: not a port clash
+                raise ServerUnavailable(f"{self.what} did not become healthy within {self.START_TIMEOUT:g} s; "
+                                        f"its log ends: {self.log_tail()}")
+        raise ServerUnavailable(f"{self.what} exited with status {status} ({self.START_ATTEMPTS} attempts); "
+                                f"its log ends: {self.log_tail()}")
+
+    def _wait_healthy(self) -> bool:
+        assert self.process is not None
+        deadline = time.monotonic() + self.START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                if self.healthy():
+                    return True
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        return False
+
+    def log_tail(self, lines: int = 3) -> str:
+        """The last lines of its log, on one line."""
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as log:
+                return " | ".join(line.strip() for line in log.readlines()[-lines:]) or "(empty)"
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        """Stop it (SIGTERM, then a kill) and remove its directory."""
+        if self.process is not None and stop_process(self.process) is None:
+            progress(f"warning: {self.what} ignored SIGTERM and had to be killed")
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if os.path.exists(self.workdir):
+            progress(f"warning: could not remove {self.what}'s directory {self.workdir}")
+
+
+class EtcdProcess(ExternalServer):
+    """A single-member etcd (``binary``) on 127.0.0.1: clients on :attr:`port`, peers on another free port."""
+
+    what = "etcd"
+
+    def command(self, attempt: int) -> list[str]:
+        client_url, peer_url = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{free_port()}"
+        return [self.binary, "--name", "bench", "--data-dir", os.path.join(self.workdir, f"data{attempt}"),
+                "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+                "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+                "--initial-cluster", f"bench={peer_url}", "--initial-cluster-state", "new",
+                "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"]
+
+    def healthy(self) -> bool:
+        url = f"http://127.0.0.1:{self.port}"
+        if json.loads(no_proxy_get(f"{url}/health", 1.0)).get("health") != "true":
+            return False
+        self.version = json.loads(no_proxy_get(f"{url}/version", 5.0))["etcdserver"]
+        return True
+
+
+def etcd_client(port: int, timeout: float) -> Any:
+    """An etcd-sdk-python client (``pyetcd``) of the etcd on 127.0.0.1:``port``, never through a proxy.
+
+    Raises:
+        ServerUnavailable: no such client here (or protobuf refuses its generated code).
+    """
+    try:
+        import pyetcd
+    except Exception as exc:  # ImportError, or protobuf refusing the generated code
+        raise ServerUnavailable(f"no Python etcd client ({type(exc).__name__}: {exc}); "
+                                "run benchmarks/setup_etcd.sh") from None
+    # gRPC honours http_proxy; loopback must not go through one
+    return pyetcd.client(host="127.0.0.1", port=port, timeout=timeout, grpc_options=[("grpc.enable_http_proxy", 0)])
 
 
 class GrantsOnRequest:

@@ -51,6 +51,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("bench_adaptive.py", []),
     ("bench_aio.py", []),
     ("bench_holders.py", []),
+    ("bench_locks.py", []),
 ]
 
 
@@ -99,6 +100,7 @@ FAMILY_TITLES = {
     "adaptive": "an AdaptivePolicy landlord against a fixed term",
     "aio": "landlord.aio against sync lease.renew() from a thread",
     "holders": "concurrent holders, landlord and lookup service against etcd",
+    "locks": "landlord.Lock against etcd, ZooKeeper and Redis locks",
 }
 
 

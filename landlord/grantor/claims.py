@@ -45,13 +45,14 @@ from typing import Any, Protocol
 from ..clock import Clock
 from ..errors import LeaseDeniedError, UnknownLeaseError
 from ..holder.claiminbox import Holders, NameListener
+from ..transport.clients import IN_PROCESS
 from .manager import LeaseManager
-from .names import Changes, Grant, NameTable, NameView, Queued, Refused, Waiter
-from .resource import LeasedResource
+from .names import Changes, Grant, NameTable, NameView, Refused, Waiter
+from .resource import LeasedResource, LeaseExtra
 from .store import Store
 
-__all__ = ["NameClaim", "Claims", "HolderWatcher", "check_value", "CLAIM_KEY", "TOKEN_SETTING", "TOKEN_BLOCK",
-           "MAX_VALUE"]
+__all__ = ["NameClaim", "Claims", "HolderWatcher", "MAX_PER_CLIENT", "check_value", "CLAIM_KEY", "TOKEN_SETTING",
+           "TOKEN_BLOCK", "MAX_VALUE"]
 
 log = logging.getLogger("landlord.names")
 
@@ -59,6 +60,7 @@ CLAIM_KEY = "landlord.name/1"  # a stored claim: {CLAIM_KEY: fields}
 TOKEN_SETTING = "names.high_water"  # the store's setting: no token above it was ever in a deleted row
 TOKEN_BLOCK = 1000  # tokens the setting is raised ahead by: one write per this many grants at most
 MAX_VALUE = 256  # characters of a holder's public value
+MAX_PER_CLIENT = 1000  # named leases (held or waiting) one remote client may have: none can fill the table alone
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -75,6 +77,7 @@ class NameClaim:
         queued: the wall-clock time it asked (orders waiters taken back from a store).
         wait_until: the wall-clock time its wait ends (``inf``: with its lease), ``None`` not to wait.
         token: its fencing token once it holds the name; ``None`` while it waits.
+        client: who asked (:func:`~landlord.client_of_call`), counted against :data:`MAX_PER_CLIENT`.
     """
 
     name: str
@@ -85,10 +88,11 @@ class NameClaim:
     queued: float
     wait_until: float | None = None
     token: int | None = None
+    client: str = IN_PROCESS
 
     def dump(self) -> dict[str, Any]:
         """The claim as its lease's row keeps it (an in-process listener is not kept)."""
-        fields = dataclasses.asdict(self)
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         if not isinstance(self.listener, str):
             fields["listener"] = None
         return {CLAIM_KEY: fields}
@@ -147,19 +151,26 @@ class Claims:
     Args:
         manager: the landlord's lease manager (claims are its leases).
         clock: the landlord's clock.
-        notify: ``notify(listener, method, args, on_failure)``: call ``method(*args)`` on a listener
-            soon, off the caller's thread, and ``on_failure()`` if that fails.
+        notify: ``notify(listener, method, args, on_failure, lane)``: call ``method(*args)`` on a
+            listener soon, off the caller's thread, in order with the others of ``lane`` (the claim's
+            client: one client's listener that hangs delays only that client's), and ``on_failure()``
+            if that fails.
         revoke: ``revoke(cookie, reason)``: the landlord's revocation (frees the lease, tells its listener).
         store: where the high water of tokens is kept, or ``None``.
     """
 
     def __init__(self, manager: LeaseManager, clock: Clock,
-                 notify: Callable[[Any, str, tuple[Any, ...], Callable[[], None]], None],
+                 notify: Callable[[Any, str, tuple[Any, ...], Callable[[], None], str], None],
                  revoke: Callable[[str, str], None], store: Store | None) -> None:
         self._manager, self._clock, self._notify, self._revoke, self._store = manager, clock, notify, revoke, store
         self._stored_high = int(store.get_setting(TOKEN_SETTING, 0)) if store is not None else 0
         self._table = NameTable(self._stored_high)
-        self._lock = threading.Condition()
+        # reentrant: a lazy reaper ends leases inside the manager's calls made under it, and their
+        # ends come back here (intercept) on the same thread
+        self._lock = threading.Condition(threading.RLock())
+        self._registering: LeasedResource | None = None  # the lease request() is registering
+        self._per_client: dict[str, int] = {}  # named leases by remote client, until their leases end
+        self.max_per_client = MAX_PER_CLIENT
         self._thread: threading.Thread | None = None
         self._closed = False
         self.watcher: HolderWatcher | None = None  # told of every change of a name's holders
@@ -184,6 +195,10 @@ class Claims:
         with self._lock:
             if self._closed:
                 raise LeaseDeniedError("this landlord is closing")
+            counted = self._per_client.get(claim.client, 0)
+            if claim.client != IN_PROCESS and counted >= self.max_per_client:
+                raise LeaseDeniedError(f"{claim.client} has {counted} named leases already, the most one "
+                                       "client may have")
             outcome = self._table.request(claim.name, leased.cookie, now, limit=claim.limit,
                                           wait_until=wait_until, lock_delay=claim.lock_delay)
             if isinstance(outcome, Refused):
@@ -192,16 +207,24 @@ class Claims:
                 claim.token = outcome.token
             else:
                 claim.wait_until = math.inf if wait is None or math.isinf(wait) else self._clock.time() + wait
+            error: BaseException | None = None
+            revocations: list[tuple[str, str]] = []
+            self._registering = leased
             try:
-                self._manager.register(leased)
-            except BaseException:
-                self._table.release(leased.cookie, now)  # nothing granted after it: it was first in line
-                raise
-            if isinstance(outcome, Queued):
-                self._start_timer()
-            else:
-                self._tell_watcher([claim.name])
-            return claim.token
+                self._manager.register(leased)  # a lazy reaper may end a holder in here, granting this one
+            except BaseException as exc:  # the store failed: nothing is leased, and its place goes on
+                error = exc
+                revocations = self._deliver(self._table.release(leased.cookie, now))
+            finally:
+                self._registering = None
+            if error is None:
+                self._count(claim, 1)
+            self._kick()
+            self._tell_watcher([claim.name])
+        if error is not None:
+            self._revoke_all(revocations)
+            raise error
+        return claim.token
 
     def hand_over(self, cookie: str, successor: str) -> None:
         """The holder ``cookie`` gives its place to the waiter whose value is ``successor``, at
@@ -250,7 +273,7 @@ class Claims:
 
     def ended(self, leased: LeasedResource, *, expired: bool) -> None:
         """The landlord freed ``leased``, a named lease: its place goes (to the next waiter).
-        Called by the landlord's free callbacks, outside the manager's lock."""
+        Called through :meth:`intercept`, outside the manager's lock."""
         claim: NameClaim = leased.resource
         with self._lock:
             self._raise_high_water(claim.token)  # first: a holder that handed over is gone from the table
@@ -260,7 +283,26 @@ class Claims:
             end = self._table.expire if expired else self._table.release
             revocations = self._deliver(end(leased.cookie, now))
             self._tell_watcher([claim.name])
+            self._kick()  # a lock-delay may have begun
         self._revoke_all(revocations)
+
+    def intercept(self, ended: list[LeasedResource], cancelled: bool) -> list[LeasedResource]:
+        """The landlord's ended leases, before its callbacks see them: each named lease ends here
+        (:meth:`ended`); what the callbacks free is returned: the other leases, and the resources
+        attached to named ones."""
+        others: list[LeasedResource] = []
+        for leased in ended:
+            if type(leased.resource) is not NameClaim:
+                others.append(leased)
+                continue
+            with self._lock:
+                self._count(leased.resource, -1)
+            self.ended(leased, expired=not cancelled)
+            attached = leased.attached
+            if attached:
+                others.append(LeasedResource(leased.cookie, leased.expiration, attached[0],
+                                             LeaseExtra(attached=attached[1:])))
+        return others
 
     def restore(self, restored: Sequence[LeasedResource]) -> None:
         """Take back the claims among leases a store gave back: holders with their tokens, then
@@ -268,6 +310,8 @@ class Claims:
         claims = [leased for leased in restored if isinstance(leased.resource, NameClaim)]
         now, wall = self._clock.monotonic(), self._clock.time()
         with self._lock:
+            for leased in claims:
+                self._count(leased.resource, 1)
             for leased in claims:
                 claim: NameClaim = leased.resource
                 if claim.token is not None:
@@ -280,8 +324,7 @@ class Claims:
                               and leased.expiration > now), key=lambda leased: leased.resource.queued)
             changes = [self._requeue(leased, now, wall) for leased in waiters]
             revocations = [each for change in changes for each in self._deliver(change)]
-            if waiters:
-                self._start_timer()
+            self._kick()
             self._tell_watcher(leased.resource.name for leased in claims)
         self._revoke_all(revocations)
 
@@ -312,11 +355,25 @@ class Claims:
             return Changes(timed_out=(Waiter(claim.name, leased.cookie, until),))
         return Changes()
 
+    def _count(self, claim: NameClaim, change: int) -> None:
+        """Count a named lease of ``claim.client`` in (+1) or out (-1), under the lock."""
+        count = self._per_client.get(claim.client, 0) + change
+        if count > 0:
+            self._per_client[claim.client] = count
+        else:
+            self._per_client.pop(claim.client, None)
+
     def _deliver(self, changes: Changes) -> list[tuple[str, str]]:
         """Record and tell each grant of ``changes`` (under the lock); return the revocations to
         make once the lock is let go (waits that timed out, grants that could not be written)."""
         revocations = [(waiter.cookie, f"waited for {waiter.name!r} too long") for waiter in changes.timed_out]
         for grant in changes.granted:
+            registering = self._registering
+            if registering is not None and registering.cookie == grant.cookie:
+                # granted while its request registers it (a lazy reaper ended the holder in there):
+                # the registration writes the token, and the request answers it
+                registering.resource.token, registering.resource.wait_until = grant.token, None
+                continue
             try:
                 leased = self._manager.get(grant.cookie)
                 claim: NameClaim = leased.resource
@@ -329,7 +386,8 @@ class Claims:
             log.debug("granted %r to %s… (token %d)", grant.name, grant.cookie[:6], grant.token)
             if claim.listener is not None:
                 self._notify(claim.listener, "granted", (grant.cookie, grant.token),
-                             functools.partial(self._revoke, grant.cookie, "could not be told it holds its name"))
+                             functools.partial(self._revoke, grant.cookie, "could not be told it holds its name"),
+                             claim.client)
         return revocations
 
     def _undo(self, grant: Grant) -> list[tuple[str, str]]:
@@ -382,8 +440,11 @@ class Claims:
             return None
         return resource.value if isinstance(resource, NameClaim) else None
 
-    def _start_timer(self) -> None:
-        """Start the thread that keeps time (under the lock), once; wake it for a new deadline."""
+    def _kick(self) -> None:
+        """Under the lock, after a change: if the table has a deadline, make sure the thread keeps it
+        (started once, woken to sleep to the new earliest deadline)."""
+        if self._table.next_deadline() is None:
+            return
         if self._thread is None and not self._closed:
             self._thread = threading.Thread(target=self._run, name="Claims", daemon=True)
             self._thread.start()

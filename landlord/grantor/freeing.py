@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeAlias
 
 from .resource import LeasedResource
 
-__all__ = ["Endings", "FreeCallback", "FreeWithCookie", "takes_cookie"]
+__all__ = ["Endings", "FreeCallback", "FreeWithCookie"]
 
 log = logging.getLogger("landlord.manager")  # where these lines were logged before they moved here
 
@@ -46,7 +46,7 @@ class Endings:
         store: where the rows are (named in the log when a delete fails), or ``None``.
     """
 
-    __slots__ = ("_on_expire", "_on_cancel", "_forget", "_store", "restored_cancels")
+    __slots__ = ("_on_expire", "_on_cancel", "_forget", "_store", "restored_cancels", "intercept")
 
     def __init__(self, on_expire: FreeCallback | None, on_cancel: FreeCallback | None,
                  forget: Callable[[list[LeasedResource]], None], store: object) -> None:
@@ -55,6 +55,10 @@ class Endings:
         self._forget = forget
         self._store = store
         self.restored_cancels: set[str] = set()  # restored as cancelled, not yet freed (through on_cancel)
+        # Takes the ended leases (and whether they were cancelled) before the callbacks do, and returns
+        # what they should free: a landlord's named leases end in its claims. None while it has none,
+        # so that a landlord without them pays nothing per lease.
+        self.intercept: Callable[[list[LeasedResource], bool], list[LeasedResource]] | None = None
 
     def end(self, resources: list[LeasedResource], *, cancelled: bool = False) -> None:
         """Free ``resources`` (through ``on_cancel`` if ``cancelled``, else ``on_expire``), then delete
@@ -63,7 +67,7 @@ class Endings:
         freed = resources
         if self.restored_cancels and not cancelled:  # only after a restart found cancels not yet freed
             freed = self._free_restored_cancels(resources)
-        (self._on_cancel if cancelled else self._on_expire).free(freed)
+        self._free(freed, cancelled)
         try:
             self._forget(resources)
         except Exception:
@@ -77,8 +81,13 @@ class Endings:
         if len(others) < len(resources):
             restored = [leased for leased in resources if leased.cookie in cancels]
             cancels.difference_update(leased.cookie for leased in restored)
-            self._on_cancel.free(restored)
+            self._free(restored, True)
         return others
+
+    def _free(self, ended: list[LeasedResource], cancelled: bool) -> None:
+        if self.intercept is not None:
+            ended = self.intercept(ended, cancelled)
+        (self._on_cancel if cancelled else self._on_expire).free(ended)
 
 
 class _Freeing:
@@ -92,7 +101,7 @@ class _Freeing:
 
     @classmethod
     def of(cls, callback: FreeCallback | None, name: str) -> _Freeing:
-        return cls(callback, callback is not None and takes_cookie(callback), name)
+        return cls(callback, callback is not None and _takes_cookie(callback), name)
 
     def free(self, ended: list[LeasedResource]) -> None:
         """Call the callback for each resource of each lease in ``ended``, logging what it raises."""
@@ -115,7 +124,7 @@ class _Freeing:
                     log.exception("%s failed for %r", self._name, leased)
 
 
-def takes_cookie(callback: Callable[..., Any]) -> bool:
+def _takes_cookie(callback: Callable[..., Any]) -> bool:
     """Whether ``callback`` has a parameter named ``cookie`` it can be given by keyword."""
     try:
         parameter = inspect.signature(callback).parameters.get("cookie")

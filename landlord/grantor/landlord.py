@@ -20,8 +20,8 @@ from ..holder.claiminbox import NameListener
 from ..holder.landlordlease import MAX_BATCH, LandlordLease, check_cookie, check_landlords
 from ..results import RenewResults
 from ..transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_callback_uri
+from ..transport.clients import client_of_call
 from .claims import Claims, NameClaim, check_value
-from .freeing import takes_cookie
 from .hooks import LeaseHooks
 from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
 from .names import NameView
@@ -173,10 +173,8 @@ class Landlord:
         self.policy.bind(clock=clock, lease_factory=self._make_lease, held=self._held_count)
         self._codec: ResourceCodec = codec if codec is not None else _OwnMethods(self)
         self._notices = RevocationNotices()
-        self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock,
-                                     on_expire=_FreeingClaims(self, on_expire, expired=True),
-                                     on_cancel=_FreeingClaims(self, on_cancel or on_expire, expired=False),
-                                     store=store, dump=self._dump, hooks=hooks)
+        self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
+                                     on_cancel=on_cancel, store=store, dump=self._dump, hooks=hooks)
         self._claims = Claims(self._manager, clock, self._notify, self.revoke, store)
         self._watches = NameWatches(self._manager, self._manager.revoke)
         self._claims.watcher = self._watches
@@ -358,6 +356,8 @@ class Landlord:
                 self._codec.restored(leased)
             for each in leased.attached:
                 self._codec.restored(LeasedResource(leased.cookie, leased.expiration, each))
+        if any(isinstance(leased.resource, NameClaim) for leased in restored):
+            self._manager.intercept_ends(self._intercept)
         self._manager.restore(restored, cancelled=cancelled)
         self._claims.restore(restored)
         live = sum(1 for leased in restored if leased.expiration > now)
@@ -374,8 +374,12 @@ class Landlord:
     def _load(self, data: Any) -> Any:
         return NameClaim.load(data) if NameClaim.is_stored(data) else self._codec.load(data)
 
-    def _notify(self, listener: Any, method: str, args: tuple[Any, ...], on_failure: Any) -> None:
-        self._notices.post(listener, method, args, f"{method} {args[0][:6]}…", on_failure)
+    def _intercept(self, ended: list[LeasedResource], cancelled: bool) -> list[LeasedResource]:
+        """The ended leases, before the callbacks: named leases end in the claims, watches in the watches."""
+        return self._watches.intercept(self._claims.intercept(ended, cancelled))
+
+    def _notify(self, listener: Any, method: str, args: tuple[Any, ...], on_failure: Any, lane: str) -> None:
+        self._notices.post(listener, method, args, f"{method} {args[0][:6]}…", on_failure, lane=lane)
 
     def __len__(self) -> int:
         return len(self._manager)
@@ -497,15 +501,17 @@ class Landlord:
 
         Raises:
             LeaseDeniedError: the name is taken and ``wait`` is ``None``; too many names or waiters;
-                the policy refused.
+                the caller's host has ``MAX_PER_CLIENT`` (1,000) named leases already; the policy refused.
             TypeError, ValueError: a bad argument, or a limit other than the name's (nothing is leased).
         """
         if listener is not None and not isinstance(listener, NameListener):
             listener = self.check_callback(listener)
         if wait is not None:
             wait = check_duration(wait, name="wait", allow_any=False)
-        claim = NameClaim(name, limit, lock_delay, check_value(value), listener, self.clock.time())
+        claim = NameClaim(name, limit, lock_delay, check_value(value), listener, self.clock.time(),
+                          client=client_of_call())
         duration = check_duration(duration)
+        self._manager.intercept_ends(self._intercept)  # from the first named lease on
         leased = LeasedResource(new_cookie(), 0.0, claim)
         lease: LandlordLease = self.policy.lease_for(leased, duration)  # type: ignore[assignment]
         token = self._claims.request(leased, wait=wait)
@@ -569,6 +575,7 @@ class Landlord:
             listener = self.check_callback(listener)
         leased = LeasedResource(new_cookie(), 0.0, NameWatch(check_name(name), listener))
         lease: LandlordLease = self.policy.lease_for(leased, check_duration(duration))  # type: ignore[assignment]
+        self._manager.intercept_ends(self._intercept)  # from the first watch on
         self._watches.add(leased)
         self._watches.begin(leased.cookie, self._claims.holders(name))
         return lease
@@ -603,23 +610,3 @@ def _check_batch(items: object, name: str) -> list[Any]:
         raise ValueError(f"at most {MAX_BATCH} {name} in one call, got {len(items)}")
     return list(items)
 
-
-class _FreeingClaims:
-    """A landlord's ``on_expire`` or ``on_cancel`` as its lease manager calls it: a named lease's claim
-    goes to the landlord's :class:`~landlord.grantor.claims.Claims`, everything else to the user's callback."""
-
-    __slots__ = ("_landlord", "_callback", "_with_cookie", "_expired")
-
-    def __init__(self, landlord: Landlord, callback: FreeCallback | None, *, expired: bool) -> None:
-        self._landlord, self._callback, self._expired = landlord, callback, expired
-        self._with_cookie = callback is not None and takes_cookie(callback)
-
-    def __call__(self, resource: Any, /, *, cookie: str) -> None:
-        if type(resource) is NameClaim:
-            self._landlord._claims.ended(LeasedResource(cookie, 0.0, resource), expired=self._expired)
-        elif type(resource) is NameWatch:
-            self._landlord._watches.ended(cookie)
-        elif self._with_cookie:
-            self._callback(resource, cookie=cookie)  # type: ignore[call-arg,misc]
-        elif self._callback is not None:
-            self._callback(resource)  # type: ignore[call-arg]

@@ -130,6 +130,12 @@ class LeaseManager:
             told = self.hooks.hooks if self.hooks is not None else ()
             self.hooks = HookFanout([*told, hooks])  # one attribute: a renewal reads it once, whole
 
+    def intercept_ends(self, intercept: Callable[[list[LeasedResource], bool], list[LeasedResource]]) -> None:
+        """Give every batch of ended leases (and whether they were cancelled) to ``intercept`` before
+        the callbacks, which free what it returns (how a landlord's named leases end in its claims).
+        Called outside the lock, as the callbacks are."""
+        self._endings.intercept = intercept
+
     # -- holding --------------------------------------------------------------
 
     def register(self, resource: LeasedResource) -> None:

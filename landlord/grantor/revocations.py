@@ -4,26 +4,29 @@ A holder that asked to be told (:meth:`landlord.Landlord.listen`, which a
 :class:`~landlord.LeaseRenewalManager` given a
 :class:`~landlord.holder.revocations.RevocationReceiver` does for it) names a Pyro5
 object; when the landlord revokes that lease, its ``revoked(cookie, reason)``
-is called from this module's one thread, so the revoking caller never waits
-on a holder's network. Delivery is best effort: a holder that cannot be
+is called from one of this module's few threads, one listener at a time per
+lane (a listener that hangs holds up only its own lane), so the revoking
+caller never waits on a holder's network. Delivery is best effort: a holder that cannot be
 reached learns at its next renewal, which is denied with the reason.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import Pyro5.api
 
-__all__ = ["Notices", "RevocationNotices", "NOTICE_TIMEOUT"]
+from ..transport.lanes import Lanes
+
+__all__ = ["Notices", "RevocationNotices", "NOTICE_TIMEOUT", "NOTICE_WORKERS"]
 
 log = logging.getLogger("landlord.notices")  # its name before it moved
 
 NOTICE_TIMEOUT = 5.0  # seconds one delivery may take before the listener is given up on
+NOTICE_WORKERS = 4  # deliveries at once: a listener that hangs holds one, and only its own lane
 
 # a notice: the listener (a URI, or an in-process object), the method to call, its arguments, what the
 # notice is about (for the log), and what to do if it cannot be delivered
@@ -31,60 +34,66 @@ _Notice = tuple[Any, str, tuple[Any, ...], str, Callable[[], None] | None]
 
 
 class Notices:
-    """Calls listeners' remote methods from one thread, made when the first notice is sent,
-    so whoever sends never waits on a listener's network. Best effort: a listener that cannot
-    be reached is logged at WARNING, with ``consequence``, and skipped.
+    """Calls listeners' remote methods on a few threads of their own (made when the first notice is
+    sent), so whoever sends never waits on a listener's network. Notices go in *lanes*: those of
+    one lane one at a time, in order; different lanes in parallel, so a listener that hangs holds
+    up its own lane (for at most ``timeout`` per notice) and no other. Best effort: a listener that
+    cannot be reached is logged at WARNING, with ``consequence``, and skipped.
 
     Args:
         timeout: the most one delivery may take, in seconds.
-        name: the thread's name.
+        name: the threads' names.
         consequence: what a lost notice means, for the log line.
+        workers: the most deliveries at once.
     """
 
-    def __init__(self, *, timeout: float = NOTICE_TIMEOUT, name: str = "Notices", consequence: str = "") -> None:
+    def __init__(self, *, timeout: float = NOTICE_TIMEOUT, name: str = "Notices", consequence: str = "",
+                 workers: int = NOTICE_WORKERS) -> None:
         self._timeout = timeout
         self._name = name
         self._consequence = consequence
-        self._queue: queue.SimpleQueue[_Notice | None] = queue.SimpleQueue()
+        self._workers = workers
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._lanes: Lanes | None = None
         self._closed = False
 
     def post(self, listener: Any, method: str, args: tuple[Any, ...], about: str,
-             on_failure: Callable[[], None] | None = None) -> None:
+             on_failure: Callable[[], None] | None = None, *, lane: Hashable | None = None) -> None:
         """Call ``method(*args)`` on the Pyro5 object at ``listener`` (a URI; in-process, the object
-        itself), soon; ``about`` says what for; ``on_failure()`` is called (on the same thread) if the
-        call fails."""
+        itself), soon, on ``lane`` (default: the listener's own); ``about`` says what for;
+        ``on_failure()`` is called (on the same thread) if the call fails."""
         with self._lock:
             if self._closed:
                 return
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
-        self._queue.put((listener, method, args, about, on_failure))
+            if self._lanes is None:
+                self._lanes = Lanes(workers=self._workers, name=self._name)
+            lanes = self._lanes
+        notice: _Notice = (listener, method, args, about, on_failure)
+        lanes.submit(listener if lane is None else lane, lambda: self._send(notice))
 
     def close(self) -> None:
-        """Send what is queued, then stop (at most ``timeout`` per notice still queued)."""
+        """Send what is queued, for at most ``timeout`` seconds, then stop (what is left is dropped)."""
         with self._lock:
             self._closed = True
-            thread = self._thread
-        if thread is not None:
-            self._queue.put(None)
-            thread.join()
-
-    def _run(self) -> None:
-        while (notice := self._queue.get()) is not None:
-            listener, method, args, about, on_failure = notice
-            try:
-                self._deliver(listener, method, args)
-            except Exception as exc:
-                log.warning("could not tell %s that %s (%s: %s)%s", listener, about, type(exc).__name__, exc,
+            lanes = self._lanes
+        if lanes is not None:
+            if not lanes.wait_idle(self._timeout):
+                log.warning("%s: %d notice(s) not sent before closing%s", self._name, lanes.pending(),
                             self._consequence)
-                if on_failure is not None:
-                    try:
-                        on_failure()
-                    except Exception:
-                        log.exception("after failing to tell %s that %s", listener, about)
+            lanes.close()
+
+    def _send(self, notice: _Notice) -> None:
+        listener, method, args, about, on_failure = notice
+        try:
+            self._deliver(listener, method, args)
+        except Exception as exc:
+            log.warning("could not tell %s that %s (%s: %s)%s", listener, about, type(exc).__name__, exc,
+                        self._consequence)
+            if on_failure is not None:
+                try:
+                    on_failure()
+                except Exception:
+                    log.exception("after failing to tell %s that %s", listener, about)
 
     def _deliver(self, listener: Any, method: str, args: tuple[Any, ...]) -> None:
         if not isinstance(listener, str):  # in-process
@@ -96,7 +105,7 @@ class Notices:
 
 
 class RevocationNotices(Notices):
-    """Sends revocation notices (``revoked(cookie, reason)``) from one thread.
+    """Sends revocation notices (``revoked(cookie, reason)``), each listener on a lane of its own.
 
     Args:
         timeout: the most one delivery may take, in seconds.

@@ -27,7 +27,8 @@ watch's: only its holder can be told anything by it, as for a claim's notices.
   its renewal is refused as unknown, and the watcher watches again.
 
 Lock order: the claims' lock (:mod:`landlord.grantor.claims` calls
-:meth:`NameWatches.changed` under it), then this module's, then the lease manager's.
+:meth:`NameWatches.changed` under it), then this module's; the lease manager is
+never called under this module's lock.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class NameWatches:
 
         Raises:
             LeaseDeniedError: :attr:`max_per_name` watches of its name, or :attr:`max_watches` in all.
+            Exception: what registering the lease raised (nothing is watched).
         """
         watch: NameWatch = leased.resource
         with self._lock:
@@ -125,10 +127,14 @@ class NameWatches:
                 raise LeaseDeniedError(f"too many watches ({self.max_watches}): {watch.name!r} refused")
             if len(self._by_name.get(watch.name, ())) >= self.max_per_name:
                 raise LeaseDeniedError(f"too many watches of {watch.name!r} ({self.max_per_name})")
-            self._manager.register(leased)
-            self._watches[leased.cookie] = watch
+            self._watches[leased.cookie] = watch  # its place taken before the lock is let go
             self._by_name.setdefault(watch.name, {})[leased.cookie] = None
             self._at.setdefault(_location(watch.listener), {})[leased.cookie] = None
+        try:  # not under the lock: a lazy reaper may end leases in here, watches among them
+            self._manager.register(leased)
+        except BaseException:
+            self.ended(leased.cookie)
+            raise
 
     def begin(self, cookie: str, holders: Holders) -> None:
         """Tell the watch ``cookie`` the holders of its name, read after :meth:`add` (or newer ones
@@ -151,6 +157,16 @@ class NameWatches:
             _drop(self._at, _location(watch.listener), cookie)
             if watch.name not in self._by_name:
                 self._latest.pop(watch.name, None)
+
+    def intercept(self, ended: list[LeasedResource]) -> list[LeasedResource]:
+        """The landlord's ended leases: each watch ends here (:meth:`ended`); the others are returned."""
+        others: list[LeasedResource] = []
+        for leased in ended:
+            if type(leased.resource) is NameWatch:
+                self.ended(leased.cookie)
+            else:
+                others.append(leased)
+        return others
 
     def revoked(self, watch: NameWatch, cookie: str, reason: str) -> None:
         """Tell the listener of ``watch`` (ended by an operator) that its lease ``cookie`` was revoked, soon."""
@@ -220,13 +236,15 @@ class NameWatches:
 
 
 class _WatchNotices(Notices):
-    """The watches' thread: a ``holders_changed`` notice is posted with the watch's cookie alone, and
-    says, when it goes, what its watch's name is held by then. It keeps a connection to each of the
-    last :data:`KEPT_CONNECTIONS` listeners it told (many watches share one inbox), closed after a failure."""
+    """The watches' notices, on threads of their own, a lane per listener (one that hangs holds up
+    its own lane only): a ``holders_changed`` notice is posted with the watch's cookie alone, and says,
+    when it goes, what its watch's name is held by then. It keeps a connection to each of the last
+    :data:`KEPT_CONNECTIONS` listeners it told (many watches share one inbox), closed after a failure."""
 
     def __init__(self, resolve: Callable[[str], tuple[str, str, Holders] | None], *, timeout: float) -> None:
         super().__init__(timeout=timeout, name="NameWatches", consequence="; the watch is dropped")
         self._resolve = resolve
+        self._kept = threading.Lock()
         self._proxies: collections.OrderedDict[str, Pyro5.api.Proxy] = collections.OrderedDict()
 
     def _deliver(self, listener: Any, method: str, args: tuple[Any, ...]) -> None:
@@ -238,26 +256,36 @@ class _WatchNotices(Notices):
         if not isinstance(listener, str):
             super()._deliver(listener, method, args)
             return
-        proxy = self._proxies.pop(listener, None)
+        with self._kept:  # a listener's lane runs one notice at a time: its proxy is this thread's now
+            proxy = self._proxies.pop(listener, None)
         if proxy is None:
             proxy = Pyro5.api.Proxy(listener)
             proxy._pyroTimeout = self._timeout
+        else:
+            proxy._pyroClaimOwnership()
         try:
             getattr(proxy, method)(*args)
         except BaseException:
             proxy._pyroRelease()
             raise
-        self._proxies[listener] = proxy  # the most recent last
-        while len(self._proxies) > KEPT_CONNECTIONS:
-            self._proxies.popitem(last=False)[1]._pyroRelease()
+        with self._kept:
+            self._proxies[listener] = proxy  # the most recent last
+            evicted = self._proxies.popitem(last=False)[1] if len(self._proxies) > KEPT_CONNECTIONS else None
+        if evicted is not None:
+            _release(evicted)
 
-    def _run(self) -> None:
-        try:
-            super()._run()
-        finally:  # on the thread, which owns the proxies
-            for proxy in self._proxies.values():
-                proxy._pyroRelease()
+    def close(self) -> None:
+        super().close()
+        with self._kept:
+            proxies = list(self._proxies.values())
             self._proxies.clear()
+        for proxy in proxies:
+            _release(proxy)
+
+
+def _release(proxy: Pyro5.api.Proxy) -> None:
+    proxy._pyroClaimOwnership()  # a proxy kept is in use by no thread
+    proxy._pyroRelease()
 
 
 def _location(listener: str | NameListener) -> str:

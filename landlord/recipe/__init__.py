@@ -9,6 +9,8 @@ Each recipe reads top to bottom in its own module, on the one below it:
   a lease: acquiring, waiting for the pushed grant, the validity deadline, the loss;
 - :mod:`~landlord.recipe.watch`: :class:`~landlord.recipe.watch.HoldersWatch`, who holds a
   name, pushed as it changes (a watch lease, watched again when lost);
+- :mod:`~landlord.recipe.watchdog`: one thread per process that turns held claims invalid
+  at their deadline less their margin, or at once when revoked;
 - :mod:`~landlord.recipe.target`: how a recipe reaches its landlord (in-process, a URI,
   a replica group).
 

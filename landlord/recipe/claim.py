@@ -4,8 +4,8 @@ Acquiring asks the landlord for a lease on the name
 (:meth:`landlord.Landlord.acquire`): granted at once with a fencing token, or
 queued; a queued claim waits for the landlord to push its grant (no
 polling), then holds the name with the same lease. While held, a
-:class:`~landlord.LeaseRenewalManager` keeps the lease alive and one
-thread of the claim's watches the time:
+:class:`~landlord.LeaseRenewalManager` keeps the lease alive and the
+process's :class:`~landlord.recipe.watchdog.Watchdog` keeps the time:
 
 **The holder knows it lost before anyone else can win.** The claim is
 :attr:`~Claim.valid` until its lease's deadline *minus a margin*, on this
@@ -13,8 +13,8 @@ process's monotonic clock. The deadline is counted from when each request
 was *sent* (the grant, every renewal), so it comes before the landlord's own
 end of the lease, after which alone the landlord gives the name to another.
 At that moment, or at once when the landlord revokes the lease or a renewal
-is refused, the claim turns invalid and its listeners are told (on the
-claim's thread); it then lets the lease go. What the margin does not cover:
+is refused, the claim turns invalid and its listeners are told (on a thread
+of their own); it then lets the lease go. What the margin does not cover:
 a process paused between checking :attr:`~Claim.valid` and acting on it.
 That is what fencing tokens are for: send :attr:`~Claim.token` with every
 write, and have the resource check it (:class:`~landlord.Fence`).
@@ -42,6 +42,7 @@ from ..holder.landlordlease import LandlordLease
 from ..holder.renewal import LeaseRenewalEvent, LeaseRenewalManager
 from ..lease import sent_now
 from .target import Target
+from .watchdog import watchdog_for
 
 __all__ = ["Claim", "DEFAULT_DURATION", "MARGIN", "shared_inbox", "shared_renewals"]
 
@@ -99,6 +100,8 @@ class Claim:
         self._token: int | None = None
         self._lost: str | None = None
         self._on_lost: list[OnLost] = []
+        self._watchdog = watchdog_for(self.clock)
+        self._watch_key: int | None = None  # the current holding's, at the watchdog
 
     # -- the holder's view ---------------------------------------------------------------------
 
@@ -122,7 +125,8 @@ class Claim:
 
     def on_lost(self, callback: OnLost) -> None:
         """Call ``callback(reason)`` each time a holding is lost (not released): its deadline came,
-        the landlord revoked it, or a renewal was refused. Called on the claim's own thread."""
+        the landlord revoked it, or a renewal was refused. Called on a thread of its own, once
+        :attr:`valid` is already false."""
         with self._state:
             self._on_lost.append(callback)
 
@@ -156,7 +160,9 @@ class Claim:
         """
         with self._state:
             lease, self._lease, self._token = self._lease, None, None
-            self._state.notify_all()
+            if self._watch_key is not None:
+                self._watchdog.drop(self._watch_key)
+                self._watch_key = None
         if isinstance(lease, LandlordLease):
             self._let_go(lease)
 
@@ -251,8 +257,11 @@ class Claim:
         hear; ``None`` if refused and not waiting. The lease is renewed from now on."""
         listener = self._inbox if self._target.in_process else self._inbox.uri
         sent = sent_now(self.clock)
+        # the landlord is asked to queue it for as long as its lease lasts: the timeout is kept here, by
+        # cancelling the lease (a landlord's own timeout would race with it)
+        queue = None if wait is None else FOREVER
         try:
-            lease, token = self._target.call("acquire", self.name, self.duration, self.limit, wait, self.lock_delay,
+            lease, token = self._target.call("acquire", self.name, self.duration, self.limit, queue, self.lock_delay,
                                              self.value, listener)
         except LeaseDeniedError:
             if wait is None:
@@ -275,7 +284,7 @@ class Claim:
             if self._lease is not lease or self._lost is not None:
                 return False  # released or lost meanwhile
             self._token = token
-        threading.Thread(target=self._watch, args=(lease,), name=f"Claim {self.name[:20]}", daemon=True).start()
+            self._watch_key = self._watchdog.watch(_Holding(self, lease), lease.deadline - self._margin(lease))
         return True
 
     def _wait_for_grant(self, lease: LandlordLease, expected: Expected, wait: float | None) -> int | None:
@@ -306,19 +315,24 @@ class Claim:
     def _margin(self, lease: LandlordLease) -> float:
         return self.margin if self.margin is not None else MARGIN * lease.term
 
-    def _watch(self, lease: LandlordLease) -> None:
-        """The claim's thread while it holds: sleeps to the deadline less the margin, wakes for a loss."""
+    def _check(self, lease: LandlordLease) -> float | None:
+        """On the watchdog's thread, when due: when to look again, or ``None`` once the holding is
+        over (released, or lost now: its listeners are told, and its lease let go)."""
         with self._state:
-            while self._lease is lease and self._lost is None:
-                deadline = lease.deadline - self._margin(lease)
-                if self.clock.monotonic() >= deadline:
-                    self._lost = "its lease's deadline (less the margin) came before a renewal"
-                    break
-                self.clock.wait(self._state, deadline)
             if self._lease is not lease:
-                return  # released
-            reason, listeners = self._lost or "lost", list(self._on_lost)
+                return None  # released
+            if self._lost is None:
+                deadline = lease.deadline - self._margin(lease)
+                if self.clock.monotonic() < deadline:
+                    return deadline  # renewed meanwhile
+                self._lost = "its lease's deadline (less the margin) came before a renewal"
+            reason, listeners = self._lost, list(self._on_lost)
             self._lease, self._token = None, None
+        # told, and let go (a remote call), on a thread of its own: the watchdog keeps every claim's time
+        threading.Thread(target=self._lost_now, args=(lease, reason, listeners), name="Claim lost", daemon=True).start()
+        return None
+
+    def _lost_now(self, lease: LandlordLease, reason: str, listeners: list[OnLost]) -> None:
         log.warning("%r lost %r: %s", self, self.name, reason)
         for callback in listeners:
             try:
@@ -331,8 +345,8 @@ class Claim:
         with self._state:
             if self._lease is lease and self._lost is None:
                 self._lost = reason
-                self._state.notify_all()
-
+                if self._watch_key is not None:
+                    self._watchdog.wake(self._watch_key)
 
     def _let_go_of(self, lease: LandlordLease) -> None:
         """Drop ``lease`` if it is still this claim's (after a hand-over): not renewed, nor heard of."""
@@ -340,7 +354,9 @@ class Claim:
             mine = self._lease is lease
             if mine:
                 self._lease, self._token = None, None
-                self._state.notify_all()
+                if self._watch_key is not None:
+                    self._watchdog.drop(self._watch_key)
+                    self._watch_key = None
         if mine:
             self._let_go(lease)
 
@@ -367,6 +383,18 @@ class Claim:
         inbox = ClaimInbox(serve=not self._target.in_process, clock=self.clock)
         self._own.append(inbox)
         return inbox
+
+
+class _Holding:
+    """One holding of a claim, as the watchdog checks it."""
+
+    __slots__ = ("_claim", "_lease")
+
+    def __init__(self, claim: Claim, lease: LandlordLease) -> None:
+        self._claim, self._lease = claim, lease
+
+    def check(self) -> float | None:
+        return self._claim._check(self._lease)
 
 
 def _why(event: LeaseRenewalEvent) -> str:

@@ -130,3 +130,35 @@ def test_a_notice_for_a_lease_not_watched_is_ignored(caplog: pytest.LogCaptureFi
         with pytest.raises(TypeError):
             inbox.revoked(1, 2)
     assert "not watched" in caplog.text
+
+
+class _Told:
+    """An in-process listener that records what it is told."""
+
+    def __init__(self) -> None:
+        self.told: Recorder[tuple[str, str]] = Recorder()
+
+    def revoked(self, cookie: str, reason: str) -> None:
+        self.told.record((cookie, reason))
+
+
+def test_a_listener_that_hangs_holds_up_its_own_lane_and_no_other() -> None:
+    import socket
+
+    from landlord.grantor.revocations import Notices
+
+    with socket.socket() as blackhole:  # accepts connections (the kernel does), never answers
+        blackhole.bind(("127.0.0.1", 0))
+        blackhole.listen(8)
+        hung = f"PYRO:holder@127.0.0.1:{blackhole.getsockname()[1]}"
+        notices = Notices(timeout=3.0)
+        live = _Told()
+        started = time.monotonic()
+        try:
+            notices.post(hung, "revoked", ("c1", "r"), "c1 was revoked", lane="stranger")
+            notices.post(live, "revoked", ("c2", "first"), "c2 was revoked", lane="friend")
+            notices.post(live, "revoked", ("c3", "second"), "c3 was revoked", lane="friend")
+            assert live.told.wait_for(2) == [("c2", "first"), ("c3", "second")]  # in order, and not held up
+            assert time.monotonic() - started < 3.0
+        finally:
+            notices.close()

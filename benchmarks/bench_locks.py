@@ -1,0 +1,562 @@
+"""Landlord's Lock against etcd's, ZooKeeper's and Redis' locks: acquire-and-release and hand-over (issue 25, item 7).
+
+Every system runs here, started by the script on free loopback ports with a
+temporary directory (tmpfs by default) and stopped however the run ends: a
+landlord (``--child landlord``, a plain ``landlord.Landlord()`` on a Pyro5
+daemon), a single-member etcd (``harness.EtcdProcess``), a standalone
+ZooKeeper (Debian's jars, ``ZooKeeperServerMain``) and a Redis
+(``redis-server``, no persistence). Each is used through its usual Python lock
+(a :class:`LockBackend`): ``landlord.Lock``, etcd-sdk-python's
+``client.lock()``, kazoo's ``Lock`` and redis-py's ``Lock``.
+``benchmarks/setup_etcd.sh`` and ``benchmarks/setup_locks.sh`` install them.
+
+Two measurements, every system in the same rounds, taking turns; a row per
+baseline:
+
+- **uncontended acquire-and-release**: one client in this process acquires
+  and releases one lock over and over (acquires/s; goal >= 3x etcd and
+  ZooKeeper, none against Redis);
+- **hand-over**: two client processes (``--child client``) alternate on one
+  lock; the waiter is already blocked in ``acquire`` when the holder lets go;
+  the time from the holder starting its release to the waiter holding, on the
+  machine's monotonic clock (median ms; no goal).
+
+Fencing tokens are read where the lock gives one (landlord's ``lock.token``,
+etcd's revision of the lock key's creation, the sequence number of kazoo's
+znode; redis-py's lock has none) and checked to increase; a token that does
+not, or a waiter that holds before the holder let go, is a problem (exit
+status 1). Without a server or client it says why and measures the others.
+The method: ``benchmarks/README.md``; the options, rounds, table and JSON:
+``harness.py``. Not a test: pytest collects only ``tests/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import harness
+import Pyro5
+import serpent
+from harness import ExternalServer, Report, Row, ServerUnavailable, compare, positive_seconds, progress, rate
+
+import landlord
+from landlord.testing import ChildProcess
+
+GOAL = 3.0            # landlord's acquire-and-release >= 3x etcd's and ZooKeeper's
+TTL = 10              # seconds every lock is held for at most (etcd and Redis count whole seconds)
+LOCK = "bench-lock"   # the one lock name, on every system
+CALL_TIMEOUT = 30.0   # any one call, or any one hand-over
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"  # Debian's; its manifest names the jars it needs
+HAS_LANDLORD_LOCK = hasattr(landlord, "Lock")    # the recipe (issue 25, item 4), once it has landed
+
+SYSTEMS = ("landlord", "etcd", "ZooKeeper", "Redis")
+BASELINES = {"etcd": GOAL, "ZooKeeper": GOAL, "Redis": None}  # each baseline and the goal against it
+CLIENTS = {"etcd": "pyetcd", "ZooKeeper": "kazoo", "Redis": "redis"}  # the module each system's client is
+
+
+# -- the servers -------------------------------------------------------------------------------
+
+
+class ZooKeeperProcess(ExternalServer):
+    """A standalone ZooKeeper on 127.0.0.1, run with ``binary`` (java) from Debian's jars."""
+
+    what = "ZooKeeper"
+
+    def command(self, attempt: int) -> list[str]:
+        config = os.path.join(self.workdir, f"zoo{attempt}.cfg")
+        with open(config, "w", encoding="utf-8") as out:  # unknown keys become zookeeper.* system properties
+            out.write(f"dataDir={self.workdir}/data{attempt}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+                      "tickTime=2000\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n")
+        return [self.binary, "-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain", config]
+
+    def healthy(self) -> bool:
+        found = re.match(r"Zookeeper version: ([^-,\s]+)", harness.ask(self.port, b"srvr").decode(errors="replace"))
+        if found:
+            self.version = found.group(1)
+        return found is not None
+
+
+class RedisProcess(ExternalServer):
+    """A Redis on 127.0.0.1 that keeps nothing on disk (``--save '' --appendonly no``)."""
+
+    what = "Redis"
+
+    def command(self, attempt: int) -> list[str]:
+        return [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--dir", self.workdir]
+
+    def healthy(self) -> bool:
+        found = re.search(rb"redis_version:(\S+)", harness.ask(self.port, b"INFO server\r\nQUIT\r\n"))
+        if found:
+            self.version = found.group(1).decode()
+        return found is not None
+
+
+def serve(args: argparse.Namespace) -> int:
+    """The landlord process: serve a plain Landlord on loopback until SIGTERM or Ctrl-C."""
+    return harness.serve_forever(landlord.Landlord())
+
+
+# -- the locks -----------------------------------------------------------------------------------
+
+
+class LockBackend:
+    """One client's locks on one system: acquire a named lock (blocking), release it, close the client.
+
+    ``acquire`` returns the grant's fencing token, or None where the system's
+    lock has none; one lock is held at a time. A lock object is made once per
+    name and used again, as an application would.
+    """
+
+    def __init__(self) -> None:
+        self.locks: dict[str, Any] = {}
+        self.held: Any = None
+
+    def lock(self, name: str) -> Any:
+        """The lock object for ``name`` (made by :meth:`make` the first time)."""
+        if name not in self.locks:
+            self.locks[name] = self.make(name)
+        return self.locks[name]
+
+    def make(self, name: str) -> Any:
+        raise NotImplementedError
+
+    def acquire(self, name: str) -> int | None:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        self.held, held = None, self.held
+        held.release()
+
+    def close(self) -> None:
+        pass
+
+
+class LandlordLocks(LockBackend):
+    """``landlord.Lock`` on the served landlord at ``uri``; the token is ``lock.token``."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__()
+        self.uri = uri
+
+    def make(self, name: str) -> Any:
+        return landlord.Lock(self.uri, name, duration=float(TTL))  # type: ignore[attr-defined]
+
+    def acquire(self, name: str) -> int | None:
+        self.held = lock = self.lock(name)
+        if not lock.acquire():
+            raise RuntimeError("landlord.Lock.acquire() returned False while blocking")
+        return lock.token  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        for lock in self.locks.values():
+            lock.close()
+
+
+class EtcdLocks(LockBackend):
+    """etcd-sdk-python's ``client.lock(name, ttl)``: a lease, then a transaction that creates the key
+    ``/locks/<name>`` if it does not exist; a waiter watches for its deletion. The token: the revision that
+    created the key (``lock.revision``, from the transaction's answer)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__()
+        self.client = harness.etcd_client(port, CALL_TIMEOUT)
+
+    def make(self, name: str) -> Any:
+        return self.client.lock(name, ttl=TTL)
+
+    def acquire(self, name: str) -> int | None:
+        self.held = lock = self.lock(name)
+        if not lock.acquire(timeout=None):
+            raise RuntimeError("etcd's lock.acquire(timeout=None) returned False")
+        return lock.revision  # type: ignore[no-any-return]
+
+    def release(self) -> None:
+        self.held, held = None, self.held
+        if not held.release():
+            raise RuntimeError("etcd's lock.release() found the key not ours")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class ZooKeeperLocks(LockBackend):
+    """kazoo's ``Lock`` on ``/locks/<name>``: an ephemeral sequential znode, held once no lower one is left;
+    a waiter watches the one before it. The token: the sequence number in the znode's name."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__()
+        from kazoo.client import KazooClient
+
+        self.client = KazooClient(hosts=f"127.0.0.1:{port}", timeout=CALL_TIMEOUT)
+        self.client.start(timeout=CALL_TIMEOUT)
+
+    def make(self, name: str) -> Any:
+        return self.client.Lock(f"/locks/{name}")
+
+    def acquire(self, name: str) -> int | None:
+        self.held = lock = self.lock(name)
+        if not lock.acquire():
+            raise RuntimeError("kazoo's Lock.acquire() returned False while blocking")
+        return int(lock.node[-10:])  # "<uuid>__lock__0000000042"
+
+    def close(self) -> None:
+        self.client.stop()
+        self.client.close()
+
+
+class RedisLocks(LockBackend):
+    """redis-py's ``Lock``: ``SET name <random> NX PX``, a waiter trying again every ``sleep`` seconds; a Lua
+    script deletes the key on release if it is still ours. No token: the random value only tells holders apart."""
+
+    def __init__(self, port: int, sleep: float) -> None:
+        super().__init__()
+        import redis
+
+        self.sleep = sleep
+        self.client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=CALL_TIMEOUT)
+
+    def make(self, name: str) -> Any:
+        return self.client.lock(name, timeout=TTL, sleep=self.sleep)
+
+    def acquire(self, name: str) -> int | None:
+        self.held = lock = self.lock(name)
+        if not lock.acquire(blocking=True):
+            raise RuntimeError("redis-py's Lock.acquire() returned False while blocking")
+        return None
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def backend(system: str, address: Any, args: argparse.Namespace) -> LockBackend:
+    """A client of ``system`` at ``address`` (a URI or a port)."""
+    if system == "landlord":
+        return LandlordLocks(address)
+    if system == "etcd":
+        return EtcdLocks(address)
+    if system == "ZooKeeper":
+        return ZooKeeperLocks(address)
+    return RedisLocks(address, args.redis_sleep)
+
+
+def client(args: argparse.Namespace) -> int:
+    """A hand-over client process: its system and address on the first line of stdin, then one command a line,
+    ``acquire`` (prints ``waiting <t>`` before, ``acquired <t> <token>`` after) or ``release`` (``released <t>``,
+    the time it started to). Times are ``time.monotonic()``, the machine's clock."""
+    config = json.loads(sys.stdin.readline())
+    try:
+        locks = backend(config["system"], config["address"], args)
+    except Exception as exc:
+        print(f"FAILED {type(exc).__name__}: {exc}", flush=True)
+        return 1
+    print("READY", flush=True)
+    try:
+        for line in sys.stdin:
+            try:
+                if line.strip() == "acquire":
+                    print(f"waiting {time.monotonic()!r}", flush=True)
+                    token = locks.acquire(LOCK)
+                    print(f"acquired {time.monotonic()!r} {token}", flush=True)
+                elif line.strip() == "release":
+                    started = time.monotonic()
+                    locks.release()
+                    print(f"released {started!r}", flush=True)
+            except Exception as exc:
+                print(f"error {type(exc).__name__}: {exc}", flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        locks.close()
+    return 0
+
+
+# -- the systems ---------------------------------------------------------------------------------
+
+
+class System:
+    """One system compared: its server, this process's client (uncontended) and two client processes
+    (hand-over); or why it is missing. Failing while measuring drops it, and the others go on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.server: Any = None          # has stop()
+        self.address: Any = None         # a URI or a port
+        self.version = ""
+        self.locks: LockBackend | None = None
+        self.clients: list[ChildProcess] = []
+        self.reason = ""                 # why it is not measured (any more)
+        self.last_token: int | None = None
+        self.tokens = 0                  # tokens checked
+        self.latencies: list[float] = []  # every hand-over, in ms
+        self.problems: list[str] = []
+
+    @property
+    def up(self) -> bool:
+        return not self.reason
+
+    def start(self, args: argparse.Namespace) -> None:
+        """Start the server and connect this process's client; set :attr:`reason` if it cannot be had."""
+        progress(f"starting {self.name}...")
+        try:
+            self._start_server(args)
+            self.locks = backend(self.name, self.address, args)
+        except Exception as exc:
+            self.drop(str(exc) if isinstance(exc, ServerUnavailable) else f"{type(exc).__name__}: {exc}")
+
+    def _start_server(self, args: argparse.Namespace) -> None:
+        if self.name == "landlord":
+            if not HAS_LANDLORD_LOCK:
+                raise ServerUnavailable("landlord.Lock not available yet")
+            self.server = harness.ServerProcess(__file__, "landlord", "landlord", new_session=True)
+            self.address, self.version = self.server.uri(), landlord.__version__
+            return
+        module = CLIENTS[self.name]
+        setup = "benchmarks/setup_etcd.sh" if self.name == "etcd" else "benchmarks/setup_locks.sh"
+        if importlib.util.find_spec(module) is None:
+            raise ServerUnavailable(f"no Python client (module {module}); run {setup}")
+        kind: type[ExternalServer]
+        program, kind = {"etcd": (args.etcd, harness.EtcdProcess), "ZooKeeper": ("java", ZooKeeperProcess),
+                         "Redis": ("redis-server", RedisProcess)}[self.name]
+        path = shutil.which(program)
+        if path is None or (self.name == "ZooKeeper" and not os.path.exists(ZOOKEEPER_JAR)):
+            package = {"etcd": "etcd-server", "ZooKeeper": "zookeeperd", "Redis": "redis-server"}[self.name]
+            raise ServerUnavailable(f"no {program if path is None else ZOOKEEPER_JAR}; apt-get install {package}, "
+                                    f"or run {setup}")
+        self.server = kind(path, args.data_dir)
+        self.address, self.version = self.server.port, self.server.version
+
+    def start_clients(self) -> None:
+        """Start the two hand-over client processes (their READY is awaited by :meth:`await_clients`)."""
+        for number in range(2):
+            child = ChildProcess(os.path.abspath(__file__), "--child", "client", name=f"{self.name} client {number}",
+                                 stdin=True, stderr="inherit", env=harness.UNBUFFERED, new_session=True)
+            self.clients.append(child)
+            child.send(json.dumps({"system": self.name, "address": self.address}))
+
+    def await_clients(self) -> None:
+        """Wait for both client processes to be connected; drop the system if one cannot."""
+        for child in self.clients:
+            self.guarded(lambda child=child: len(self.reply(child, "READY")))
+
+    def drop(self, reason: str) -> None:
+        """Measure it no more, for ``reason``; stop its clients and its server."""
+        if not self.reason:
+            self.reason = reason
+            progress(f"{self.name}: {reason}; going on without it")
+        self.stop()
+
+    def guarded(self, work: Callable[[], float]) -> float:
+        """``work``'s figure, or NaN once dropped; failing drops it."""
+        if not self.up:
+            return math.nan
+        try:
+            return work()
+        except Exception as exc:
+            self.drop(f"failed while measuring ({type(exc).__name__}: {str(exc)[:200]})")
+            return math.nan
+
+    @staticmethod
+    def reply(child: ChildProcess, word: str) -> list[str]:
+        """The words after ``word`` on a client process's next line that starts with it.
+
+        Raises:
+            RuntimeError: the client said it failed instead.
+            WaitFailed: it said neither within CALL_TIMEOUT.
+        """
+        found = child.wait_for(rf"^({word}|error|FAILED)\b ?(.*)$", CALL_TIMEOUT)
+        if found[1] != word:
+            raise RuntimeError(f"{child.name}: {found[2]}")
+        return found[2].split()
+
+    def token(self, token: int | None) -> None:
+        """Check that a fencing token came (where the system gives them) and went up."""
+        if token is None:
+            return
+        if self.last_token is not None and token <= self.last_token:
+            self.problems.append(f"{self.name}: token {token} after {self.last_token}")
+        self.last_token, self.tokens = token, self.tokens + 1
+
+    # what is timed
+
+    def cycles(self, seconds: float) -> float:
+        """Acquire-and-release round trips per second from this process, for ``seconds``."""
+        def cycle() -> None:
+            assert self.locks is not None
+            self.token(self.locks.acquire(LOCK))
+            self.locks.release()
+        return self.guarded(lambda: rate(cycle, seconds))
+
+    def handovers(self, count: int, settle: float) -> float:
+        """``count`` hand-overs between the two client processes; their median, in ms."""
+        def run() -> float:
+            holder, waiter = self.clients
+            self.send(holder, "acquire")
+            self.token(self.acquired(holder)[1])
+            latencies = []
+            for _ in range(count):
+                self.send(waiter, "acquire")
+                time.sleep(settle)  # the waiter blocked in acquire by now: watching, polling or queued
+                released = float(self.send(holder, "release")[0])
+                acquired, token = self.acquired(waiter)
+                self.token(token)
+                if acquired < released:
+                    self.problems.append(f"{self.name}: a waiter held the lock before its holder let go")
+                latencies.append(1000 * (acquired - released))
+                holder, waiter = waiter, holder
+            self.send(holder, "release")
+            self.latencies += latencies
+            return statistics.median(latencies)
+        return self.guarded(run)
+
+    def send(self, child: ChildProcess, command: str) -> list[str]:
+        """Tell a client process to ``acquire`` (the answer: once it waits) or ``release`` (once released)."""
+        child.send(command)
+        return self.reply(child, "waiting" if command == "acquire" else "released")
+
+    def acquired(self, child: ChildProcess) -> tuple[float, int | None]:
+        """When a client process that was told to acquire held the lock, and its token."""
+        moment, token = self.reply(child, "acquired")
+        return float(moment), None if token == "None" else int(token)
+
+    def stop(self) -> None:
+        for child in self.clients:
+            harness.stop_child(child)
+        self.clients = []
+        if self.locks is not None:
+            locks, self.locks = self.locks, None
+            try:
+                locks.close()
+            except Exception as exc:
+                progress(f"warning: closing {self.name}'s client: {exc}")
+        if self.server is not None:
+            server, self.server = self.server, None
+            server.stop()
+
+
+# -- measuring -----------------------------------------------------------------------------------
+
+
+def row(metric: str, unit: str, ours: list[float], theirs: list[float], goal: float | None, baseline: str) -> Row:
+    """A row against one baseline; without landlord's figures (no landlord.Lock yet), the baseline's alone."""
+    if any(harness.finite(x) for x in ours):
+        return compare(metric, unit, ours, theirs, goal=goal, extra={"baseline_system": baseline})
+    known = [x for x in theirs if harness.finite(x)]
+    spread = {"rounds": len(theirs), **({"baseline_min": min(known), "baseline_max": max(known)} if known else {})}
+    return Row(metric, None, statistics.median_low(known) if known else None, unit, goal=goal, spread=spread,
+               extra={"baseline_system": baseline})
+
+
+def measure_all(systems: dict[str, System], args: argparse.Namespace) -> list[Row]:
+    """Both measurements, every system in the same rounds, taking turns; a row per baseline and measurement."""
+    progress("measuring uncontended acquire-and-release...")
+    for system in systems.values():
+        system.cycles(args.warm_up)
+    per_round = args.seconds / args.rounds
+    cycles = harness.alternate({name: lambda s=s: s.cycles(per_round) for name, s in systems.items()},
+                               args.rounds)
+    progress("measuring hand-over...")
+    for system in systems.values():
+        system.handovers(1, args.settle)
+        system.latencies = []  # the warm-up's is no figure
+    handovers = harness.alternate({name: lambda s=s: s.handovers(args.handovers, args.settle)
+                                   for name, s in systems.items()}, args.rounds)
+    rows = []
+    for baseline, goal in BASELINES.items():
+        rows.append(row(f"acquire+release vs {baseline}", "acquires/s", cycles["landlord"], cycles[baseline], goal,
+                        baseline))
+    for baseline in BASELINES:
+        rows.append(row(f"hand-over vs {baseline}", "ms", handovers["landlord"], handovers[baseline], None,
+                        baseline))
+    return rows
+
+
+def percentiles(latencies: list[float]) -> str:
+    if not latencies:
+        return "none"
+    ordered = sorted(latencies)
+    at = [ordered[min(len(ordered) - 1, int(share * len(ordered)))] for share in (0.1, 0.5, 0.9)]
+    return f"p10 {at[0]:.2f}, p50 {at[1]:.2f}, p90 {at[2]:.2f}, max {ordered[-1]:.2f} ms ({len(ordered)})"
+
+
+TOKENS = {"landlord": "lock.token", "etcd": "the revision that created the lock key (lock.revision)",
+          "ZooKeeper": "the sequence number of the lock's znode (the end of lock.node)", "Redis": "none"}
+
+
+def notes(systems: dict[str, System], args: argparse.Namespace) -> list[str]:
+    lines = ["what was compared:"]
+    for name, system in systems.items():
+        state = f"{system.version}" if system.up else f"not measured: {system.reason}"
+        lines.append(f"  {name}: {state}")
+        if system.version:
+            checked = f"; {system.tokens:,} checked, the last {system.last_token}" if system.tokens else ""
+            lines.append(f"    tokens: {TOKENS[name]}{checked}")
+            lines.append(f"    hand-over latencies: {percentiles(system.latencies)}")
+    lines += [f"hand-over: the waiter told to acquire, {args.settle:g} s for it to block, then the holder released; "
+              "from the holder's release call to the waiter's acquire returning (time.monotonic() in both processes)",
+              f"redis-py's waiter polls every {args.redis_sleep:g} s (its default 0.1; --redis-sleep)",
+              f"data: {args.data_dir or 'the system temp dir'} ({harness.filesystem_of(args.data_dir or '/tmp')}); "
+              f"every lock held for at most {TTL} s"]
+    return lines
+
+
+def measure(args: argparse.Namespace) -> Report:
+    """Start every system, measure, stop them all (also on errors and Ctrl-C)."""
+    left_out = {name.strip().lower() for name in args.without.split(",") if name.strip()}
+    systems = {name: System(name) for name in SYSTEMS}
+    try:
+        for system in systems.values():
+            if system.name.lower() in left_out:
+                system.reason = "left out (--without)"
+            else:
+                system.start(args)
+        landlord.set_call_timeout(CALL_TIMEOUT)
+        for system in systems.values():
+            if system.up:
+                system.start_clients()
+        for system in systems.values():
+            system.await_clients()
+        rows = measure_all(systems, args)
+    finally:
+        for system in systems.values():
+            system.stop()
+    title = (f"landlord.Lock (Pyro5) against etcd's lock (etcd-sdk-python), kazoo's Lock on ZooKeeper and redis-py's "
+             f"Lock on Redis, each server in a process of its own on loopback; {args.rounds} round(s), the systems "
+             "taking turns")
+    missing = [f"{name}: {system.reason}" for name, system in systems.items() if not system.up]
+    return Report(rows, title="\n".join([title, *missing]), notes=notes(systems, args),
+                  problems=[problem for system in systems.values() for problem in system.problems],
+                  machine={f"{name} (lock)": system.version or system.reason for name, system in systems.items()})
+
+
+BENCH = harness.Benchmark(
+    "locks", "Locks: uncontended acquire-and-release per second from one client, and the hand-over between two "
+    "client processes, landlord.Lock against etcd, ZooKeeper (kazoo) and Redis (redis-py), all started here on "
+    f"loopback and measured in turns. Goal: acquire-and-release >= {GOAL:g}x etcd and ZooKeeper. Without a server "
+    "or client it says why and measures the others.", rounds=5, modules=(landlord, Pyro5, serpent),
+    quick={"seconds": 0.6, "rounds": 2, "handovers": 5, "warm_up": 1.0})
+BENCH.option("--seconds", positive_seconds, 5.0, "acquire-and-release time per system, split into --rounds rounds")
+BENCH.option("--warm-up", positive_seconds, 2.0, "acquire-and-release per system before measuring (ZooKeeper's JVM "
+             "takes a few seconds to reach its pace)")
+BENCH.option("--handovers", harness.positive_int, 20, "hand-overs per system and round")
+BENCH.option("--settle", positive_seconds, 0.05, "seconds a waiter has to block in acquire before the release")
+BENCH.option("--redis-sleep", positive_seconds, 0.1, "how often redis-py's waiting Lock tries again, in seconds")
+BENCH.option("--data-dir", str, harness.default_data_parent(), "where the servers' temporary directories go "
+             "(tmpfs: the servers' best case)")
+BENCH.option("--etcd", str, "etcd", "the etcd binary")
+BENCH.option("--without", str, "", "comma-separated systems to leave out (etcd, zookeeper, redis, landlord)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(BENCH.main(measure, children={"landlord": serve, "client": client}))
