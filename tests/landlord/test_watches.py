@@ -270,3 +270,20 @@ def test_served_an_unreachable_listener_is_dropped(daemon: ServingDaemon) -> Non
                     lease.renew(30)
     finally:
         landlord.close()
+
+
+def test_a_lazy_reaper_ending_watches_inside_a_new_one_is_no_deadlock(clock: FakeClock) -> None:
+    landlord = Landlord(clock=clock, reaper="lazy")  # it frees expired leases inside the next call
+    try:
+        listener = Listener()
+        old = [landlord.watch_name("a", 10, listener) for _ in range(3)]
+        held, _ = landlord.acquire("a", 10)
+        clock.advance(11)
+        new = landlord.watch_name("a", 50, listener)  # ends the three and the holder in here
+        listener.wait_for(new.cookie, [])
+        assert len(landlord._watches) == 1 and landlord.name_holders("a") == []
+        for lease in (*old, held):
+            with pytest.raises(UnknownLeaseError):
+                lease.renew(10)
+    finally:
+        landlord.close()
