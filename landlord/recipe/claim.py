@@ -51,6 +51,8 @@ log = logging.getLogger("landlord.recipe")
 DEFAULT_DURATION = 15.0  # seconds asked for each term
 MARGIN = 0.2  # of the granted term: a claim stops being valid this long before its lease's deadline
 
+RELEASED = "released by its holder while it waited"  # how a release ends an acquire that waits
+
 OnLost = Callable[[str], None]  # called with why the claim was lost
 
 
@@ -102,6 +104,7 @@ class Claim:
         self._on_lost: list[OnLost] = []
         self._watchdog = watchdog_for(self.clock)
         self._watch_key: int | None = None  # the current holding's, at the watchdog
+        self._expected: Expected | None = None  # what the current lease hears
 
     # -- the holder's view ---------------------------------------------------------------------
 
@@ -160,11 +163,14 @@ class Claim:
         """
         with self._state:
             lease, self._lease, self._token = self._lease, None, None
+            waiting = self._expected if self._watch_key is None else None  # an acquire waits for a grant
             if self._watch_key is not None:
                 self._watchdog.drop(self._watch_key)
                 self._watch_key = None
         if isinstance(lease, LandlordLease):
             self._let_go(lease)
+            if waiting is not None:
+                waiting.heard(None, RELEASED)  # the acquire that waits returns False
 
     def close(self) -> None:
         """Release, and close what this claim made for itself (a renewal manager, an inbox)."""
@@ -275,17 +281,24 @@ class Claim:
         with self._state:
             self._lease = lease  # first: a revocation heard from now on is this lease's
         expected = self._inbox.expect(lease.cookie, lambda reason: self._lose(lease, reason))
+        with self._state:
+            self._expected = expected
         self._renewals.renew_for(lease, FOREVER, lambda event: expected.heard(None, _why(event)))
         return lease, token, expected
 
     def _hold(self, lease: LandlordLease, token: int) -> bool:
         """Hold with ``token``, and watch the time: whether the claim still has ``lease``."""
         with self._state:
-            if self._lease is not lease or self._lost is not None:
-                return False  # released or lost meanwhile
-            self._token = token
-            self._watch_key = self._watchdog.watch(_Holding(self, lease), lease.deadline - self._margin(lease))
-        return True
+            if self._lease is not lease:
+                return False  # released meanwhile
+            lost = self._lost
+            if lost is None:
+                self._token = token
+                self._watch_key = self._watchdog.watch(_Holding(self, lease), lease.deadline - self._margin(lease))
+                return True
+            self._lease = None
+        self._let_go(lease)  # revoked (or its renewal refused) as it was granted
+        raise LeaseDeniedError(f"{self.name!r} was lost as it was granted: {lost}")
 
     def _wait_for_grant(self, lease: LandlordLease, expected: Expected, wait: float | None) -> int | None:
         deadline = math.inf if wait is None or math.isinf(wait) else self.clock.monotonic() + wait
@@ -302,8 +315,8 @@ class Claim:
                 self._lease = None
         if mine:
             self._let_go(lease)
-        if not heard:
-            return None  # timed out: the lease went, and the name with it if it was granted just now
+        if not heard or expected.reason == RELEASED:
+            return None  # timed out, or released meanwhile: the lease went (and the name, if just granted)
         raise LeaseDeniedError(f"{self.name!r} was not granted: {expected.reason}")
 
     def _valid(self) -> bool:
@@ -327,7 +340,7 @@ class Claim:
                     return deadline  # renewed meanwhile
                 self._lost = "its lease's deadline (less the margin) came before a renewal"
             reason, listeners = self._lost, list(self._on_lost)
-            self._lease, self._token = None, None
+            self._lease, self._token, self._watch_key = None, None, None
         # told, and let go (a remote call), on a thread of its own: the watchdog keeps every claim's time
         threading.Thread(target=self._lost_now, args=(lease, reason, listeners), name="Claim lost", daemon=True).start()
         return None
