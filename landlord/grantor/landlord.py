@@ -568,12 +568,13 @@ class Landlord:
                 in-process a :class:`~landlord.holder.claiminbox.NameListener`.
 
         Raises:
-            LeaseDeniedError: 1,000 watches of ``name`` or 10,000 in all already; the policy refused.
+            LeaseDeniedError: 1,000 watches of ``name``, 1,000 of the caller's host or 10,000 in all
+                already; the policy refused.
             TypeError, ValueError: a bad argument (nothing is leased).
         """
         if not isinstance(listener, NameListener):
             listener = self.check_callback(listener)
-        leased = LeasedResource(new_cookie(), 0.0, NameWatch(check_name(name), listener))
+        leased = LeasedResource(new_cookie(), 0.0, NameWatch(check_name(name), listener, client_of_call()))
         lease: LandlordLease = self.policy.lease_for(leased, check_duration(duration))  # type: ignore[assignment]
         self._manager.intercept_ends(self._intercept)  # from the first watch on
         self._watches.add(leased)

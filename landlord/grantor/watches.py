@@ -17,7 +17,8 @@ watch's: only its holder can be told anything by it, as for a claim's notices.
   waits its turn are merged into it. The queue so holds at most one notice per
   watch however fast the holders change, and a watcher always ends knowing
   the holders as they are. Tokens order what it hears (they only grow).
-- **Bounded**: :data:`MAX_PER_NAME` watches of one name and
+- **Bounded**: :data:`MAX_PER_NAME` watches of one name,
+  :data:`MAX_PER_CLIENT` of one remote client (counted by host) and
   :data:`MAX_WATCHES` in all; a watch beyond is refused (``LeaseDeniedError``).
 - **A watch that cannot be told is dropped**: its lease is revoked (its
   renewal is refused from then on), and so is every other watch told at the
@@ -46,17 +47,19 @@ import Pyro5.core
 
 from ..errors import LeaseDeniedError, UnknownLeaseError
 from ..holder.claiminbox import Holders, NameListener
+from ..transport.clients import IN_PROCESS
 from .manager import LeaseManager
 from .names import MAX_NAME_LENGTH
 from .resource import LeasedResource
 from .revocations import NOTICE_TIMEOUT, Notices
 
-__all__ = ["NameWatch", "NameWatches", "check_name", "MAX_PER_NAME", "MAX_WATCHES"]
+__all__ = ["NameWatch", "NameWatches", "check_name", "MAX_PER_NAME", "MAX_WATCHES", "MAX_PER_CLIENT"]
 
 log = logging.getLogger("landlord.names")
 
 MAX_PER_NAME = 1_000  # watches of one name
 MAX_WATCHES = 10_000  # watches in all
+MAX_PER_CLIENT = 1_000  # watches one remote client may have: none can take them all alone
 KEPT_CONNECTIONS = 32  # listeners the watches' thread keeps a connection to
 
 
@@ -67,6 +70,7 @@ class NameWatch:
 
     name: str
     listener: str | NameListener
+    client: str = IN_PROCESS  # who asked (client_of_call), counted against MAX_PER_CLIENT
 
     def __repr__(self) -> str:
         return f"NameWatch({self.name!r})"
@@ -101,7 +105,8 @@ class NameWatches:
                  max_per_name: int = MAX_PER_NAME, max_watches: int = MAX_WATCHES,
                  timeout: float = NOTICE_TIMEOUT) -> None:
         self._manager, self._revoke = manager, revoke
-        self.max_per_name, self.max_watches = max_per_name, max_watches
+        self.max_per_name, self.max_watches, self.max_per_client = max_per_name, max_watches, MAX_PER_CLIENT
+        self._per_client: dict[str, int] = {}  # watches by remote client
         self._notices = _WatchNotices(self._resolve, timeout=timeout)
         self._lock = threading.Lock()
         self._watches: dict[str, NameWatch] = {}  # by cookie
@@ -127,6 +132,10 @@ class NameWatches:
                 raise LeaseDeniedError(f"too many watches ({self.max_watches}): {watch.name!r} refused")
             if len(self._by_name.get(watch.name, ())) >= self.max_per_name:
                 raise LeaseDeniedError(f"too many watches of {watch.name!r} ({self.max_per_name})")
+            counted = self._per_client.get(watch.client, 0)
+            if watch.client != IN_PROCESS and counted >= self.max_per_client:
+                raise LeaseDeniedError(f"{watch.client} has {counted} watches already, the most one client may have")
+            self._per_client[watch.client] = counted + 1
             self._watches[leased.cookie] = watch  # its place taken before the lock is let go
             self._by_name.setdefault(watch.name, {})[leased.cookie] = None
             self._at.setdefault(_location(watch.listener), {})[leased.cookie] = None
@@ -153,6 +162,9 @@ class NameWatches:
             if watch is None:
                 return
             self._owed.discard(cookie)
+            left = self._per_client.pop(watch.client, 1) - 1
+            if left > 0:
+                self._per_client[watch.client] = left
             _drop(self._by_name, watch.name, cookie)
             _drop(self._at, _location(watch.listener), cookie)
             if watch.name not in self._by_name:

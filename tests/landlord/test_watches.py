@@ -287,3 +287,20 @@ def test_a_lazy_reaper_ending_watches_inside_a_new_one_is_no_deadlock(clock: Fak
                 lease.renew(10)
     finally:
         landlord.close()
+
+
+def test_one_remote_client_cannot_take_every_watch(daemon: ServingDaemon) -> None:
+    landlord = Landlord(policy=LeaseDurationPolicy(maximum=100))
+    landlord._watches.max_per_client = 20  # MAX_PER_CLIENT (1,000) in small
+    inbox = ClaimInbox(host="127.0.0.1")
+    try:
+        with Pyro5.api.Proxy(daemon.register(landlord)) as stranger:
+            watches = [stranger.watch_name(f"n{i}", 30, inbox.uri) for i in range(20)]
+            with pytest.raises(LeaseDeniedError, match="the most one client may have"):
+                stranger.watch_name("one more", 30, inbox.uri)
+            assert landlord.watch_name("in-process", 30, Listener()) is not None  # the server's own: not counted
+            watches[0].cancel()
+            assert stranger.watch_name("one more", 30, inbox.uri) is not None  # an ended watch frees its count
+    finally:
+        inbox.close()
+        landlord.close()
