@@ -99,6 +99,7 @@ ACQUIRE_TIMEOUT = 60.0  # seconds a client waits for the lock before it says so 
 RETRY_PAUSE = 0.2  # seconds a client waits after a failed round before its next
 HOLDER_BIAS = 0.8  # how often a fault is aimed at a holder rather than at any client
 START_TIMEOUT = 30.0  # seconds for a program to start on a busy machine
+CLIENT_CHECK = 0.5  # seconds between two looks at whether a client died by itself
 
 
 # -- the backends ------------------------------------------------------------------------------
@@ -724,13 +725,14 @@ class LockCheck:
                 "--writes", str(self.writes), "--work", str(self.work), "--term", str(self.term),
                 "--seed", str(self.rng.randrange(2**31))]
         slot.base, slot.holding = slot.completed, False
-        slot.process = self.spawn(slot.index, args, lambda line: self._heard(slot, line))
+        generation = slot.generation
+        slot.process = self.spawn(slot.index, args, lambda line: self._heard(slot, generation, line))
 
-    def _heard(self, slot: _Slot, line: Line) -> None:
+    def _heard(self, slot: _Slot, generation: int, line: Line) -> None:
         words = line.text.split()
         with self._changed:
-            if not words or slot.process is None:
-                return
+            if not words or generation != slot.generation:
+                return  # a line a killed client printed before it died: its replacement counts from its own start
             if words[0] == "holding":
                 slot.holding = True
             elif words[0] == "invalid":
@@ -746,19 +748,31 @@ class LockCheck:
                 return
             self._changed.notify_all()
 
-    def _wait_done(self, deadline: float) -> bool:
+    def _wait_done(self, deadline: float, seconds: float = math.inf) -> bool:
+        """Wait until every client is done (``True``), ``deadline`` passes or ``seconds`` have (``False``).
+
+        Raises:
+            RuntimeError: a client ended before its rounds were done (its output says why).
+        """
+        until = min(deadline, time.monotonic() + seconds)
         with self._changed:
-            return self._changed.wait_for(lambda: all(slot.done for slot in self.slots),
-                                          max(0.0, deadline - time.monotonic()))
+            while not all(slot.done for slot in self.slots):
+                for slot in self.slots:
+                    if slot.process is not None and not slot.done and not slot.process.alive:
+                        raise RuntimeError(f"client {slot.client} ended before its rounds were done; "
+                                           f"{slot.process.tail()}")
+                left = until - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(min(left, CLIENT_CHECK))  # a client that dies says nothing: look again
+            return True
 
     # -- faults
 
     def _apply_faults(self, deadline: float) -> None:
         for kind in self.faults.plan(self.rng):
-            with self._changed:
-                gap = self.rng.uniform(*self.faults.gap)
-                if self._changed.wait_for(lambda: all(slot.done for slot in self.slots), gap):
-                    return  # every client is done: the faults left are not applied
+            if self._wait_done(deadline, self.rng.uniform(*self.faults.gap)):
+                return  # every client is done: the faults left are not applied
             if time.monotonic() >= deadline:
                 return
             if kind == "restart":
@@ -975,4 +989,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as the module a client imports (its Backend classes are the ones load_backend checks), not as __main__
+    from landlord.testing.lockcheck import main as module_main
+
+    sys.exit(module_main())
