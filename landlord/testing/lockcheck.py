@@ -608,9 +608,10 @@ class Report:
                 "ok": self.ok}
 
 
-Spawn = Callable[[int, Sequence[str], Callable[[Line], None]], ChildProcess]
-"""``spawn(slot, args, on_line)``: start a client (``args`` for ``python``) as a :class:`ChildProcess`
-given ``on_line``; e.g. in a network namespace (``command=["ip", "netns", "exec", ...]``)."""
+Spawn = Callable[[str, int, Sequence[str], Callable[[Line], None] | None], ChildProcess]
+"""``spawn(role, index, args, on_line)``: start the ``"resource"`` (index 0) or client ``index``
+(``"client"``) as a :class:`ChildProcess` of this Python with ``args`` and ``on_line``; e.g. in a
+network namespace of its own (``command=["ip", "netns", "exec", ..., sys.executable]``)."""
 
 Partition = Callable[[int, ChildProcess], Callable[[], None]]
 """``partition(slot, process)``: cut that client off from the lock service; returns how to heal it."""
@@ -645,7 +646,7 @@ class LockCheck:
         fenced: whether the resource checks tokens.
         seed: the random choices' seed (default: a random one, in the report).
         timeout: seconds the clients have to finish (then they are killed, and the report says so).
-        spawn: how to start a client (default: a :class:`ChildProcess` of this Python).
+        spawn: how to start the resource and the clients (default: a :class:`ChildProcess` of this Python).
         partition: how to partition a client (needed for ``faults.partitions``).
         resource_host: the address the resource serves on (the clients must reach it).
         workdir: where the log and the stores go (default: a temporary directory, removed after).
@@ -683,7 +684,8 @@ class LockCheck:
         with self._directory() as workdir:
             log_path = workdir / "writes.log"
             argv = ["resource", "--log", str(log_path), "--host", self.resource_host]
-            resource = ChildProcess(*PROGRAM[1:], *argv, *([] if self.fenced else ["--unfenced"]), name="resource")
+            resource = self.spawn("resource", 0, [*PROGRAM[1:], *argv, *([] if self.fenced else ["--unfenced"])],
+                                  None)
             try:
                 self._resource_uri = resource.read_uri(START_TIMEOUT)
                 self._config = self.backend.start(workdir)
@@ -726,7 +728,7 @@ class LockCheck:
                 "--seed", str(self.rng.randrange(2**31))]
         slot.base, slot.holding = slot.completed, False
         generation = slot.generation
-        slot.process = self.spawn(slot.index, args, lambda line: self._heard(slot, generation, line))
+        slot.process = self.spawn("client", slot.index, args, lambda line: self._heard(slot, generation, line))
 
     def _heard(self, slot: _Slot, generation: int, line: Line) -> None:
         words = line.text.split()
@@ -830,8 +832,8 @@ class LockCheck:
         return self.rng.choice(running) if running else None
 
 
-def _spawn_here(slot: int, args: Sequence[str], on_line: Callable[[Line], None]) -> ChildProcess:
-    return ChildProcess(*args, name=f"client {slot}", on_line=on_line)
+def _spawn_here(role: str, index: int, args: Sequence[str], on_line: Callable[[Line], None] | None) -> ChildProcess:
+    return ChildProcess(*args, name=role if role == "resource" else f"{role} {index}", on_line=on_line)
 
 
 # -- the programs ------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """A lock's holder cut off by a partition across hosts (issue 25, item 6): the landlord and the fenced
-resource on host a, the holder on b, a waiter on c (tests/processes/lock_holder.py on each).
+resource on host a, the holder on b, a waiter on c (tests/processes/lock_holder.py on each); and
+the safety checker (landlord.testing.lockcheck) with its clients on hosts of their own, partitioned.
 
 Taking b's link down partitions the holder from the landlord: its renewals get no answer. Its lock
 turns invalid at its lease's deadline less the margin, on b's own clock, before the landlord lets
@@ -11,10 +12,14 @@ from __future__ import annotations
 
 import pathlib
 import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
 
-from netns import Network, network
+import pytest
+from netns import Network, clean_stale, network, require_multihost
 
-from landlord.testing import URI_LINE
+from landlord.testing import URI_LINE, ChildProcess, Line
+from landlord.testing.lockcheck import Faults, LandlordBackend, LockCheck
 
 __all__ = ["network"]  # a fixture, imported for pytest
 
@@ -70,3 +75,42 @@ def test_a_partitioned_holder_knows_it_lost_before_the_other_side_holds_and_its_
     late = holder_b.ask("write", r"^wrote (\S+) (\S+) ", timeout=15)
     assert late.groups() == ("refused", "False"), f"b's late write with token {token_b}: {late.group(0)}"
     assert not re.search(r"^cancelled x ", "\n".join(line.text for line in landlord.lines), re.M)
+
+
+@pytest.fixture
+def four_hosts() -> Iterator[Network]:
+    """Hosts a, b, c and d; removed after the test."""
+    require_multihost()
+    clean_stale()
+    with Network(("a", "b", "c", "d")) as net:
+        yield net
+
+
+def test_the_safety_checker_with_partitions_across_hosts_accepts_no_stale_write(four_hosts: Network) -> None:
+    """landlord.testing.lockcheck with its clients on hosts b, c and d, the landlord and the resource
+    on a, and the partition hook taking a client's link down: partitions of holders, a pause and a
+    kill, and no stale write gets through the fence."""
+    network = four_hosts
+    a = network["a"]
+    landlord = a.python("-m", "landlord.testing.lockcheck", "landlord", "--host", a.address, "--port",
+                        str(LANDLORD_PORT), name="landlord")
+    uri = landlord.expect(URI_LINE, START_TIMEOUT).group("uri")
+    client_hosts = [network[name] for name in ("b", "c", "d")]
+
+    def spawn(role: str, index: int, args: Sequence[str], on_line: Callable[[Line], None] | None) -> ChildProcess:
+        host = a if role == "resource" else client_hosts[index]
+        return ChildProcess(*args, command=["ip", "netns", "exec", host.netns, sys.executable],
+                            name=f"{role} {index} on {host.name}", on_line=on_line, new_session=True)
+
+    def partition(index: int, process: ChildProcess) -> Callable[[], None]:
+        network.partition(client_hosts[index])
+        return lambda: network.heal(client_hosts[index]) and None
+
+    check = LockCheck(LandlordBackend(target=uri), clients=3, rounds=40, term=1.0, work=0.02,
+                      faults=Faults(partitions=2, pauses=1, kills=1, gap=(0.3, 0.8), holder_bias=1.0),
+                      spawn=spawn, partition=partition, resource_host=a.address, timeout=120.0)
+    report = check.run()
+    print(report.format())
+    assert report.finished, report.format()
+    assert report.faults == {"partition": 2, "pause": 1, "kill": 1}
+    assert report.analysis.safe and report.ok and report.analysis.overlaps == ()
