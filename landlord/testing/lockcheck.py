@@ -198,7 +198,10 @@ class LandlordBackend(Backend):
         if self.target is None:
             self._argv = ["landlord", "--host", self.host, "--port", str(free_port(self.host))]
             if self.store:
-                self._argv += ["--store", str(workdir / "landlord.sqlite")]
+                store = workdir / "landlord.sqlite"
+                for leftover in workdir.glob(f"{store.name}*"):  # an earlier run's store, its journal, its lock file
+                    leftover.unlink(missing_ok=True)
+                self._argv += ["--store", str(store)]
             if self.verbose:
                 self._argv.append("--verbose")
             self._serve()
@@ -683,6 +686,7 @@ class LockCheck:
         started = time.monotonic()
         with self._directory() as workdir:
             log_path = workdir / "writes.log"
+            log_path.unlink(missing_ok=True)  # a directory kept from an earlier run: this run's writes alone
             argv = ["resource", "--log", str(log_path), "--host", self.resource_host]
             resource = self.spawn("resource", 0, [*PROGRAM[1:], *argv, *([] if self.fenced else ["--unfenced"])],
                                   None)
