@@ -578,7 +578,8 @@ class Report:
             f"  late writes:           {a.late} arrived after a newer holder acquired; {a.late_accepted} accepted "
             f"({'before the newer holder wrote' if self.fenced else 'unchecked'})",
             f"  two believed holders:  {len(a.overlaps)} overlapping belief windows"
-            + (f" (worst {max(x.end - y.start for x, y in a.overlaps) * 1000:.1f} ms)" if a.overlaps else "")
+            + (f" (worst {max(min(x.end, y.end) - y.start for x, y in a.overlaps) * 1000:.1f} ms)" if a.overlaps
+               else "")
             + ("" if a.closest_handover is None else
                f"; closest hand-over {a.closest_handover * 1000:.1f} ms from one's last belief to the next's first"),
             f"  verdict:               {self._verdict()}",
@@ -596,7 +597,11 @@ class Report:
             return "NOT FINISHED: the clients did not complete their rounds"
         if not self.fenced:
             return f"{len(self.analysis.stale_accepted)} stale writes landed without fencing"
-        return "SAFE" if self.analysis.safe else "UNSAFE"
+        if not self.analysis.safe:
+            return "UNSAFE: stale writes got through the fence"
+        if self.analysis.overlaps:
+            return "SAFE through the fence; but two clients believed themselves holders at once"
+        return "SAFE"
 
     def as_dict(self) -> dict[str, Any]:
         a = self.analysis

@@ -122,7 +122,7 @@ def report(log: list[Write], *, fenced: bool = True, finished: bool = True) -> R
 def test_the_report_says_what_was_done_and_what_the_log_shows() -> None:
     safe = report([write("a", 1, 1, 1.0), write("b", 2, 2, 1.5), write("a", 1, 3, 2.0, accepted=False)])
     text = safe.format()
-    assert safe.ok and "SAFE" in text and "UNSAFE" not in text
+    assert safe.ok and "verdict:               SAFE" in text and "UNSAFE" not in text
     assert "2 pause (1 of the holder)" in text and "1 refused as stale" in text
     assert "stale writes accepted: 0" in text and "acquire LeaseDeniedError: 1" in text
     assert json.loads(json.dumps(safe.as_dict()))["ok"] is True
@@ -132,6 +132,9 @@ def test_the_report_says_what_was_done_and_what_the_log_shows() -> None:
     unfenced = report([write("a", 1, 1, 1.0), write("b", 2, 2, 1.5), write("a", 1, 3, 2.0)], fenced=False)
     assert unfenced.ok and "1 stale writes landed without fencing" in unfenced.format()
     assert not report([], finished=False).ok
+    overlapping = report([write("a", 1, 1, 1.0), write("a", 1, 2, 1.1), write("b", 2, 3, 1.05)])
+    assert "1 overlapping belief windows (worst 10.0 ms)" in overlapping.format()  # b's window, within a's
+    assert "but two clients believed themselves holders at once" in overlapping.format()
 
 
 def test_options_that_cannot_run_are_refused_before_anything_starts() -> None:
