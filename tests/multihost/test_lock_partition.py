@@ -86,6 +86,7 @@ def four_hosts() -> Iterator[Network]:
         yield net
 
 
+@pytest.mark.slow
 def test_the_safety_checker_with_partitions_across_hosts_accepts_no_stale_write(four_hosts: Network) -> None:
     """landlord.testing.lockcheck with its clients on hosts b, c and d, the landlord and the resource
     on a, and the partition hook taking a client's link down: partitions of holders, a pause and a
