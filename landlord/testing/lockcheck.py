@@ -48,7 +48,8 @@ What the log is checked for (:func:`analyse`):
 
 The backend is pluggable: a :class:`Backend` subclass starts the lock service in the checker
 (:meth:`Backend.start`) and opens a lock in each client (:meth:`Backend.open_lock`: anything
-with ``acquire(blocking, timeout)``, ``release()``, ``token`` and ``valid``). Clients import it
+with ``acquire(blocking, timeout)`` and ``release()``, and ``token`` and ``valid`` where it has
+them; see :class:`LockLike`). Clients import it
 by ``module:Class`` (:meth:`Backend.path`), so it must live in an importable module.
 :class:`LandlordBackend` is landlord's :class:`~landlord.Lock`; a backend without fencing tokens
 (``fencing_tokens = False``) gets tickets from the resource in the order its clients acquired,
@@ -106,17 +107,17 @@ CLIENT_CHECK = 0.5  # seconds between two looks at whether a client died by itse
 
 
 class LockLike(Protocol):
-    """What a client needs of a lock (landlord's :class:`~landlord.Lock` is one)."""
+    """What a client needs of a lock (landlord's :class:`~landlord.Lock` is one).
+
+    ``token`` is read once ``acquire`` returns (``None``: the lock is no longer held; a backend
+    whose locks have no tokens sets :attr:`Backend.fencing_tokens` false and its locks need none).
+    ``valid``, whether the client may still act as holder, may be left out: a lock without it
+    is believed held until it is released (as an application would, with a lock that cannot tell).
+    """
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool: ...
 
     def release(self) -> None: ...
-
-    @property
-    def token(self) -> int | None: ...
-
-    @property
-    def valid(self) -> bool: ...
 
 
 class Backend:
@@ -371,20 +372,20 @@ def run_client(backend: type[Backend], config: str, resource_uri: str, client: s
             pause.wait(RETRY_PAUSE)
             continue
         acquired_at = time.monotonic()
-        token = lock.token if backend.fencing_tokens else _ticket(resource)
+        token = getattr(lock, "token", None) if backend.fencing_tokens else _ticket(resource)
         if token is None:
             say("invalid", "none", f"{acquired_at:.6f}")
         else:
             say("holding", token, f"{acquired_at:.6f}")
             for _ in range(writes):
                 checked_at = time.monotonic()  # read before valid: an instant the lock was believed valid
-                if not lock.valid:
+                if not _believed(lock):
                     say("invalid", token, f"{checked_at:.6f}")
                     break
                 pause.wait(work * rng.uniform(0.5, 1.5))
                 seq += 1
                 believed_at = time.monotonic()
-                believed = lock.valid
+                believed = _believed(lock)
                 try:
                     resource.write(client, token, seq, believed, checked_at, believed_at, acquired_at)
                 except Pyro5.errors.CommunicationError as exc:
@@ -398,6 +399,11 @@ def run_client(backend: type[Backend], config: str, resource_uri: str, client: s
         say("round", done, token)
     say("done", done)
     return done
+
+
+def _believed(lock: LockLike) -> bool:
+    """Whether the client believes it holds ``lock`` now: its ``valid``, if it has one."""
+    return bool(getattr(lock, "valid", True))
 
 
 def _ticket(resource: Any) -> int | None:

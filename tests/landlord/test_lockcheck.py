@@ -7,10 +7,13 @@ The checker run for real (clients in processes, paused and killed) is tests/faul
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from landlord.testing import ServingDaemon
 from landlord.testing.lockcheck import (
     Backend,
     Faults,
@@ -23,6 +26,7 @@ from landlord.testing.lockcheck import (
     load_backend,
     main,
     read_log,
+    run_client,
 )
 
 
@@ -160,3 +164,40 @@ def test_the_command_line_refuses_a_bad_option(capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit) as exited:
         main(["--clients", "many"])
     assert exited.value.code == 2 and "invalid int value" in capsys.readouterr().err
+
+
+class PlainLock:
+    """A lock with neither a token nor a validity: a threading lock, as a system without fencing gives."""
+
+    shared = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        return self.shared.acquire(blocking, -1 if timeout is None else timeout)
+
+    def release(self) -> None:
+        self.shared.release()
+
+
+class PlainBackend(Backend):
+    name = "plain"
+    fencing_tokens = False
+
+    @classmethod
+    def open_lock(cls, config: str, name: str, term: float) -> Any:
+        return PlainLock()
+
+
+def test_a_client_of_a_backend_without_tokens_or_validity_writes_with_tickets_and_believes_throughout(
+        tmp_path: Path, daemon: ServingDaemon) -> None:
+    resource = FencedResource(tmp_path / "log")
+    said: list[str] = []
+    done = run_client(PlainBackend, "", daemon.register(resource), "c0.0", 3, writes=2, work=0.0,
+                      say=lambda *words: said.append(" ".join(map(str, words))))
+    resource.close()
+    log = read_log(tmp_path / "log")
+    assert done == 3 and said[0] == "ready" and said[-1] == "done 3"
+    assert [(w.token, w.seq, w.believed, w.accepted) for w in log] == [
+        (1, 1, True, True), (1, 2, True, True), (2, 3, True, True), (2, 4, True, True), (3, 5, True, True),
+        (3, 6, True, True)]
+    assert [line.split()[:2] for line in said if line.startswith("holding")] == [["holding", "1"], ["holding", "2"],
+                                                                                  ["holding", "3"]]
