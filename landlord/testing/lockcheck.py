@@ -664,7 +664,8 @@ class LockCheck:
         partition: how to partition a client (needed for ``faults.partitions``).
         resource_host: the address the resource serves on (the clients must reach it).
         workdir: where the log and the stores go (default: a temporary directory, removed after).
-        verbose: log each fault (logger ``landlord.lockcheck``, INFO).
+
+    Each fault is logged as it is applied (logger ``landlord.lockcheck``, INFO).
     """
 
     def __init__(self, backend: Backend | None = None, *, clients: int = 4, rounds: int = 50, writes: int = 3,
