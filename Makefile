@@ -40,7 +40,7 @@ test-multihost: $(VENV)/.installed
 test-etcd: $(VENV)/.installed
 	LANDLORD_REQUIRE_ETCD=1 $(PY) -m pytest -q tests/landlord/test_election.py tests/landlord/test_testing_etcd.py \
 	    tests/landlord/test_etcdstore.py tests/landlord/test_replicated.py tests/lookup/test_lookup_replicated.py \
-	    tests/faults/test_replicated_failover.py tests/examples/test_example_replicated.py
+	    tests/faults/test_replicated_failover.py tests/faults/test_lock_replicated.py tests/examples/test_example_replicated.py
 
 bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test,etcd,metrics,bench]'

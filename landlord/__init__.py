@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # for the type checker: at run time these load on first use (
     from .grantor.store import LeaseStore, Store, StoreInUseError
     from .holder.claiminbox import ClaimInbox
     from .holder.revocations import RevocationReceiver
+    from .recipe.election import Election
     from .recipe.lock import Lock, Semaphore
     from .remotefence import RemoteFence
     from .renewalservice.client import RenewalSetClient, RenewalSetListener
@@ -77,7 +78,8 @@ _LAZY = {
     "RevocationReceiver": "holder.revocations",
     "serve_landlord": "serving", "serve_replica": "serving",
     # the recipes on named leases
-    "Lock": "recipe.lock", "Semaphore": "recipe.lock", "ClaimInbox": "holder.claiminbox",
+    "Lock": "recipe.lock", "Semaphore": "recipe.lock", "Election": "recipe.election",
+    "ClaimInbox": "holder.claiminbox",
     # the resource's side of fencing, served to other processes
     "RemoteFence": "remotefence",
 }
@@ -105,7 +107,7 @@ __all__ = [
     "ANY", "FOREVER", "check_duration", "check_callback_uri", "check_callback_hosts",
     "Lease", "AbstractLease", "BatchableLease", "LandlordLease", "LeaseMap", "known_leader", "call_group",
     "LeaseError", "LeaseDeniedError", "UnknownLeaseError", "LeaseMapError", "NotLeaderError",
-    "Fence", "RemoteFence", "StaleTokenError", "Lock", "Semaphore", "ClaimInbox",
+    "Fence", "RemoteFence", "StaleTokenError", "Lock", "Semaphore", "Election", "ClaimInbox",
     "Landlord", "ReplicatedLandlord", "replica_uris", "RenewResults", "ResourceCodec", "LeasedResource", "LeaseExtra",
     "LeaseManager",
     "LeaseHooks", "RevocationReceiver",

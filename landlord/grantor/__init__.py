@@ -16,7 +16,9 @@
   :mod:`~landlord.grantor.names`: named leases (locks, semaphores), their waiters,
   lock-delays and fencing tokens, a clock-free table; :mod:`~landlord.grantor.claims`
   ties it to the landlord's leases (``Landlord.acquire``: grants pushed to waiters,
-  tokens kept in the store, a thread for timeouts).
+  tokens kept in the store, a thread for timeouts); :mod:`~landlord.grantor.watches`:
+  watches of a name's holders (``Landlord.watch_name``: every change pushed, coalesced,
+  bounded, from a thread of its own).
 
 It may import the holder side (what it grants is a holder's
 :class:`~landlord.LandlordLease`), the transport and the basics; never serving,

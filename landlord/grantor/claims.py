@@ -24,6 +24,9 @@ shows of its leader), whom to tell, and, once granted, its fencing token.
 - **Time.** One thread, started with the first named lease, sleeps on the
   landlord's clock until the table's next deadline (a wait that times out, a
   lock-delay that ends).
+- **Watchers.** After every change of a name's holders, its :attr:`Claims.watcher`
+  (the landlord's :class:`~landlord.grantor.watches.NameWatches`), if it watches
+  the name, is given the holders, under this module's lock: in the order the changes were made.
 
 Lock order: this module's lock, then the lease manager's; the manager calls
 back here only outside its own lock, and this module revokes only outside its own.
@@ -37,19 +40,19 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..clock import Clock
 from ..errors import LeaseDeniedError, UnknownLeaseError
-from ..holder.claiminbox import NameListener
+from ..holder.claiminbox import Holders, NameListener
 from ..transport.clients import IN_PROCESS
 from .manager import LeaseManager
 from .names import Changes, Grant, NameTable, NameView, Refused, Waiter
 from .resource import LeasedResource, LeaseExtra
 from .store import Store
 
-__all__ = ["NameClaim", "Claims", "MAX_PER_CLIENT", "check_value", "CLAIM_KEY", "TOKEN_SETTING", "TOKEN_BLOCK",
-           "MAX_VALUE"]
+__all__ = ["NameClaim", "Claims", "HolderWatcher", "MAX_PER_CLIENT", "check_value", "CLAIM_KEY", "TOKEN_SETTING",
+           "TOKEN_BLOCK", "MAX_VALUE"]
 
 log = logging.getLogger("landlord.names")
 
@@ -131,6 +134,17 @@ def check_value(value: object) -> str | None:
     return value
 
 
+class HolderWatcher(Protocol):
+    """Who is told of every change of a name's holders (:attr:`Claims.watcher`). Called under the
+    claims' lock: it must not call them back."""
+
+    def watched(self, name: str) -> bool:
+        """Whether ``name``'s holders are wanted (read for nobody otherwise)."""
+
+    def changed(self, name: str, holders: Holders) -> None:
+        """``name`` is held by ``holders`` now, as :meth:`Claims.holders` gives them."""
+
+
 class Claims:
     """A landlord's named leases (see the module's docstring); thread-safe.
 
@@ -159,6 +173,7 @@ class Claims:
         self.max_per_client = MAX_PER_CLIENT
         self._thread: threading.Thread | None = None
         self._closed = False
+        self.watcher: HolderWatcher | None = None  # told of every change of a name's holders
 
     # -- asking ---------------------------------------------------------------------------------
 
@@ -205,6 +220,7 @@ class Claims:
             if error is None:
                 self._count(claim, 1)
             self._kick()
+            self._tell_watcher([claim.name])
         if error is not None:
             self._revoke_all(revocations)
             raise error
@@ -228,6 +244,7 @@ class Claims:
                 raise ValueError(f"nobody waits for {claim.name!r} with the value {successor!r:.80}")
             changes = self._table.hand_over(cookie, chosen[0], self._clock.monotonic())
             revocations = self._deliver(changes)
+            self._tell_watcher([claim.name])
         self._manager.cancel(cookie)
         self._revoke_all(revocations)
 
@@ -245,8 +262,7 @@ class Claims:
     def holders(self, name: str) -> list[tuple[int, str | None]]:
         """The holders of ``name``: (token, value) each, in the order they were granted."""
         with self._lock:
-            view = self._table.view_of(name)
-            return [] if view is None else [(grant.token, self._value_of(grant.cookie)) for grant in view.holders]
+            return self._holders(name)
 
     def view(self) -> tuple[NameView, ...]:
         """Every name, its holders, waiters and lock-delay (see :meth:`NameTable.view`)."""
@@ -266,6 +282,7 @@ class Claims:
             now = self._clock.monotonic()
             end = self._table.expire if expired else self._table.release
             revocations = self._deliver(end(leased.cookie, now))
+            self._tell_watcher([claim.name])
             self._kick()  # a lock-delay may have begun
         self._revoke_all(revocations)
 
@@ -308,6 +325,7 @@ class Claims:
             changes = [self._requeue(leased, now, wall) for leased in waiters]
             revocations = [each for change in changes for each in self._deliver(change)]
             self._kick()
+            self._tell_watcher(leased.resource.name for leased in claims)
         self._revoke_all(revocations)
 
     def close(self) -> None:
@@ -405,6 +423,19 @@ class Claims:
         self._store.set_setting(TOKEN_SETTING, high)  # raises: the row stays, and so does its token
         self._stored_high = high
 
+    def _holders(self, name: str) -> Holders:
+        view = self._table.view_of(name)
+        return [] if view is None else [(grant.token, self._value_of(grant.cookie)) for grant in view.holders]
+
+    def _tell_watcher(self, names: Iterable[str]) -> None:
+        """Give the watcher the holders of each of ``names`` it watches (under the lock)."""
+        watcher = self.watcher
+        if watcher is None:
+            return
+        for name in dict.fromkeys(names):
+            if watcher.watched(name):
+                watcher.changed(name, self._holders(name))
+
     def _claim_of(self, cookie: str) -> NameClaim:
         resource = self._manager.get(cookie).resource
         if not isinstance(resource, NameClaim) or self._table.name_of(cookie) is None:
@@ -438,5 +469,7 @@ class Claims:
                 if deadline is None or deadline > now:
                     self._clock.wait(self._lock, math.inf if deadline is None else deadline)
                     continue
-                revocations = self._deliver(self._table.advance(now))
+                changes = self._table.advance(now)
+                revocations = self._deliver(changes)
+                self._tell_watcher(grant.name for grant in changes.granted)
             self._revoke_all(revocations)

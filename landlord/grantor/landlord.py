@@ -29,6 +29,7 @@ from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .revocations import RevocationNotices
 from .store import Store
+from .watches import NameWatch, NameWatches, check_name
 
 __all__ = ["Landlord", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
 
@@ -106,7 +107,8 @@ class Landlord:
     its leases call it directly.
 
     Remote methods: :meth:`renew`, :meth:`cancel`, :meth:`renew_all`,
-    :meth:`cancel_all`. Local: :meth:`new_lease`, :meth:`get_resource`, :meth:`close`.
+    :meth:`cancel_all`; named leases: :meth:`acquire`, :meth:`name_token`, :meth:`name_holders`,
+    :meth:`hand_over`, :meth:`watch_name`. Local: :meth:`new_lease`, :meth:`get_resource`, :meth:`close`.
 
     Args:
         policy: grant and renewal terms (default: ``LeaseDurationPolicy()``).
@@ -174,6 +176,8 @@ class Landlord:
         self._manager = LeaseManager(self.policy, reaper=reaper, clock=clock, on_expire=on_expire,
                                      on_cancel=on_cancel, store=store, dump=self._dump, hooks=hooks)
         self._claims = Claims(self._manager, clock, self._notify, self.revoke, store)
+        self._watches = NameWatches(self._manager, self._manager.revoke)
+        self._claims.watcher = self._watches
         if store is not None:
             self._restore(store)
 
@@ -287,6 +291,9 @@ class Landlord:
             raise ValueError(f"reason must be at most {MAX_REASON} characters, got {len(reason)}")
         leased = self._manager.revoke(cookie, reason)
         log.info("revoked lease %s… (%s)", cookie[:6], reason)
+        if isinstance(leased.resource, NameWatch):  # told by the watches' thread, never the claims'
+            self._watches.revoked(leased.resource, cookie, reason)
+            return
         listener: str | NameListener | None = leased.extra.listener if leased.extra is not None else None
         if listener is None and isinstance(leased.resource, NameClaim):
             listener = leased.resource.listener
@@ -297,6 +304,7 @@ class Landlord:
         """Stop the reaper and close the store, if any. Leases still held are not freed."""
         self._claims.close()
         self._notices.close()
+        self._watches.close()
         self._manager.close()
 
     @property
@@ -349,7 +357,7 @@ class Landlord:
             for each in leased.attached:
                 self._codec.restored(LeasedResource(leased.cookie, leased.expiration, each))
         if any(isinstance(leased.resource, NameClaim) for leased in restored):
-            self._manager.intercept_ends(self._claims.intercept)
+            self._manager.intercept_ends(self._intercept)
         self._manager.restore(restored, cancelled=cancelled)
         self._claims.restore(restored)
         live = sum(1 for leased in restored if leased.expiration > now)
@@ -359,10 +367,16 @@ class Landlord:
                  self.landlord_id, live, store, len(restored) - live - ended, ended)
 
     def _dump(self, resource: Any) -> Any:
+        if isinstance(resource, NameWatch):
+            return None  # a watch is kept in memory only: after a restart its watcher watches again
         return resource.dump() if isinstance(resource, NameClaim) else self._codec.dump(resource)
 
     def _load(self, data: Any) -> Any:
         return NameClaim.load(data) if NameClaim.is_stored(data) else self._codec.load(data)
+
+    def _intercept(self, ended: list[LeasedResource], cancelled: bool) -> list[LeasedResource]:
+        """The ended leases, before the callbacks: named leases end in the claims, watches in the watches."""
+        return self._watches.intercept(self._claims.intercept(ended, cancelled))
 
     def _notify(self, listener: Any, method: str, args: tuple[Any, ...], on_failure: Any, lane: str) -> None:
         self._notices.post(listener, method, args, f"{method} {args[0][:6]}…", on_failure, lane=lane)
@@ -497,7 +511,7 @@ class Landlord:
         claim = NameClaim(name, limit, lock_delay, check_value(value), listener, self.clock.time(),
                           client=client_of_call())
         duration = check_duration(duration)
-        self._manager.intercept_ends(self._claims.intercept)  # from the first named lease on
+        self._manager.intercept_ends(self._intercept)  # from the first named lease on
         leased = LeasedResource(new_cookie(), 0.0, claim)
         hooks = self._manager.hooks
         try:
@@ -546,6 +560,36 @@ class Landlord:
             TypeError: not a cookie, or ``successor`` not a str.
         """
         self._claims.hand_over(check_cookie(cookie), check_value(successor) or "")
+
+    @Pyro5.server.expose
+    def watch_name(self, name: str, duration: float = ANY,
+                   listener: str | NameListener | None = None) -> LandlordLease:
+        """Watch who holds ``name``, for ``duration`` seconds (renew the lease to watch on):
+        ``listener`` is told ``holders_changed(cookie, name, holders)`` (the watch's cookie; holders
+        as :meth:`name_holders` gives them) at once, and after every change of the name's holders.
+        Changes close together may come as one notice, the latest (see
+        :mod:`landlord.grantor.watches`). Cancel the lease to stop; a watch whose listener cannot be
+        told is dropped (its lease revoked). Not kept across a restart.
+
+        Args:
+            name: 1 to 256 printable characters (held or not, now or ever).
+            duration: seconds asked for, as :meth:`new_lease`.
+            listener: a ``PYRO:`` URI this landlord may call back (:meth:`check_callback`), or
+                in-process a :class:`~landlord.holder.claiminbox.NameListener`.
+
+        Raises:
+            LeaseDeniedError: 1,000 watches of ``name``, 1,000 of the caller's host or 10,000 in all
+                already; the policy refused.
+            TypeError, ValueError: a bad argument (nothing is leased).
+        """
+        if not isinstance(listener, NameListener):
+            listener = self.check_callback(listener)
+        leased = LeasedResource(new_cookie(), 0.0, NameWatch(check_name(name), listener, client_of_call()))
+        lease: LandlordLease = self.policy.lease_for(leased, check_duration(duration))  # type: ignore[assignment]
+        self._manager.intercept_ends(self._intercept)  # from the first watch on
+        self._watches.add(leased)
+        self._watches.begin(leased.cookie, self._claims.holders(name))
+        return lease
 
     def names(self) -> tuple[NameView, ...]:
         """Every name held, waited for or closed: holders (cookie, token), waiters, lock-delay (for operators)."""

@@ -1,4 +1,5 @@
-"""Hearing about named leases: :class:`ClaimInbox`, where a holder is told its wait is over.
+"""Hearing about named leases: :class:`ClaimInbox`, where a holder is told its wait is over,
+and who holds a name it watches.
 
 A lease on a name (:meth:`landlord.Landlord.acquire`) that has to wait is
 granted later, by the landlord, when the name's holder lets go; the landlord
@@ -13,6 +14,12 @@ made while the ``acquire`` answer is still on its way): the inbox keeps the
 last :data:`KEPT_EARLY` such notices, so :meth:`ClaimInbox.expect` finds one
 that came early. Only a holder of the cookie can be affected by a notice,
 and the cookie is the lease's secret.
+
+A watch of a name's holders (:meth:`landlord.Landlord.watch_name`) is a lease
+too: the landlord tells its listener ``holders_changed(cookie, name,
+holders)`` after each change, the cookie being the watch's. :meth:`ClaimInbox.watch`
+hands each to a callback, one at a time per watch and in the order they
+came (the latest that came before the watch was expected first).
 """
 
 from __future__ import annotations
@@ -27,12 +34,17 @@ import Pyro5.api
 from ..clock import SYSTEM_CLOCK, Clock
 from ..transport.addresses import advertised_host
 
-__all__ = ["NameListener", "ClaimInbox", "Expected", "KEPT_EARLY"]
+__all__ = ["NameListener", "ClaimInbox", "Expected", "Holders", "KEPT_EARLY", "MAX_HOLDERS"]
 
 log = logging.getLogger("landlord.names")
 
 KEPT_EARLY = 1024  # notices kept for cookies not expected yet (the oldest go first)
 MAX_REASON = 1000  # characters of a reason kept
+MAX_HOLDERS = 10_000  # holders in one notice (a name's most: landlord.grantor.names.MAX_LIMIT)
+MAX_NAME = 256  # characters of a name (landlord.grantor.names.MAX_NAME_LENGTH)
+
+Holders = list[tuple[int, str | None]]  # a name's holders: (token, value) each, in the order granted
+OnHolders = Callable[[str, Holders], None]  # called with the name and its holders
 
 
 class NameListener:
@@ -44,6 +56,9 @@ class NameListener:
 
     def revoked(self, cookie: str, reason: str) -> None:
         """Lease ``cookie`` was ended by its landlord: a wait that timed out, an eviction."""
+
+    def holders_changed(self, cookie: str, name: str, holders: Holders) -> None:
+        """The watch ``cookie`` hears that ``name`` is held by ``holders`` now ((token, value) each)."""
 
 
 class Expected:
@@ -60,6 +75,7 @@ class Expected:
         self.token: int | None = None
         self.reason: str | None = None
         self.on_revoked = on_revoked
+        self._on_heard: Callable[[], None] | None = None
 
     def wait(self, deadline: float) -> bool:
         """Wait until granted or revoked, or until ``deadline`` on the clock's monotonic time
@@ -80,8 +96,20 @@ class Expected:
                 self.reason = reason
             self._changed.notify_all()
             on_revoked = self.on_revoked if reason is not None else None
+            on_heard, self._on_heard = self._on_heard, None
+        if on_heard is not None:
+            on_heard()
         if on_revoked is not None:
             on_revoked(reason or "")
+
+    def when_heard(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once, when anything is heard: at once (on this thread) if it was
+        already, else on the thread that hears it. What waits without a thread (asyncio) uses it."""
+        with self._changed:
+            if self.token is None and self.reason is None:
+                self._on_heard = callback
+                return
+        callback()
 
 
 class _RemoteInbox:
@@ -102,6 +130,44 @@ class _RemoteInbox:
             raise TypeError("revoked takes a cookie and a reason, both str")
         self._inbox.revoked(cookie, reason)
 
+    @Pyro5.api.expose
+    def holders_changed(self, cookie: str, name: str, holders: Holders) -> None:
+        if not isinstance(cookie, str) or not isinstance(name, str) or len(name) > MAX_NAME:
+            raise TypeError(f"holders_changed takes a cookie and a name (str, at most {MAX_NAME} characters)")
+        self._inbox.holders_changed(cookie, name, check_holders(holders))
+
+
+def check_holders(holders: object) -> Holders:
+    """``holders`` as a list of (token, value) tuples, if it is one (serpent may send lists for tuples).
+
+    Raises:
+        TypeError: not a list of at most :data:`MAX_HOLDERS` pairs of a token (an int, at least 1)
+            and a value (a str or ``None``).
+    """
+    if not isinstance(holders, (list, tuple)) or len(holders) > MAX_HOLDERS:
+        raise TypeError(f"holders are a list of at most {MAX_HOLDERS} (token, value) pairs")
+    checked: Holders = []
+    for pair in holders:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError("a holder is a (token, value) pair")
+        token, value = pair
+        if not isinstance(token, int) or isinstance(token, bool) or token < 1:
+            raise TypeError(f"a holder's token is an int of at least 1, got {token!r:.20}")
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"a holder's value is a str or None, got {type(value).__name__}")
+        checked.append((token, value))
+    return checked
+
+
+class _Watch:
+    """One watch's callbacks, and the lock that hands it one notice at a time."""
+
+    __slots__ = ("on_holders", "on_revoked", "lock")
+
+    def __init__(self, on_holders: OnHolders, on_revoked: Callable[[str], None] | None) -> None:
+        self.on_holders, self.on_revoked = on_holders, on_revoked
+        self.lock = threading.Lock()
+
 
 class ClaimInbox(NameListener):
     """Receives a process's notices about its named leases, and hands each to the lease's :class:`Expected`.
@@ -121,6 +187,8 @@ class ClaimInbox(NameListener):
         self._lock = threading.Lock()
         self._expected: dict[str, Expected] = {}
         self._early: collections.OrderedDict[str, tuple[int | None, str | None]] = collections.OrderedDict()
+        self._watches: dict[str, _Watch] = {}
+        self._early_holders: collections.OrderedDict[str, tuple[str, Holders]] = collections.OrderedDict()
         self._remote = _RemoteInbox(self)
         self._thread: threading.Thread | None = None
         self._daemon = daemon
@@ -150,11 +218,63 @@ class ClaimInbox(NameListener):
             self._expected.pop(cookie, None)
             self._early.pop(cookie, None)
 
+    def watch(self, cookie: str, on_holders: OnHolders, on_revoked: Callable[[str], None] | None = None) -> None:
+        """Start hearing the holders the watch ``cookie`` is told: ``on_holders(name, holders)`` for
+        each notice, one at a time, in order (the latest that came before at once, on this thread);
+        ``on_revoked(reason)`` if its landlord ends it."""
+        watch = _Watch(on_holders, on_revoked)
+        with self._lock:
+            self._watches[cookie] = watch
+            early = self._early_holders.pop(cookie, None)
+            watch.lock.acquire()  # before a notice arriving now can: the early one goes first
+        try:
+            if early is not None:
+                self._tell(watch, cookie, *early)
+        finally:
+            watch.lock.release()
+
+    def unwatch(self, cookie: str) -> None:
+        """Stop hearing about the watch ``cookie``."""
+        with self._lock:
+            self._watches.pop(cookie, None)
+            self._early_holders.pop(cookie, None)
+
     def granted(self, cookie: str, token: int) -> None:
         self._deliver(cookie, token, None)
 
     def revoked(self, cookie: str, reason: str) -> None:
+        with self._lock:
+            watch = self._watches.pop(cookie, None)
+        if watch is not None:
+            if watch.on_revoked is not None:
+                self._call(watch.on_revoked, cookie, reason[:MAX_REASON])
+            return
         self._deliver(cookie, None, reason[:MAX_REASON])
+
+    def holders_changed(self, cookie: str, name: str, holders: Holders) -> None:
+        with self._lock:
+            watch = self._watches.get(cookie)
+            if watch is None:
+                self._early_holders.pop(cookie, None)
+                self._early_holders[cookie] = (name, list(holders))
+                while len(self._early_holders) > KEPT_EARLY:
+                    self._early_holders.popitem(last=False)
+                return
+        with watch.lock:
+            self._tell(watch, cookie, name, list(holders))
+
+    def _tell(self, watch: _Watch, cookie: str, name: str, holders: Holders) -> None:
+        with self._lock:
+            if self._watches.get(cookie) is not watch:
+                return  # unwatched meanwhile
+        self._call(watch.on_holders, cookie, name, holders)
+
+    @staticmethod
+    def _call(callback: Callable[..., None], cookie: str, *args: object) -> None:
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("a callback for the watch %s… failed", cookie[:6])
 
     def _deliver(self, cookie: str, token: int | None, reason: str | None) -> None:
         with self._lock:
@@ -179,6 +299,8 @@ class ClaimInbox(NameListener):
         with self._lock:
             self._expected.clear()
             self._early.clear()
+            self._watches.clear()
+            self._early_holders.clear()
         if self._daemon is not None and self.uri is not None:
             self._daemon.unregister(self._remote)
         if self._thread is not None and self._daemon is not None:

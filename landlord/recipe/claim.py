@@ -18,6 +18,12 @@ of their own); it then lets the lease go. What the margin does not cover:
 a process paused between checking :attr:`~Claim.valid` and acting on it.
 That is what fencing tokens are for: send :attr:`~Claim.token` with every
 write, and have the resource check it (:class:`~landlord.Fence`).
+
+:meth:`~Claim.acquire` runs in phases, each a method: take the claim
+(``_reserve``), ask the landlord (``_request``), wait for the pushed grant,
+make sense of what was heard (``_settle``), hold (``_hold``). The asyncio forms
+(:mod:`landlord.aio.locks`) run the same phases, the calls on a worker and the
+wait on the event loop (:meth:`~landlord.holder.claiminbox.Expected.when_heard`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ log = logging.getLogger("landlord.recipe")
 
 DEFAULT_DURATION = 15.0  # seconds asked for each term
 MARGIN = 0.2  # of the granted term: a claim stops being valid this long before its lease's deadline
+
+RELEASED = "released by its holder while it waited"  # how a release ends an acquire that waits
 
 OnLost = Callable[[str], None]  # called with why the claim was lost
 
@@ -96,6 +104,7 @@ class Claim:
         self._on_lost: list[OnLost] = []
         self._watchdog = watchdog_for(self.clock)
         self._watch_key: int | None = None  # the current holding's, at the watchdog
+        self._expected: Expected | None = None  # what the current lease hears
 
     # -- the holder's view ---------------------------------------------------------------------
 
@@ -138,19 +147,11 @@ class Claim:
             TypeError, ValueError: a limit other than the name's, or a bad ``timeout``.
             Pyro5.errors.CommunicationError: the landlord could not be reached.
         """
-        if timeout is not None:
-            timeout = check_duration(timeout, name="timeout", allow_any=False)
-        wait = None if not blocking or timeout == 0 else (FOREVER if timeout is None else timeout)
-        with self._state:
-            if self._lease is not None:
-                raise RuntimeError(f"this claim on {self.name!r} already holds or waits; release it first")
-            self._lease, self._token, self._lost = _ASKING, None, None
+        wait = self._reserve(blocking, timeout)
         try:
             return self._ask(wait)
         except BaseException:
-            with self._state:
-                if self._lease is _ASKING:
-                    self._lease = None
+            self._unreserve()
             raise
 
     def release(self) -> None:
@@ -162,11 +163,14 @@ class Claim:
         """
         with self._state:
             lease, self._lease, self._token = self._lease, None, None
+            waiting = self._expected if self._watch_key is None else None  # an acquire waits for a grant
             if self._watch_key is not None:
                 self._watchdog.drop(self._watch_key)
                 self._watch_key = None
         if isinstance(lease, LandlordLease):
             self._let_go(lease)
+            if waiting is not None:
+                waiting.heard(None, RELEASED)  # the acquire that waits returns False
 
     def close(self) -> None:
         """Release, and close what this claim made for itself (a renewal manager, an inbox)."""
@@ -176,6 +180,36 @@ class Claim:
             for each in self._own:
                 each.close()
             self._own.clear()
+
+    def hand_over(self, successor: str) -> None:
+        """Give the name to the claim waiting for it whose value is ``successor``, with no gap
+        (:meth:`landlord.Landlord.hand_over`): this claim stops being valid first, the successor is
+        granted the name at once with a new, higher token, whatever its place in the queue, and
+        nobody else can be granted it in between. This claim's lease ends there.
+
+        Raises:
+            RuntimeError: this claim does not hold its name now (not :attr:`valid`).
+            ValueError, TypeError: the landlord refused (nobody waits with that value): nothing
+                changed, and this claim holds on, valid as before.
+            UnknownLeaseError, Pyro5.errors.CommunicationError: the lease had ended, or the landlord
+                could not be reached: whether the name was handed over is unknown, so this claim lets go.
+        """
+        with self._state:
+            lease, token = self._lease, self._token
+            if not isinstance(lease, LandlordLease) or token is None or not self._valid():
+                raise RuntimeError(f"this claim does not hold {self.name!r}: nothing to hand over")
+            self._token = None  # not valid from now: the successor may act as soon as it is told
+        try:
+            self._target.call("hand_over", lease.cookie, successor)
+        except (ValueError, TypeError):  # refused before anything changed: hold on
+            with self._state:
+                if self._lease is lease and self._lost is None:
+                    self._token = token
+            raise
+        except BaseException:
+            self._let_go_of(lease)
+            raise
+        self._let_go_of(lease)  # ended by the landlord: nothing to cancel, nothing to renew
 
     def __enter__(self) -> Claim:
         if not self.acquire():
@@ -191,7 +225,42 @@ class Claim:
 
     # -- internals ---------------------------------------------------------------------------------
 
+    def _reserve(self, blocking: bool, timeout: float | None) -> float | None:
+        """Check ``timeout`` and take the claim for one acquire: the wait to ask for.
+
+        Raises:
+            RuntimeError: it holds or waits already.
+            TypeError, ValueError: a bad ``timeout``.
+        """
+        if timeout is not None:
+            timeout = check_duration(timeout, name="timeout", allow_any=False)
+        wait = None if not blocking or timeout == 0 else (FOREVER if timeout is None else timeout)
+        with self._state:
+            if self._lease is not None:
+                raise RuntimeError(f"this claim on {self.name!r} already holds or waits; release it first")
+            self._lease, self._token, self._lost = _ASKING, None, None
+        return wait
+
+    def _unreserve(self) -> None:
+        """An acquire failed before it had a lease: the claim is free again."""
+        with self._state:
+            if self._lease is _ASKING:
+                self._lease = None
+
     def _ask(self, wait: float | None) -> bool:
+        asked = self._request(wait)
+        if asked is None:
+            return False
+        lease, token, expected = asked
+        if token is None:
+            token = self._wait_for_grant(lease, expected, wait)
+            if token is None:
+                return False
+        return self._hold(lease, token)
+
+    def _request(self, wait: float | None) -> tuple[LandlordLease, int | None, Expected] | None:
+        """Ask the landlord for the name: the lease, its token (``None``: it waits) and what it will
+        hear; ``None`` if refused and not waiting. The lease is renewed from now on."""
         listener = self._inbox if self._target.in_process else self._inbox.uri
         sent = sent_now(self.clock)
         # the landlord is asked to queue it for as long as its lease lasts: the timeout is kept here, by
@@ -204,7 +273,7 @@ class Claim:
             if wait is None:
                 with self._state:
                     self._lease = None
-                return False
+                return None
             raise
         if not isinstance(lease, LandlordLease):
             raise LeaseError(f"the landlord answered acquire with {lease!r:.80}")
@@ -212,21 +281,32 @@ class Claim:
         with self._state:
             self._lease = lease  # first: a revocation heard from now on is this lease's
         expected = self._inbox.expect(lease.cookie, lambda reason: self._lose(lease, reason))
-        self._renewals.renew_for(lease, FOREVER, lambda event: expected.heard(None, _why(event)))
-        if token is None:
-            token = self._wait_for_grant(lease, expected, wait)
-            if token is None:
-                return False
         with self._state:
-            if self._lease is not lease or self._lost is not None:
-                return False  # released or lost meanwhile
-            self._token = token
-            self._watch_key = self._watchdog.watch(_Holding(self, lease), lease.deadline - self._margin(lease))
-        return True
+            self._expected = expected
+        self._renewals.renew_for(lease, FOREVER, lambda event: expected.heard(None, _why(event)))
+        return lease, token, expected
+
+    def _hold(self, lease: LandlordLease, token: int) -> bool:
+        """Hold with ``token``, and watch the time: whether the claim still has ``lease``."""
+        with self._state:
+            if self._lease is not lease:
+                return False  # released meanwhile
+            lost = self._lost
+            if lost is None:
+                self._token = token
+                self._watch_key = self._watchdog.watch(_Holding(self, lease), lease.deadline - self._margin(lease))
+                return True
+            self._lease = None
+        self._let_go(lease)  # revoked (or its renewal refused) as it was granted
+        raise LeaseDeniedError(f"{self.name!r} was lost as it was granted: {lost}")
 
     def _wait_for_grant(self, lease: LandlordLease, expected: Expected, wait: float | None) -> int | None:
         deadline = math.inf if wait is None or math.isinf(wait) else self.clock.monotonic() + wait
-        heard = expected.wait(deadline)
+        return self._settle(lease, expected, expected.wait(deadline))
+
+    def _settle(self, lease: LandlordLease, expected: Expected, heard: bool) -> int | None:
+        """After waiting: the token if granted; else the lease goes, and ``None`` if the wait timed out
+        (nothing ``heard``), or :class:`LeaseDeniedError` if the landlord ended it."""
         if heard and expected.token is not None and expected.reason is None:
             return expected.token
         with self._state:
@@ -235,8 +315,8 @@ class Claim:
                 self._lease = None
         if mine:
             self._let_go(lease)
-        if not heard:
-            return None  # timed out: the lease went, and the name with it if it was granted just now
+        if not heard or expected.reason == RELEASED:
+            return None  # timed out, or released meanwhile: the lease went (and the name, if just granted)
         raise LeaseDeniedError(f"{self.name!r} was not granted: {expected.reason}")
 
     def _valid(self) -> bool:
@@ -260,7 +340,7 @@ class Claim:
                     return deadline  # renewed meanwhile
                 self._lost = "its lease's deadline (less the margin) came before a renewal"
             reason, listeners = self._lost, list(self._on_lost)
-            self._lease, self._token = None, None
+            self._lease, self._token, self._watch_key = None, None, None
         # told, and let go (a remote call), on a thread of its own: the watchdog keeps every claim's time
         threading.Thread(target=self._lost_now, args=(lease, reason, listeners), name="Claim lost", daemon=True).start()
         return None
@@ -280,6 +360,18 @@ class Claim:
                 self._lost = reason
                 if self._watch_key is not None:
                     self._watchdog.wake(self._watch_key)
+
+    def _let_go_of(self, lease: LandlordLease) -> None:
+        """Drop ``lease`` if it is still this claim's (after a hand-over): not renewed, nor heard of."""
+        with self._state:
+            mine = self._lease is lease
+            if mine:
+                self._lease, self._token = None, None
+                if self._watch_key is not None:
+                    self._watchdog.drop(self._watch_key)
+                    self._watch_key = None
+        if mine:
+            self._let_go(lease)
 
     def _let_go(self, lease: LandlordLease) -> None:
         self._inbox.forget(lease.cookie)

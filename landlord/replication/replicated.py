@@ -338,6 +338,13 @@ class ReplicatedLandlord:
         """As :meth:`Landlord.hand_over`."""
         self.answer(lambda landlord: landlord.hand_over(cookie, successor))
 
+    @Pyro5.server.expose
+    def watch_name(self, name: str, duration: float = ANY, listener: str | None = None) -> LandlordLease:
+        """As :meth:`Landlord.watch_name`. The watch is the leader's alone, in memory: after a
+        failover its renewal is refused as unknown, and the watcher watches again."""
+        lease: LandlordLease = self.answer(lambda landlord: landlord.watch_name(name, duration, listener))
+        return lease
+
     def attach(self, cookie: str, resource: Any) -> None:
         """As :meth:`Landlord.attach`, on the leader (written to etcd before it returns).
 

@@ -2,8 +2,12 @@
 
 This package is the testing room: its ``__init__`` holds the helpers any test
 uses; :mod:`landlord.testing.etcd` starts a real etcd cluster (it needs the
-``etcd`` binary, and imports the replication package). It may import anything
-of landlord's; nothing of landlord's imports it.
+``etcd`` binary, and imports the replication package);
+:mod:`landlord.testing.lockcheck` is the safety checker for locks (clients in
+processes of their own contending while they are paused, killed and
+partitioned, their writes through a fenced resource checked; private: lookup
+may not import it). It may import anything of landlord's; nothing of
+landlord's imports it.
 
 * :class:`FakeClock`: time that moves only when the test says so (hand it to
   a ``Landlord``, ``LeaseManager`` or ``LeaseRenewalManager`` as ``clock=``).

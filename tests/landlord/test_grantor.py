@@ -211,14 +211,15 @@ def test_cookies_carry_at_least_128_random_bits(close_later: list) -> None:
         assert len(base64.urlsafe_b64decode(cookie + "=" * (-len(cookie) % 4))) >= 16
 
 
-def test_the_remote_surface_is_nine_methods_and_none_lists_cookies(daemon: Any, close_later: list) -> None:
-    """Five for leases, four for named leases (name_holders shows tokens and values, never cookies)."""
+def test_the_remote_surface_is_ten_methods_and_none_lists_cookies(daemon: Any, close_later: list) -> None:
+    """Five for leases, five for named leases (name_holders and the watches' notices show tokens and
+    values, never cookies)."""
     landlord = Landlord(reaper="lazy")
     close_later.append(landlord)
     with Pyro5.api.Proxy(daemon.register(landlord)) as proxy:
         proxy._pyroBind()  # fetches the metadata a client sees
         assert proxy._pyroMethods == {"renew", "cancel", "renew_all", "cancel_all", "listen",
-                                      "acquire", "name_token", "name_holders", "hand_over"}
+                                      "acquire", "name_token", "name_holders", "hand_over", "watch_name"}
         assert proxy._pyroAttrs == set() and proxy._pyroOneway == set()
 
 

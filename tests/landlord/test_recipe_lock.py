@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import landlord
-from landlord import FakeClock, Landlord, LeaseRenewalManager, Lock, Semaphore
+from landlord import FakeClock, Landlord, LeaseDeniedError, LeaseRenewalManager, Lock, Semaphore
 from landlord.recipe.claim import MARGIN, Claim
 from landlord.testing import Recorder, ServingDaemon
 
@@ -177,3 +177,33 @@ def test_a_refused_request_raises_the_landlords_reason(grantor: Landlord, close_
 
 def test_the_facade_loads_the_recipes_on_first_use() -> None:
     assert landlord.Lock is Lock and landlord.Semaphore is Semaphore
+
+
+def test_a_release_from_another_thread_ends_an_acquire_that_waits(grantor: Landlord, close_later: list) -> None:
+    holder, waiter = Lock(grantor, "orders"), Lock(grantor, "orders")
+    close_later.extend([holder, waiter])
+    holder.acquire()
+    thread, result = in_thread(waiter.acquire)
+    deadline = time.monotonic() + 10
+    while [len(view.waiters) for view in grantor.names()] != [1] and time.monotonic() < deadline:
+        threading.Event().wait(0.01)  # until the waiter's request is queued at the landlord
+    waiter.release()
+    thread.join(10)
+    assert result == [False] and not waiter.valid
+    assert [len(view.waiters) for view in grantor.names()] == [0]  # it left the queue
+    assert waiter.acquire(blocking=False) is False and holder.valid  # and it may ask again
+
+
+def test_a_revocation_heard_as_the_grant_arrives_fails_the_acquire_and_frees_the_claim(
+        grantor: Landlord, close_later: list) -> None:
+    lock = Lock(grantor, "orders")
+    close_later.append(lock)
+    lock._reserve(True, None)
+    asked = lock._request(None)
+    assert asked is not None
+    lease, token, expected = asked
+    grantor.revoke(lease.cookie, "evicted")
+    expected.wait(float("inf"))  # the revocation is heard before the holding starts
+    with pytest.raises(LeaseDeniedError, match="lost as it was granted: evicted"):
+        lock._hold(lease, token or 0)
+    assert not lock.valid and lock.acquire(blocking=False) and lock.token == 2
