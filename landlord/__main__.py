@@ -20,7 +20,9 @@ prefix of its cookie, its fencing token, time left, lock-delay, value), the
 waiters in order with the time their wait has left, and the names a
 lock-delay keeps closed. ``--limit`` bounds both. ``evict`` ends the
 lease whose cookie starts with ``PREFIX`` (8 characters or more) now, as a
-cancel would, and prints what it ended; a named lease's holder hears at once.
+revocation (its resources freed through ``on_expire``; a renewal after is
+denied with the reason), and prints what it ended; a named lease's holder
+hears at once.
 
 Both call the landlord's admin object (:mod:`landlord.admin`), served beside
 it when it is served with an admin token or admin names. Credentials: the

@@ -163,9 +163,10 @@ def add_admin_commands(commands: argparse._SubParsersAction[Any], *,
             parser = commands.add_parser(
                 name, help=f"end one lease of a {what} now (needs its admin token or an admin certificate)",
                 description=f"End the lease of the {what} at HOST:PORT whose cookie starts with PREFIX "
-                            f"now, freeing its resources as a cancel would; print what was ended. A named "
-                            f"lease's holder (a lock's) hears at once, and its name goes to the next waiter "
-                            f"after the holder's lock-delay.")
+                            f"now: a revocation (its resources freed through on_expire; its holder's next "
+                            f"renewal is denied with the reason, or it hears at once if it listens); print what "
+                            f"was ended. A named lease's holder (a lock's) hears at once, and its name goes to "
+                            f"the next waiter after the holder's lock-delay.")
             parser.add_argument("prefix", type=_prefix, metavar="PREFIX",
                                 help=f"the start of its cookie, as {list_name} shows it ({MIN_PREFIX}+ characters)")
         parser.set_defaults(admin_command=command)
