@@ -3,7 +3,9 @@
 - a :class:`~landlord.Landlord` (or any object with its methods) in this
   process: called directly, on its own clock, and told of grants directly;
 - a ``PYRO:`` URI of a served landlord: called through this thread's proxy
-  (a proxy belongs to its thread), dropped after a communication error;
+  (a proxy belongs to its thread), dropped after a communication error; a
+  call whose earlier connection is found closed (the landlord restarted) is
+  made once more on a new one;
 - a list or tuple of the URIs of a replica group: called on the group's
   leader, following it as a lease of the group does (:func:`~landlord.call_group`).
 """
@@ -78,10 +80,21 @@ class Target:
         if self._group is not None:
             return call_group(self._group, method, *args)
         assert self._uri is not None
+        proxy = proxies.proxy_for(self._uri)
+        reused = proxy._pyroConnection is not None
+        try:
+            return getattr(proxy, method)(*args)
+        except Pyro5.errors.CommunicationError as exc:
+            proxies.discard(self._uri)  # the next call reconnects
+            if not reused or not isinstance(exc, Pyro5.errors.ConnectionClosedError):
+                raise
+        # A connection made before was found closed: the landlord restarted (or dropped an idle
+        # connection), so once more on a new one. Never unsafe: at worst a landlord that died while
+        # answering keeps the first request's lease, unrenewed, until its term ends.
         try:
             return getattr(proxies.proxy_for(self._uri), method)(*args)
         except Pyro5.errors.CommunicationError:
-            proxies.discard(self._uri)  # the next call reconnects
+            proxies.discard(self._uri)
             raise
 
     def __repr__(self) -> str:
