@@ -216,7 +216,9 @@ class EtcdLocks(LockBackend):
         return None if self.held is None else int(self.held.revision)
 
     def refresh(self) -> None:
-        self.held.refresh()
+        # an expired lease is answered with a TTL of 0, not an error
+        if not any(answer.TTL > 0 for answer in self.held.refresh()):
+            raise RuntimeError("etcd's lease of the lock had expired")
 
     def release(self) -> None:
         self.held, held = None, self.held
