@@ -49,6 +49,8 @@ from lock_backends import (
     ServiceBackend,
     ZooKeeperBackend,
     start_server,
+    start_systems,
+    system_names,
 )
 
 import landlord
@@ -60,25 +62,6 @@ HERE = pathlib.Path(__file__).resolve().parent
 BACKENDS: dict[str, type[ServiceBackend]] = {"etcd": EtcdBackend, "ZooKeeper": ZooKeeperBackend,
                                              "Redis": RedisBackend}
 MODES = ("unfenced", "fenced")
-
-
-def whole_term(text: str) -> int:
-    """An argparse type: the locks' term, whole seconds and at least 2 (etcd's lease TTL: see lock_backends)."""
-    value = harness.positive_int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"at least 2 (etcd grants no shorter lease), got {value}")
-    return value
-
-
-def count(text: str) -> int:
-    """An argparse type: a whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
 
 
 def gap(text: str) -> tuple[float, float]:
@@ -260,17 +243,9 @@ def problems(systems: dict[str, System]) -> list[str]:
 
 def measure(args: argparse.Namespace) -> Report:
     """Start the servers, run the schedule against every system unfenced and then fenced, stop them all."""
-    left_out = {name.strip().lower() for name in args.without.split(",") if name.strip()}
-    unknown = left_out - {name.lower() for name in SYSTEMS}
-    if unknown:
-        BENCH.error(f"--without: no such system {', '.join(sorted(unknown))} (etcd, zookeeper, redis)")
     systems = {name: System(name) for name in ("landlord", *SYSTEMS)}
     try:
-        for system in systems.values():
-            if system.name.lower() in left_out:
-                system.reason = "left out (--without)"
-            else:
-                system.start(args)
+        start_systems(systems.values(), args.without, args)
         for mode in MODES:
             for system in systems.values():
                 if not system.reason and (mode == "unfenced" or system.fencing_tokens):
@@ -303,17 +278,18 @@ BENCH.option("--clients", harness.positive_int, 4, "client processes contending 
 BENCH.option("--client-rounds", harness.positive_int, 30, "rounds of acquire, write, release per client")
 BENCH.option("--writes", harness.positive_int, 3, "writes per round")
 BENCH.option("--work", positive_seconds, 0.05, "seconds a client works between its check and its write (on average)")
-BENCH.option("--term", whole_term, 2, "every lock's term, whole seconds: landlord's lease, etcd's lease TTL, "
-             "ZooKeeper's session timeout, Redis' expiry")
-BENCH.option("--pauses", count, 5, "SIGSTOPs of 1.3-2 terms")
-BENCH.option("--kills", count, 2, "kill -9s of a client (replaced)")
+BENCH.option("--term", harness.at_least(2), 2, "every lock's term, whole seconds: landlord's lease, etcd's lease TTL "
+             "(whole seconds, at least 2), ZooKeeper's session timeout, Redis' expiry")
+BENCH.option("--pauses", harness.at_least(0), 5, "SIGSTOPs of 1.3-2 terms")
+BENCH.option("--kills", harness.at_least(0), 2, "kill -9s of a client (replaced)")
 BENCH.option("--gap", gap, "0.3,1.5", "MIN,MAX seconds between two faults")
 BENCH.option("--seed", int, 25, "the schedule's seed (the same for every system)")
 BENCH.option("--timeout", positive_seconds, 240.0, "seconds a run's clients have to finish their rounds")
 BENCH.option("--redis-sleep", positive_seconds, 0.1, "how often redis-py's waiting Lock tries again, in seconds")
 BENCH.option("--data-dir", str, harness.default_data_parent(), "where the servers' temporary directories go")
 BENCH.option("--etcd", str, "etcd", "the etcd binary")
-BENCH.option("--without", str, "", "comma-separated systems to leave out (etcd, zookeeper, redis)")
+BENCH.option("--without", system_names(SYSTEMS), "", "comma-separated systems to leave out (etcd, zookeeper, "
+             "redis)")
 
 
 if __name__ == "__main__":

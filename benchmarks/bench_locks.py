@@ -46,7 +46,16 @@ import harness
 import Pyro5
 import serpent
 from harness import Report, Row, ServerUnavailable, compare, positive_seconds, progress, rate
-from lock_backends import CALL_TIMEOUT, TOKENS, LockBackend, ZooKeeperLocks, open_locks, start_server
+from lock_backends import (
+    CALL_TIMEOUT,
+    TOKENS,
+    LockBackend,
+    ZooKeeperLocks,
+    open_locks,
+    start_server,
+    start_systems,
+    system_names,
+)
 
 import landlord
 from landlord.testing import ChildProcess
@@ -349,14 +358,9 @@ def notes(systems: dict[str, System], args: argparse.Namespace) -> list[str]:
 
 def measure(args: argparse.Namespace) -> Report:
     """Start every system, measure, stop them all (also on errors and Ctrl-C)."""
-    left_out = {name.strip().lower() for name in args.without.split(",") if name.strip()}
     systems = {name: System(name) for name in SYSTEMS}
     try:
-        for system in systems.values():
-            if system.name.lower() in left_out:
-                system.reason = "left out (--without)"
-            else:
-                system.start(args)
+        start_systems(systems.values(), args.without, args)
         landlord.set_call_timeout(CALL_TIMEOUT)
         for system in systems.values():
             if system.up:
@@ -391,7 +395,8 @@ BENCH.option("--redis-sleep", positive_seconds, 0.1, "how often redis-py's waiti
 BENCH.option("--data-dir", str, harness.default_data_parent(), "where the servers' temporary directories go "
              "(tmpfs: the servers' best case)")
 BENCH.option("--etcd", str, "etcd", "the etcd binary")
-BENCH.option("--without", str, "", "comma-separated systems to leave out (etcd, zookeeper, redis, landlord)")
+BENCH.option("--without", system_names(SYSTEMS), "", "comma-separated systems to leave out (etcd, zookeeper, "
+             "redis, landlord)")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ when a lock is opened: this module imports without them.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import math
@@ -37,6 +38,7 @@ import re
 import shutil
 import threading
 import uuid
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import harness
@@ -127,6 +129,29 @@ def start_server(system: str, data_dir: str | None = None, *, etcd: str = "etcd"
     if system == "ZooKeeper":
         return ZooKeeperProcess(path, data_dir, tick_ms=zookeeper_tick_ms)
     return RedisProcess(path, data_dir)
+
+
+def system_names(allowed: Iterable[str]) -> Callable[[str], set[str]]:
+    """An argparse type (a ``--without`` option's): comma-separated names of ``allowed`` systems, any case;
+    the set of them, lower-cased."""
+    known = {name.lower() for name in allowed}
+
+    def parse(text: str) -> set[str]:
+        names = {name.strip().lower() for name in text.split(",") if name.strip()}
+        if names - known:
+            raise argparse.ArgumentTypeError(f"no such system {', '.join(sorted(names - known))} "
+                                             f"(one of {', '.join(sorted(known))})")
+        return names
+    return parse
+
+
+def start_systems(systems: Iterable[Any], left: set[str], args: argparse.Namespace) -> None:
+    """Start every system (its ``start(args)``) but those ``left`` out, whose ``reason`` says so."""
+    for system in systems:
+        if system.name.lower() in left:
+            system.reason = "left out (--without)"
+        else:
+            system.start(args)
 
 
 # -- the locks -----------------------------------------------------------------------------------
