@@ -33,12 +33,9 @@ The method: ``benchmarks/README.md``; the options, rounds, table and JSON:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
-import re
-import shutil
 import statistics
 import sys
 import time
@@ -48,7 +45,17 @@ from typing import Any
 import harness
 import Pyro5
 import serpent
-from harness import ExternalServer, Report, Row, ServerUnavailable, compare, positive_seconds, progress, rate
+from harness import Report, Row, ServerUnavailable, compare, positive_seconds, progress, rate
+from lock_backends import (
+    CALL_TIMEOUT,
+    TOKENS,
+    LockBackend,
+    ZooKeeperLocks,
+    open_locks,
+    start_server,
+    start_systems,
+    system_names,
+)
 
 import landlord
 from landlord.testing import ChildProcess
@@ -56,51 +63,13 @@ from landlord.testing import ChildProcess
 GOAL = 3.0            # landlord's acquire-and-release >= 3x etcd's and ZooKeeper's
 TTL = 10              # seconds every lock is held for at most (etcd and Redis count whole seconds)
 LOCK = "bench-lock"   # the one lock name, on every system
-CALL_TIMEOUT = 30.0   # any one call, or any one hand-over
-ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"  # Debian's; its manifest names the jars it needs
 HAS_LANDLORD_LOCK = hasattr(landlord, "Lock")    # the recipe (issue 25, item 4), once it has landed
 
 SYSTEMS = ("landlord", "etcd", "ZooKeeper", "Redis")
 BASELINES = {"etcd": GOAL, "ZooKeeper": GOAL, "Redis": None}  # each baseline and the goal against it
-CLIENTS = {"etcd": "pyetcd", "ZooKeeper": "kazoo", "Redis": "redis"}  # the module each system's client is
 
 
-# -- the servers -------------------------------------------------------------------------------
-
-
-class ZooKeeperProcess(ExternalServer):
-    """A standalone ZooKeeper on 127.0.0.1, run with ``binary`` (java) from Debian's jars."""
-
-    what = "ZooKeeper"
-
-    def command(self, attempt: int) -> list[str]:
-        config = os.path.join(self.workdir, f"zoo{attempt}.cfg")
-        with open(config, "w", encoding="utf-8") as out:  # unknown keys become zookeeper.* system properties
-            out.write(f"dataDir={self.workdir}/data{attempt}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-                      "tickTime=2000\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n")
-        return [self.binary, "-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain", config]
-
-    def healthy(self) -> bool:
-        found = re.match(r"Zookeeper version: ([^-,\s]+)", harness.ask(self.port, b"srvr").decode(errors="replace"))
-        if found:
-            self.version = found.group(1)
-        return found is not None
-
-
-class RedisProcess(ExternalServer):
-    """A Redis on 127.0.0.1 that keeps nothing on disk (``--save '' --appendonly no``)."""
-
-    what = "Redis"
-
-    def command(self, attempt: int) -> list[str]:
-        return [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--dir", self.workdir]
-
-    def healthy(self) -> bool:
-        found = re.search(rb"redis_version:(\S+)", harness.ask(self.port, b"INFO server\r\nQUIT\r\n"))
-        if found:
-            self.version = found.group(1).decode()
-        return found is not None
+# -- the landlord --------------------------------------------------------------------------------
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -109,38 +78,6 @@ def serve(args: argparse.Namespace) -> int:
 
 
 # -- the locks -----------------------------------------------------------------------------------
-
-
-class LockBackend:
-    """One client's locks on one system: acquire a named lock (blocking), release it, close the client.
-
-    ``acquire`` returns the grant's fencing token, or None where the system's
-    lock has none; one lock is held at a time. A lock object is made once per
-    name and used again, as an application would.
-    """
-
-    def __init__(self) -> None:
-        self.locks: dict[str, Any] = {}
-        self.held: Any = None
-
-    def lock(self, name: str) -> Any:
-        """The lock object for ``name`` (made by :meth:`make` the first time)."""
-        if name not in self.locks:
-            self.locks[name] = self.make(name)
-        return self.locks[name]
-
-    def make(self, name: str) -> Any:
-        raise NotImplementedError
-
-    def acquire(self, name: str) -> int | None:
-        raise NotImplementedError
-
-    def release(self) -> None:
-        self.held, held = None, self.held
-        held.release()
-
-    def close(self) -> None:
-        pass
 
 
 class LandlordLocks(LockBackend):
@@ -153,102 +90,25 @@ class LandlordLocks(LockBackend):
     def make(self, name: str) -> Any:
         return landlord.Lock(self.uri, name, duration=float(TTL))  # type: ignore[attr-defined]
 
-    def acquire(self, name: str) -> int | None:
-        self.held = lock = self.lock(name)
-        if not lock.acquire():
-            raise RuntimeError("landlord.Lock.acquire() returned False while blocking")
-        return lock.token  # type: ignore[no-any-return]
+    def _acquire(self, lock: Any, timeout: float | None) -> bool:
+        return bool(lock.acquire(blocking=timeout != 0, timeout=timeout))
+
+    @property
+    def token(self) -> int | None:
+        return None if self.held is None else self.held.token  # type: ignore[no-any-return]
 
     def close(self) -> None:
         for lock in self.locks.values():
             lock.close()
 
 
-class EtcdLocks(LockBackend):
-    """etcd-sdk-python's ``client.lock(name, ttl)``: a lease, then a transaction that creates the key
-    ``/locks/<name>`` if it does not exist; a waiter watches for its deletion. The token: the revision that
-    created the key (``lock.revision``, from the transaction's answer)."""
-
-    def __init__(self, port: int) -> None:
-        super().__init__()
-        self.client = harness.etcd_client(port, CALL_TIMEOUT)
-
-    def make(self, name: str) -> Any:
-        return self.client.lock(name, ttl=TTL)
-
-    def acquire(self, name: str) -> int | None:
-        self.held = lock = self.lock(name)
-        if not lock.acquire(timeout=None):
-            raise RuntimeError("etcd's lock.acquire(timeout=None) returned False")
-        return lock.revision  # type: ignore[no-any-return]
-
-    def release(self) -> None:
-        self.held, held = None, self.held
-        if not held.release():
-            raise RuntimeError("etcd's lock.release() found the key not ours")
-
-    def close(self) -> None:
-        self.client.close()
-
-
-class ZooKeeperLocks(LockBackend):
-    """kazoo's ``Lock`` on ``/locks/<name>``: an ephemeral sequential znode, held once no lower one is left;
-    a waiter watches the one before it. The token: the sequence number in the znode's name."""
-
-    def __init__(self, port: int) -> None:
-        super().__init__()
-        from kazoo.client import KazooClient
-
-        self.client = KazooClient(hosts=f"127.0.0.1:{port}", timeout=CALL_TIMEOUT)
-        self.client.start(timeout=CALL_TIMEOUT)
-
-    def make(self, name: str) -> Any:
-        return self.client.Lock(f"/locks/{name}")
-
-    def acquire(self, name: str) -> int | None:
-        self.held = lock = self.lock(name)
-        if not lock.acquire():
-            raise RuntimeError("kazoo's Lock.acquire() returned False while blocking")
-        return int(lock.node[-10:])  # "<uuid>__lock__0000000042"
-
-    def close(self) -> None:
-        self.client.stop()
-        self.client.close()
-
-
-class RedisLocks(LockBackend):
-    """redis-py's ``Lock``: ``SET name <random> NX PX``, a waiter trying again every ``sleep`` seconds; a Lua
-    script deletes the key on release if it is still ours. No token: the random value only tells holders apart."""
-
-    def __init__(self, port: int, sleep: float) -> None:
-        super().__init__()
-        import redis
-
-        self.sleep = sleep
-        self.client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=CALL_TIMEOUT)
-
-    def make(self, name: str) -> Any:
-        return self.client.lock(name, timeout=TTL, sleep=self.sleep)
-
-    def acquire(self, name: str) -> int | None:
-        self.held = lock = self.lock(name)
-        if not lock.acquire(blocking=True):
-            raise RuntimeError("redis-py's Lock.acquire() returned False while blocking")
-        return None
-
-    def close(self) -> None:
-        self.client.close()
-
-
 def backend(system: str, address: Any, args: argparse.Namespace) -> LockBackend:
     """A client of ``system`` at ``address`` (a URI or a port)."""
     if system == "landlord":
         return LandlordLocks(address)
-    if system == "etcd":
-        return EtcdLocks(address)
-    if system == "ZooKeeper":
-        return ZooKeeperLocks(address)
-    return RedisLocks(address, args.redis_sleep)
+    if system == "ZooKeeper":  # its locks last as long as the session, whose timeout is the calls'
+        return ZooKeeperLocks(address, CALL_TIMEOUT)
+    return open_locks(system, address, TTL, redis_sleep=args.redis_sleep)
 
 
 def client(args: argparse.Namespace) -> int:
@@ -267,7 +127,7 @@ def client(args: argparse.Namespace) -> int:
             try:
                 if line.strip() == "acquire":
                     print(f"waiting {time.monotonic()!r}", flush=True)
-                    token = locks.acquire(LOCK)
+                    token = locks.hold(LOCK)
                     print(f"acquired {time.monotonic()!r} {token}", flush=True)
                 elif line.strip() == "release":
                     started = time.monotonic()
@@ -322,19 +182,7 @@ class System:
             self.server = harness.ServerProcess(__file__, "landlord", "landlord", new_session=True)
             self.address, self.version = self.server.uri(), landlord.__version__
             return
-        module = CLIENTS[self.name]
-        setup = "benchmarks/setup_etcd.sh" if self.name == "etcd" else "benchmarks/setup_locks.sh"
-        if importlib.util.find_spec(module) is None:
-            raise ServerUnavailable(f"no Python client (module {module}); run {setup}")
-        kind: type[ExternalServer]
-        program, kind = {"etcd": (args.etcd, harness.EtcdProcess), "ZooKeeper": ("java", ZooKeeperProcess),
-                         "Redis": ("redis-server", RedisProcess)}[self.name]
-        path = shutil.which(program)
-        if path is None or (self.name == "ZooKeeper" and not os.path.exists(ZOOKEEPER_JAR)):
-            package = {"etcd": "etcd-server", "ZooKeeper": "zookeeperd", "Redis": "redis-server"}[self.name]
-            raise ServerUnavailable(f"no {program if path is None else ZOOKEEPER_JAR}; apt-get install {package}, "
-                                    f"or run {setup}")
-        self.server = kind(path, args.data_dir)
+        self.server = start_server(self.name, args.data_dir, etcd=args.etcd)
         self.address, self.version = self.server.port, self.server.version
 
     def start_clients(self) -> None:
@@ -394,7 +242,7 @@ class System:
         """Acquire-and-release round trips per second from this process, for ``seconds``."""
         def cycle() -> None:
             assert self.locks is not None
-            self.token(self.locks.acquire(LOCK))
+            self.token(self.locks.hold(LOCK))
             self.locks.release()
         return self.guarded(lambda: rate(cycle, seconds))
 
@@ -490,9 +338,6 @@ def percentiles(latencies: list[float]) -> str:
     return f"p10 {at[0]:.2f}, p50 {at[1]:.2f}, p90 {at[2]:.2f}, max {ordered[-1]:.2f} ms ({len(ordered)})"
 
 
-TOKENS = {"landlord": "lock.token", "etcd": "the revision that created the lock key (lock.revision)",
-          "ZooKeeper": "the sequence number of the lock's znode (the end of lock.node)", "Redis": "none"}
-
 
 def notes(systems: dict[str, System], args: argparse.Namespace) -> list[str]:
     lines = ["what was compared:"]
@@ -501,7 +346,7 @@ def notes(systems: dict[str, System], args: argparse.Namespace) -> list[str]:
         lines.append(f"  {name}: {state}")
         if system.version:
             checked = f"; {system.tokens:,} checked, the last {system.last_token}" if system.tokens else ""
-            lines.append(f"    tokens: {TOKENS[name]}{checked}")
+            lines.append(f"    tokens: {TOKENS.get(name, 'lock.token')}{checked}")
             lines.append(f"    hand-over latencies: {percentiles(system.latencies)}")
     lines += [f"hand-over: the waiter told to acquire, {args.settle:g} s for it to block, then the holder released; "
               "from the holder's release call to the waiter's acquire returning (time.monotonic() in both processes)",
@@ -513,14 +358,9 @@ def notes(systems: dict[str, System], args: argparse.Namespace) -> list[str]:
 
 def measure(args: argparse.Namespace) -> Report:
     """Start every system, measure, stop them all (also on errors and Ctrl-C)."""
-    left_out = {name.strip().lower() for name in args.without.split(",") if name.strip()}
     systems = {name: System(name) for name in SYSTEMS}
     try:
-        for system in systems.values():
-            if system.name.lower() in left_out:
-                system.reason = "left out (--without)"
-            else:
-                system.start(args)
+        start_systems(systems.values(), args.without, args)
         landlord.set_call_timeout(CALL_TIMEOUT)
         for system in systems.values():
             if system.up:
@@ -555,7 +395,8 @@ BENCH.option("--redis-sleep", positive_seconds, 0.1, "how often redis-py's waiti
 BENCH.option("--data-dir", str, harness.default_data_parent(), "where the servers' temporary directories go "
              "(tmpfs: the servers' best case)")
 BENCH.option("--etcd", str, "etcd", "the etcd binary")
-BENCH.option("--without", str, "", "comma-separated systems to leave out (etcd, zookeeper, redis, landlord)")
+BENCH.option("--without", system_names(SYSTEMS), "", "comma-separated systems to leave out (etcd, zookeeper, "
+             "redis, landlord)")
 
 
 if __name__ == "__main__":

@@ -69,15 +69,23 @@ def progress(message: str) -> None:
 # -- argument types ---------------------------------------------------------------------------
 
 
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {'positive' if minimum == 1 else f'at least {minimum}'}, "
+                                             f"got {value}")
+        return value
+    return parse
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
+    return at_least(1)(text)
 
 
 def at_most(limit: int) -> Callable[[str], int]:

@@ -52,6 +52,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("bench_aio.py", []),
     ("bench_holders.py", []),
     ("bench_locks.py", []),
+    ("bench_lock_safety.py", []),
 ]
 
 
@@ -101,6 +102,8 @@ FAMILY_TITLES = {
     "aio": "landlord.aio against sync lease.renew() from a thread",
     "holders": "concurrent holders, landlord and lookup service against etcd",
     "locks": "landlord.Lock against etcd, ZooKeeper and Redis locks",
+    "lock_safety": "stale writes under the safety checker's pauses and kills, landlord.Lock against etcd, ZooKeeper "
+                   "and Redis locks",
 }
 
 

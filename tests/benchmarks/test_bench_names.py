@@ -1,5 +1,6 @@
 """The benchmarks' names: every script in benchmarks/ is a ``bench_*.py`` benchmark or one of the few that run
-them, and ``run_all`` (``make bench``) names only benchmarks that exist. No benchmark is run here."""
+them (or that several share), and ``run_all`` (``make bench``) names only benchmarks that exist. No benchmark is
+run here."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ if str(BENCHMARKS) not in sys.path:  # the scripts import each other as top-leve
 
 import run_all  # noqa: E402
 
-RUNNERS = {"harness.py", "run_all.py"}  # what runs the benchmarks: the shared harness and make bench's driver
+# what runs the benchmarks: the shared harness, the lock services two of them share, and make bench's driver
+RUNNERS = {"harness.py", "lock_backends.py", "run_all.py"}
 
 
 def test_every_script_is_a_bench_or_a_runner() -> None:
