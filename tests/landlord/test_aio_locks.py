@@ -1,12 +1,15 @@
 """landlord.aio.locks: AsyncLock, AsyncSemaphore and AsyncElection, their calls on a pool, their
 waits for a pushed grant on the loop (no worker held, the loop never blocked), and a cancelled
-acquire that leaves nothing held; in-process on a fake clock, and served."""
+acquire that leaves nothing held; in-process on a fake clock, and served; and the snippet of
+docs/asyncio.md, run as it is there."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import Pyro5.server
@@ -16,6 +19,8 @@ import pytest_asyncio
 from landlord import FakeClock, Landlord, LandlordLease, LeaseDurationPolicy, aio
 from landlord.aio import AsyncElection, AsyncLock, AsyncSemaphore
 from landlord.testing import Recorder, ServingDaemon
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "asyncio.md"
 
 
 class Grantor(Landlord):
@@ -269,3 +274,17 @@ async def test_served_locks_pass_the_name_on(served: tuple[Grantor, str], pool: 
     assert await election.campaign(timeout=5) and await election.leader() == "me"
     await election.resign()
     assert await election.leader() is None
+
+
+# -- the docs ----------------------------------------------------------------------------------
+
+
+def test_the_snippet_of_docs_asyncio_md_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    section = DOCS.read_text().split("\n## Locks, semaphores and elections\n", 1)[1]
+    snippet = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert snippet, "the section has no snippet"
+    exec(compile(snippet.group(1), str(DOCS), "exec"), {"__name__": "docs_asyncio_md"})
+    printed = capsys.readouterr().out.splitlines()
+    for line in ("writing with token 1", "[True, True, False]", "True 5 host-a", "the leader is now host-a",
+                 "the leader is now host-b", "False True 6"):
+        assert line in printed, printed  # what its comments say it prints
