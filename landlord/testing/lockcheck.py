@@ -75,7 +75,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import Pyro5.api
 import Pyro5.errors
@@ -83,6 +83,10 @@ import Pyro5.errors
 from ..errors import StaleTokenError
 from ..fence import Fence
 from . import ChildProcess, Line, free_port
+
+if TYPE_CHECKING:
+    from ..grantor.hooks import LeaseHooks
+    from ..grantor.landlord import Landlord
 
 __all__ = [
     "LockLike", "Backend", "LandlordBackend", "Write", "read_log", "FencedResource", "Analysis", "analyse",
@@ -206,7 +210,10 @@ class LandlordBackend(Backend):
             if self.verbose:
                 self._argv.append("--verbose")
             self._serve()
-        target = self.target if self.target is not None else self.uri
+        return self._config(self.target if self.target is not None else self.uri)
+
+    def _config(self, target: str | Sequence[str] | None) -> str:
+        """What :meth:`open_lock` reads in a client: the landlord (a URI, or a group's URIs), the locks' options."""
         return json.dumps({"target": target if isinstance(target, str) else list(target or ()),
                            "lock_delay": self.lock_delay, "margin": self.margin})
 
@@ -867,17 +874,13 @@ def _serve_resource(args: argparse.Namespace) -> None:
     resource.close()
 
 
-def _serve_landlord(args: argparse.Namespace) -> None:
+def printing_hooks() -> LeaseHooks:
+    """Lease hooks that print each named lease as it comes and ends, one line each: ``leased|expired|
+    cancelled|revoked <name> <token> <now>`` (``leased <name> None``: a waiter queued; ``<now>`` on
+    ``time.monotonic()``): what ``landlord --verbose`` prints, and a replica's with ``--verbose``."""
     from ..grantor.hooks import LeaseHooks
-    from ..grantor.landlord import Landlord
-    from ..grantor.policy import LeaseDurationPolicy
-    from ..grantor.store import LeaseStore
-    from ..serving import serve_landlord
 
     class Ends(LeaseHooks):
-        """Prints each named lease as it comes and ends: ``leased|expired|cancelled|revoked <name>
-        <token> <now>`` (``leased <name> None``: a waiter queued)."""
-
         def granted(self, leased: Any) -> None:
             self._say("leased", leased)
 
@@ -896,20 +899,35 @@ def _serve_landlord(args: argparse.Namespace) -> None:
             claim = leased.resource
             _say(what, getattr(claim, "name", "?"), getattr(claim, "token", None), f"{time.monotonic():.6f}")
 
+    return Ends()
+
+
+def name_view(landlord: Landlord, name: str) -> dict[str, Any]:
+    """Who holds ``name`` on ``landlord`` (tokens), how many wait, until when it is closed
+    (``time.monotonic()``): what a lock service's ``name_view`` answers."""
+    for view in landlord.names():
+        if view.name == name:
+            return {"holders": [grant.token for grant in view.holders], "waiters": len(view.waiters),
+                    "closed_until": view.closed_until}
+    return {"holders": [], "waiters": 0, "closed_until": None}
+
+
+def _serve_landlord(args: argparse.Namespace) -> None:
+    from ..grantor.landlord import Landlord
+    from ..grantor.policy import LeaseDurationPolicy
+    from ..grantor.store import LeaseStore
+    from ..serving import serve_landlord
+
     class LockLandlord(Landlord):
         @Pyro5.api.expose
         def name_view(self, name: str) -> dict[str, Any]:
             """Who holds ``name`` (tokens), how many wait, until when it is closed (``time.monotonic()``)."""
-            for view in self.names():
-                if view.name == name:
-                    return {"holders": [grant.token for grant in view.holders], "waiters": len(view.waiters),
-                            "closed_until": view.closed_until}
-            return {"holders": [], "waiters": 0, "closed_until": None}
+            return name_view(self, name)
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     store = LeaseStore(args.store) if args.store else None
     landlord = LockLandlord(policy=LeaseDurationPolicy(maximum=600), store=store,
-                            hooks=Ends() if args.verbose else None)
+                            hooks=printing_hooks() if args.verbose else None)
     serve_landlord(landlord, args.host, args.port, object_id=LANDLORD_ID)
     landlord.close()
 
