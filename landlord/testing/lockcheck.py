@@ -44,7 +44,11 @@ What the log is checked for (:func:`analyse`):
   overlap are counted;
 - **late writes**: writes that arrived after a newer holder had acquired. Fencing refuses them
   once the newer holder has written; before that one lands, ordered before the newer holder's
-  writes (what fencing promises: the resource's order follows the tokens').
+  writes (what fencing promises: the resource's order follows the tokens');
+- **tokens gone back**: holdings whose token is below one acquired before them, in the order
+  their clients' ``acquire`` returned (a holding wrote believing itself holder: its lease was
+  live when it acquired, so it was granted after every holding that acquired before it). Must be
+  none for a lock service whose tokens only go up, through its restarts and failovers.
 
 The backend is pluggable: a :class:`Backend` subclass starts the lock service in the checker
 (:meth:`Backend.start`) and opens a lock in each client (:meth:`Backend.open_lock`: anything
@@ -451,6 +455,8 @@ class Analysis:
     closest_handover: float | None  # seconds from one holder's last belief to the next's first
     late: int  # writes that arrived after a newer holder had acquired
     late_accepted: int
+    # (the highest token acquired before, a holding that acquired after it with a lower token)
+    tokens_back: tuple[tuple[Holding, Holding], ...] = ()
 
     @property
     def safe(self) -> bool:
@@ -477,7 +483,8 @@ def analyse(writes: Sequence[Write]) -> Analysis:
         writes=len(writes), accepted=sum(w.accepted for w in writes), refused=sum(not w.accepted for w in writes),
         refused_believed=sum(not w.accepted and w.believed for w in writes), stale_accepted=tuple(stale),
         shared_tokens=shared, holdings=len(holdings), overlaps=_overlaps(holdings),
-        closest_handover=_closest_handover(holdings), late=len(late), late_accepted=sum(w.accepted for w in late))
+        closest_handover=_closest_handover(holdings), late=len(late), late_accepted=sum(w.accepted for w in late),
+        tokens_back=_tokens_back(holdings))
 
 
 def _holdings(writes: Sequence[Write]) -> list[Holding]:
@@ -510,6 +517,21 @@ def _closest_handover(holdings: Sequence[Holding]) -> float | None:
     gaps = [later.start - earlier.end for earlier, later in zip(holdings, holdings[1:])
             if earlier.client != later.client]
     return min(gaps) if gaps else None
+
+
+def _tokens_back(holdings: Sequence[Holding]) -> tuple[tuple[Holding, Holding], ...]:
+    """Holdings, in the order their clients acquired, whose token is below one acquired before
+    (each with the highest before it). A holding is one that wrote believing itself holder, so its
+    lease had not ended when its ``acquire`` returned: a lower token acquired later was granted later,
+    by a lock service whose tokens went back (a failover that forgot a grant, say)."""
+    back = []
+    highest: Holding | None = None
+    for holding in sorted(holdings, key=lambda h: h.acquired_at):
+        if highest is not None and holding.token < highest.token:
+            back.append((highest, holding))
+        elif highest is None or holding.token > highest.token:
+            highest = holding
+    return tuple(back)
 
 
 def _late(writes: Sequence[Write], holdings: Sequence[Holding]) -> list[Write]:
@@ -588,6 +610,8 @@ class Report:
                          "what a fence would have refused)")
         lines += [
             f"  tokens of two clients: {len(a.shared_tokens)}",
+            f"  tokens gone back:      {len(a.tokens_back)} holdings acquired with a token below one acquired "
+            "before",
             f"  late writes:           {a.late} arrived after a newer holder acquired; {a.late_accepted} accepted "
             f"({'before the newer holder wrote' if self.fenced else 'unchecked'})",
             f"  two believed holders:  {len(a.overlaps)} overlapping belief windows"
@@ -612,6 +636,8 @@ class Report:
             return f"{len(self.analysis.stale_accepted)} stale writes landed without fencing"
         if not self.analysis.safe:
             return "UNSAFE: stale writes got through the fence"
+        if self.analysis.tokens_back:
+            return "SAFE through the fence; but the lock service's tokens went back"
         if self.analysis.overlaps:
             return "SAFE through the fence; but two clients believed themselves holders at once"
         return "SAFE"
@@ -626,6 +652,7 @@ class Report:
                 "refused_believed": a.refused_believed, "stale_accepted": len(a.stale_accepted),
                 "shared_tokens": len(a.shared_tokens), "holdings": a.holdings, "overlaps": len(a.overlaps),
                 "closest_handover": a.closest_handover, "late": a.late, "late_accepted": a.late_accepted,
+                "tokens_back": len(a.tokens_back),
                 "ok": self.ok}
 
 
@@ -967,7 +994,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--term", type=float, default=2.0, help="the locks' lease term, seconds (default 2)")
     run.add_argument("--pauses", type=int, default=4, help="SIGSTOPs longer than a term (default 4)")
     run.add_argument("--kills", type=int, default=2, help="kill -9 of a client, replaced (default 2)")
-    run.add_argument("--restarts", type=int, default=0, help="kill -9 and restart of the lock service (--store)")
+    run.add_argument("--restarts", type=int, default=0,
+                     help="kill -9 and restart of the lock service (--store)")
     run.add_argument("--gap", type=float, nargs=2, default=(0.5, 2.0), metavar=("MIN", "MAX"),
                      help="seconds between two faults (default 0.5 2)")
     run.add_argument("--store", action="store_true", help="the landlord keeps its leases in SQLite")

@@ -83,6 +83,22 @@ def test_two_clients_believing_at_once_are_an_overlap_only_where_their_readings_
     assert apart.overlaps == ()
 
 
+def test_a_token_below_one_acquired_before_is_a_token_gone_back() -> None:
+    """Holdings in the order their clients acquired: b acquired (2.0) after c (1.5) with a lower token,
+    as from a lock service whose failover forgot c's grant. Its writes, fenced, are refused: safe, but
+    the report says the tokens went back."""
+    log = [write("a", 1, 1, 1.0), write("c", 3, 2, 1.6, acquired=1.5),
+           write("b", 2, 3, 2.1, acquired=2.0, accepted=False), write("d", 4, 4, 3.0)]
+    found = analyse(log)
+    assert found.safe
+    [(highest, back)] = found.tokens_back
+    assert (highest.client, highest.token, back.client, back.token) == ("c", 3, "b", 2)
+    assert analyse([write("a", 1, 1, 1.0), write("b", 2, 2, 1.5), write("c", 5, 3, 2.0)]).tokens_back == ()
+    text = report(log).format()
+    assert "tokens gone back:      1 holdings" in text and "but the lock service's tokens went back" in text
+    assert report(log).as_dict()["tokens_back"] == 1
+
+
 def test_the_fenced_resource_refuses_a_lower_token_and_logs_every_write(tmp_path: Path) -> None:
     resource = FencedResource(tmp_path / "log")
     assert resource.write("a", 5, 1, True, 1.0, 1.1, 0.9)
