@@ -5,6 +5,7 @@ checker pauses, kills and partitions them; a fenced resource logs every write (i
 
     python -m landlord.testing.lockcheck --clients 4 --rounds 50 --pauses 6 --kills 2
     python -m landlord.testing.lockcheck --clients 3 --rounds 20 --store --restarts 1
+    python -m landlord.testing.lockcheck --clients 3 --rounds 20 --replicated --restarts 2
     python -m landlord.testing.lockcheck --clients 3 --rounds 20 --pauses 4 --unfenced
 
 What runs, each a process of its own (``python -m landlord.testing.lockcheck <program>``):
@@ -29,7 +30,8 @@ SIGCONT after longer than a term: the lock goes to another meanwhile), ``kill`` 
 replacement client with a new id takes over the rest of its rounds), ``partition`` (a hook
 the caller supplies, e.g. a network namespace's link taken down: :class:`LockCheck`'s
 ``partition``), ``restart`` (kill -9 of the lock service and a restart, for a backend that
-can: the default one with ``--store``).
+can: the default one with ``--store``; a replica group's leader, with ``--replicated``:
+:class:`landlord.testing.replicacheck.ReplicaGroupBackend`).
 
 What the log is checked for (:func:`analyse`):
 
@@ -970,6 +972,10 @@ def _run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s: %(message)s")
     if args.backend is not None:
         backend: Backend = load_backend(args.backend)()
+    elif args.replicated:
+        from .replicacheck import ReplicaGroupBackend  # the etcd extra's: only here
+
+        backend = ReplicaGroupBackend(args.etcd, lock_delay=args.lock_delay)
     else:
         target = args.target.split(",") if args.target and "," in args.target else args.target
         backend = LandlordBackend(store=args.store, lock_delay=args.lock_delay, target=target)
@@ -995,11 +1001,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--pauses", type=int, default=4, help="SIGSTOPs longer than a term (default 4)")
     run.add_argument("--kills", type=int, default=2, help="kill -9 of a client, replaced (default 2)")
     run.add_argument("--restarts", type=int, default=0,
-                     help="kill -9 and restart of the lock service (--store)")
+                     help="kill -9 and restart of the lock service (--store), of its leader (--replicated)")
     run.add_argument("--gap", type=float, nargs=2, default=(0.5, 2.0), metavar=("MIN", "MAX"),
                      help="seconds between two faults (default 0.5 2)")
     run.add_argument("--store", action="store_true", help="the landlord keeps its leases in SQLite")
     run.add_argument("--lock-delay", type=float, default=0.0, help="the locks' lock-delay, seconds")
+    run.add_argument("--replicated", action="store_true",
+                     help="three replicas of a replicated landlord over etcd (one of its own, or --etcd's); "
+                     "a restart kills the leader with kill -9 and starts it again")
+    run.add_argument("--etcd", metavar="ENDPOINTS", help="with --replicated: an etcd cluster's endpoints, by commas")
     run.add_argument("--target", help="a landlord already running: its URI, or its replicas' URIs joined by commas")
     run.add_argument("--backend", help="another lock service: module:Class, a lockcheck Backend")
     run.add_argument("--unfenced", action="store_true", help="the resource checks no token: count stale writes")

@@ -28,6 +28,7 @@ from landlord.testing.lockcheck import (
     read_log,
     run_client,
 )
+from landlord.testing.replicacheck import ReplicaGroupBackend
 
 
 def write(client: str, token: int, seq: int, at: float, *, accepted: bool = True, believed: bool = True,
@@ -174,6 +175,9 @@ def test_a_backend_is_named_by_module_and_class() -> None:
             load_backend(wrong)
     with pytest.raises(NotImplementedError):
         Backend().restart()
+    # the replica group's, in a module of its own (it imports the etcd helpers, never an etcd client)
+    assert load_backend(ReplicaGroupBackend.path()) is ReplicaGroupBackend
+    LockCheck(ReplicaGroupBackend("http://127.0.0.1:2379"), faults=Faults(restarts=1))  # its restart: a failover
 
 
 def test_the_command_line_refuses_a_bad_option(capsys: pytest.CaptureFixture[str]) -> None:
