@@ -6,10 +6,15 @@ The holder keeps its lock through the failover with the same token (its next ren
 the successor, and it never hears of a loss); the successor refuses the lock to a third client,
 queues the waiter as the old leader had, and grants it the lock once the holder releases it, with
 a higher token; the token after that is higher still: no token ever goes back.
+
+And the safety checker (landlord.testing.lockcheck) run small on such a group, its leader killed
+with kill -9 and started again twice during the run, besides pauses and a kill of its clients: no
+stale write gets through the fence, and the tokens only go up across the failovers.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +27,7 @@ from lock_processes import ask, holding, processes, renewed_after
 from landlord import call_group, timeout_within
 from landlord.testing import WaitFailed
 from landlord.testing.etcd import EtcdCluster
+from landlord.testing.lockcheck import Faults, LockCheck, read_log
 from landlord.testing.replicacheck import ReplicaGroupBackend
 
 __all__ = ["processes"]  # a fixture, imported for pytest
@@ -91,3 +97,31 @@ def test_kill_9_of_the_leader_keeps_the_lock_its_holder_its_waiter_and_its_token
     for holder in (a, b, c):
         assert not holder.matches(r"^lost "), f"{holder.name} lost its lock: {holder.tail()}"
 
+
+def test_the_safety_checker_on_a_replicated_landlord_whose_leader_is_killed_twice_accepts_no_stale_write(
+        cluster: EtcdCluster, tmp_path: Path) -> None:
+    """3 clients x 20 rounds on a replica group; two pauses of holders past their term, a kill -9 of a
+    holder, and two kills -9 of the group's leader, each started again once another leads."""
+    backend = ReplicaGroupBackend(cluster.endpoints)
+    check = LockCheck(backend, clients=3, rounds=20, writes=3, work=0.05, term=1.0, timeout=120.0,
+                      faults=Faults(pauses=2, kills=1, restarts=2, gap=(0.2, 0.5), holder_bias=1.0), workdir=tmp_path)
+    report = check.run()
+    print(report.format(), *backend.failovers, sep="\n", file=sys.stderr)
+    assert report.finished, report.format()
+    assert report.faults == {"pause": 2, "kill": 1, "restart": 2}, "not all the faults were applied: it proves less"
+    assert report.analysis.safe and report.ok
+    assert report.analysis.stale_accepted == () and report.analysis.shared_tokens == {}
+    assert report.rounds_done == 3 * 20 and report.analysis.accepted > 0
+
+    # two failovers, each to another replica; tokens in the order the clients acquired only went up
+    assert [f.killed != f.successor for f in backend.failovers] == [True, True]
+    assert report.analysis.tokens_back == (), report.analysis.tokens_back
+    acquired = {(w.client, w.token): w.acquired_at for w in read_log(tmp_path / "writes.log")}
+    across = 0
+    for failover in backend.failovers:
+        before = [token for (_, token), at in acquired.items() if at < failover.killed_at]
+        after = [token for (_, token), at in acquired.items() if at > failover.led_at]
+        if before and after:
+            assert max(before) < min(after), failover
+            across += 1
+    assert across >= 1, "no failover fell between two holdings: the tokens were not seen across one"
