@@ -6,8 +6,10 @@ uses; :mod:`landlord.testing.etcd` starts a real etcd cluster (it needs the
 :mod:`landlord.testing.lockcheck` is the safety checker for locks (clients in
 processes of their own contending while they are paused, killed and
 partitioned, their writes through a fenced resource checked; private: lookup
-may not import it). It may import anything of landlord's; nothing of
-landlord's imports it.
+may not import it), and :mod:`landlord.testing.replicacheck` its backend for
+a replica group (replicas over etcd, the leader killed as the checker runs;
+private too). It may import anything of landlord's; nothing of landlord's
+imports it.
 
 * :class:`FakeClock`: time that moves only when the test says so (hand it to
   a ``Landlord``, ``LeaseManager`` or ``LeaseRenewalManager`` as ``clock=``).

@@ -5,6 +5,7 @@ checker pauses, kills and partitions them; a fenced resource logs every write (i
 
     python -m landlord.testing.lockcheck --clients 4 --rounds 50 --pauses 6 --kills 2
     python -m landlord.testing.lockcheck --clients 3 --rounds 20 --store --restarts 1
+    python -m landlord.testing.lockcheck --clients 3 --rounds 20 --replicated --restarts 2
     python -m landlord.testing.lockcheck --clients 3 --rounds 20 --pauses 4 --unfenced
 
 What runs, each a process of its own (``python -m landlord.testing.lockcheck <program>``):
@@ -29,7 +30,8 @@ SIGCONT after longer than a term: the lock goes to another meanwhile), ``kill`` 
 replacement client with a new id takes over the rest of its rounds), ``partition`` (a hook
 the caller supplies, e.g. a network namespace's link taken down: :class:`LockCheck`'s
 ``partition``), ``restart`` (kill -9 of the lock service and a restart, for a backend that
-can: the default one with ``--store``).
+can: the default one with ``--store``; a replica group's leader, with ``--replicated``:
+:class:`landlord.testing.replicacheck.ReplicaGroupBackend`).
 
 What the log is checked for (:func:`analyse`):
 
@@ -44,7 +46,11 @@ What the log is checked for (:func:`analyse`):
   overlap are counted;
 - **late writes**: writes that arrived after a newer holder had acquired. Fencing refuses them
   once the newer holder has written; before that one lands, ordered before the newer holder's
-  writes (what fencing promises: the resource's order follows the tokens').
+  writes (what fencing promises: the resource's order follows the tokens');
+- **tokens gone back**: holdings whose token is below one acquired before them, in the order
+  their clients' ``acquire`` returned (a holding wrote believing itself holder: its lease was
+  live when it acquired, so it was granted after every holding that acquired before it). Must be
+  none for a lock service whose tokens only go up, through its restarts and failovers.
 
 The backend is pluggable: a :class:`Backend` subclass starts the lock service in the checker
 (:meth:`Backend.start`) and opens a lock in each client (:meth:`Backend.open_lock`: anything
@@ -75,7 +81,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import Pyro5.api
 import Pyro5.errors
@@ -83,6 +89,10 @@ import Pyro5.errors
 from ..errors import StaleTokenError
 from ..fence import Fence
 from . import ChildProcess, Line, free_port
+
+if TYPE_CHECKING:
+    from ..grantor.hooks import LeaseHooks
+    from ..grantor.landlord import Landlord
 
 __all__ = [
     "LockLike", "Backend", "LandlordBackend", "Write", "read_log", "FencedResource", "Analysis", "analyse",
@@ -206,7 +216,10 @@ class LandlordBackend(Backend):
             if self.verbose:
                 self._argv.append("--verbose")
             self._serve()
-        target = self.target if self.target is not None else self.uri
+        return self._config(self.target if self.target is not None else self.uri)
+
+    def _config(self, target: str | Sequence[str] | None) -> str:
+        """What :meth:`open_lock` reads in a client: the landlord (a URI, or a group's URIs), the locks' options."""
         return json.dumps({"target": target if isinstance(target, str) else list(target or ()),
                            "lock_delay": self.lock_delay, "margin": self.margin})
 
@@ -444,6 +457,8 @@ class Analysis:
     closest_handover: float | None  # seconds from one holder's last belief to the next's first
     late: int  # writes that arrived after a newer holder had acquired
     late_accepted: int
+    # (the highest token acquired before, a holding that acquired after it with a lower token)
+    tokens_back: tuple[tuple[Holding, Holding], ...] = ()
 
     @property
     def safe(self) -> bool:
@@ -470,7 +485,8 @@ def analyse(writes: Sequence[Write]) -> Analysis:
         writes=len(writes), accepted=sum(w.accepted for w in writes), refused=sum(not w.accepted for w in writes),
         refused_believed=sum(not w.accepted and w.believed for w in writes), stale_accepted=tuple(stale),
         shared_tokens=shared, holdings=len(holdings), overlaps=_overlaps(holdings),
-        closest_handover=_closest_handover(holdings), late=len(late), late_accepted=sum(w.accepted for w in late))
+        closest_handover=_closest_handover(holdings), late=len(late), late_accepted=sum(w.accepted for w in late),
+        tokens_back=_tokens_back(holdings))
 
 
 def _holdings(writes: Sequence[Write]) -> list[Holding]:
@@ -503,6 +519,21 @@ def _closest_handover(holdings: Sequence[Holding]) -> float | None:
     gaps = [later.start - earlier.end for earlier, later in zip(holdings, holdings[1:])
             if earlier.client != later.client]
     return min(gaps) if gaps else None
+
+
+def _tokens_back(holdings: Sequence[Holding]) -> tuple[tuple[Holding, Holding], ...]:
+    """Holdings, in the order their clients acquired, whose token is below one acquired before
+    (each with the highest before it). A holding is one that wrote believing itself holder, so its
+    lease had not ended when its ``acquire`` returned: a lower token acquired later was granted later,
+    by a lock service whose tokens went back (a failover that forgot a grant, say)."""
+    back = []
+    highest: Holding | None = None
+    for holding in sorted(holdings, key=lambda h: h.acquired_at):
+        if highest is not None and holding.token < highest.token:
+            back.append((highest, holding))
+        elif highest is None or holding.token > highest.token:
+            highest = holding
+    return tuple(back)
 
 
 def _late(writes: Sequence[Write], holdings: Sequence[Holding]) -> list[Write]:
@@ -581,6 +612,8 @@ class Report:
                          "what a fence would have refused)")
         lines += [
             f"  tokens of two clients: {len(a.shared_tokens)}",
+            f"  tokens gone back:      {len(a.tokens_back)} holdings acquired with a token below one acquired "
+            "before",
             f"  late writes:           {a.late} arrived after a newer holder acquired; {a.late_accepted} accepted "
             f"({'before the newer holder wrote' if self.fenced else 'unchecked'})",
             f"  two believed holders:  {len(a.overlaps)} overlapping belief windows"
@@ -605,6 +638,8 @@ class Report:
             return f"{len(self.analysis.stale_accepted)} stale writes landed without fencing"
         if not self.analysis.safe:
             return "UNSAFE: stale writes got through the fence"
+        if self.analysis.tokens_back:
+            return "SAFE through the fence; but the lock service's tokens went back"
         if self.analysis.overlaps:
             return "SAFE through the fence; but two clients believed themselves holders at once"
         return "SAFE"
@@ -619,6 +654,7 @@ class Report:
                 "refused_believed": a.refused_believed, "stale_accepted": len(a.stale_accepted),
                 "shared_tokens": len(a.shared_tokens), "holdings": a.holdings, "overlaps": len(a.overlaps),
                 "closest_handover": a.closest_handover, "late": a.late, "late_accepted": a.late_accepted,
+                "tokens_back": len(a.tokens_back),
                 "ok": self.ok}
 
 
@@ -867,17 +903,13 @@ def _serve_resource(args: argparse.Namespace) -> None:
     resource.close()
 
 
-def _serve_landlord(args: argparse.Namespace) -> None:
+def printing_hooks() -> LeaseHooks:
+    """Lease hooks that print each named lease as it comes and ends, one line each: ``leased|expired|
+    cancelled|revoked <name> <token> <now>`` (``leased <name> None``: a waiter queued; ``<now>`` on
+    ``time.monotonic()``): what ``landlord --verbose`` prints, and a replica's with ``--verbose``."""
     from ..grantor.hooks import LeaseHooks
-    from ..grantor.landlord import Landlord
-    from ..grantor.policy import LeaseDurationPolicy
-    from ..grantor.store import LeaseStore
-    from ..serving import serve_landlord
 
     class Ends(LeaseHooks):
-        """Prints each named lease as it comes and ends: ``leased|expired|cancelled|revoked <name>
-        <token> <now>`` (``leased <name> None``: a waiter queued)."""
-
         def granted(self, leased: Any) -> None:
             self._say("leased", leased)
 
@@ -896,20 +928,35 @@ def _serve_landlord(args: argparse.Namespace) -> None:
             claim = leased.resource
             _say(what, getattr(claim, "name", "?"), getattr(claim, "token", None), f"{time.monotonic():.6f}")
 
+    return Ends()
+
+
+def name_view(landlord: Landlord, name: str) -> dict[str, Any]:
+    """Who holds ``name`` on ``landlord`` (tokens), how many wait, until when it is closed
+    (``time.monotonic()``): what a lock service's ``name_view`` answers."""
+    for view in landlord.names():
+        if view.name == name:
+            return {"holders": [grant.token for grant in view.holders], "waiters": len(view.waiters),
+                    "closed_until": view.closed_until}
+    return {"holders": [], "waiters": 0, "closed_until": None}
+
+
+def _serve_landlord(args: argparse.Namespace) -> None:
+    from ..grantor.landlord import Landlord
+    from ..grantor.policy import LeaseDurationPolicy
+    from ..grantor.store import LeaseStore
+    from ..serving import serve_landlord
+
     class LockLandlord(Landlord):
         @Pyro5.api.expose
         def name_view(self, name: str) -> dict[str, Any]:
             """Who holds ``name`` (tokens), how many wait, until when it is closed (``time.monotonic()``)."""
-            for view in self.names():
-                if view.name == name:
-                    return {"holders": [grant.token for grant in view.holders], "waiters": len(view.waiters),
-                            "closed_until": view.closed_until}
-            return {"holders": [], "waiters": 0, "closed_until": None}
+            return name_view(self, name)
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     store = LeaseStore(args.store) if args.store else None
     landlord = LockLandlord(policy=LeaseDurationPolicy(maximum=600), store=store,
-                            hooks=Ends() if args.verbose else None)
+                            hooks=printing_hooks() if args.verbose else None)
     serve_landlord(landlord, args.host, args.port, object_id=LANDLORD_ID)
     landlord.close()
 
@@ -925,6 +972,10 @@ def _run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s: %(message)s")
     if args.backend is not None:
         backend: Backend = load_backend(args.backend)()
+    elif args.replicated:
+        from .replicacheck import ReplicaGroupBackend  # the etcd extra's: only here
+
+        backend = ReplicaGroupBackend(args.etcd, lock_delay=args.lock_delay)
     else:
         target = args.target.split(",") if args.target and "," in args.target else args.target
         backend = LandlordBackend(store=args.store, lock_delay=args.lock_delay, target=target)
@@ -949,11 +1000,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--term", type=float, default=2.0, help="the locks' lease term, seconds (default 2)")
     run.add_argument("--pauses", type=int, default=4, help="SIGSTOPs longer than a term (default 4)")
     run.add_argument("--kills", type=int, default=2, help="kill -9 of a client, replaced (default 2)")
-    run.add_argument("--restarts", type=int, default=0, help="kill -9 and restart of the lock service (--store)")
+    run.add_argument("--restarts", type=int, default=0,
+                     help="kill -9 and restart of the lock service (--store), of its leader (--replicated)")
     run.add_argument("--gap", type=float, nargs=2, default=(0.5, 2.0), metavar=("MIN", "MAX"),
                      help="seconds between two faults (default 0.5 2)")
     run.add_argument("--store", action="store_true", help="the landlord keeps its leases in SQLite")
     run.add_argument("--lock-delay", type=float, default=0.0, help="the locks' lock-delay, seconds")
+    run.add_argument("--replicated", action="store_true",
+                     help="three replicas of a replicated landlord over etcd (one of its own, or --etcd's); "
+                     "a restart kills the leader with kill -9 and starts it again")
+    run.add_argument("--etcd", metavar="ENDPOINTS", help="with --replicated: an etcd cluster's endpoints, by commas")
     run.add_argument("--target", help="a landlord already running: its URI, or its replicas' URIs joined by commas")
     run.add_argument("--backend", help="another lock service: module:Class, a lockcheck Backend")
     run.add_argument("--unfenced", action="store_true", help="the resource checks no token: count stale writes")

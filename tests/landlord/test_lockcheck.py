@@ -28,6 +28,7 @@ from landlord.testing.lockcheck import (
     read_log,
     run_client,
 )
+from landlord.testing.replicacheck import ReplicaGroupBackend
 
 
 def write(client: str, token: int, seq: int, at: float, *, accepted: bool = True, believed: bool = True,
@@ -81,6 +82,22 @@ def test_two_clients_believing_at_once_are_an_overlap_only_where_their_readings_
     # a's second reading said false: its window ends at its check of 1.1, before b's first at 1.105
     apart = analyse([write("a", 1, 1, 1.0), write("a", 1, 2, 1.1, believed=False), write("b", 2, 3, 1.105)])
     assert apart.overlaps == ()
+
+
+def test_a_token_below_one_acquired_before_is_a_token_gone_back() -> None:
+    """Holdings in the order their clients acquired: b acquired (2.0) after c (1.5) with a lower token,
+    as from a lock service whose failover forgot c's grant. Its writes, fenced, are refused: safe, but
+    the report says the tokens went back."""
+    log = [write("a", 1, 1, 1.0), write("c", 3, 2, 1.6, acquired=1.5),
+           write("b", 2, 3, 2.1, acquired=2.0, accepted=False), write("d", 4, 4, 3.0)]
+    found = analyse(log)
+    assert found.safe
+    [(highest, back)] = found.tokens_back
+    assert (highest.client, highest.token, back.client, back.token) == ("c", 3, "b", 2)
+    assert analyse([write("a", 1, 1, 1.0), write("b", 2, 2, 1.5), write("c", 5, 3, 2.0)]).tokens_back == ()
+    text = report(log).format()
+    assert "tokens gone back:      1 holdings" in text and "but the lock service's tokens went back" in text
+    assert report(log).as_dict()["tokens_back"] == 1
 
 
 def test_the_fenced_resource_refuses_a_lower_token_and_logs_every_write(tmp_path: Path) -> None:
@@ -158,6 +175,9 @@ def test_a_backend_is_named_by_module_and_class() -> None:
             load_backend(wrong)
     with pytest.raises(NotImplementedError):
         Backend().restart()
+    # the replica group's, in a module of its own (it imports the etcd helpers, never an etcd client)
+    assert load_backend(ReplicaGroupBackend.path()) is ReplicaGroupBackend
+    LockCheck(ReplicaGroupBackend("http://127.0.0.1:2379"), faults=Faults(restarts=1))  # its restart: a failover
 
 
 def test_the_command_line_refuses_a_bad_option(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,15 +7,14 @@ this one serves at ``HOST:PORT`` (HOST: 127.0.0.1 unless given), which must be o
 ``replica at <uri> (...)`` once serving, ``freed <room>`` when a lease
 expires on it (while it leads). Remote methods beside a landlord's:
 ``rent(room, duration)`` (a lease; only the leader grants), ``left(cookie)``
-(seconds the leader gives the lease, on its own clock), ``name_view(name)`` (the leader's
-holders' tokens of a named lease, and how many wait), and every replica's ``replica_status()``.
+(seconds the leader gives the lease, on its own clock), and every replica's ``replica_status()``.
+(The lock tests' replicas are the safety checker's: landlord.testing.replicacheck.)
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
 
 import Pyro5.api
 
@@ -40,16 +39,6 @@ class ReplicatedRooms(landlord.ReplicatedLandlord):
             return held.manager.get(cookie).expiration - self.clock.monotonic()
         seconds: float = self.answer(seconds_left)
         return seconds
-
-    @Pyro5.api.expose
-    def name_view(self, name: str) -> dict[str, Any]:
-        def view(held: landlord.Landlord) -> dict[str, Any]:
-            for each in held.names():
-                if each.name == name:
-                    return {"holders": [grant.token for grant in each.holders], "waiters": len(each.waiters)}
-            return {"holders": [], "waiters": 0}
-        found: dict[str, Any] = self.answer(view)
-        return found
 
 
 def main(endpoints: str, group: str, port: str, addresses: str, host: str = "127.0.0.1") -> None:
