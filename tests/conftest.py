@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import pytest
 from landlord.testing import ChildProcess, FakeClock, ServingDaemon, free_port
 
 __all__ = ["ChildProcess", "Child", "Spawner", "ServingDaemon", "free_port", "sockets_of",
-           "skip_unless_required", "run_to_the_end", "MANY_CLIENTS", "PROCESSES", "REPO_ROOT"]
+           "skip_unless_required", "run_to_the_end", "lines", "one", "MANY_CLIENTS", "PROCESSES", "REPO_ROOT"]
 
 try:  # not on Windows
     import resource
@@ -40,6 +41,18 @@ def run_to_the_end(script: pathlib.Path, *, timeout: float) -> str:
     output = finished.stdout + finished.stderr
     assert finished.returncode == 0, f"{script.name} exited with status {finished.returncode}:\n{output}"
     return output
+
+
+def lines(pattern: str, text: str) -> list[re.Match[str]]:
+    """Every line of ``text`` (a demo's output) that ``pattern`` matches (multiline)."""
+    return list(re.finditer(pattern, text, re.MULTILINE))
+
+
+def one(pattern: str, text: str) -> re.Match[str]:
+    """The one line of ``text`` that ``pattern`` matches; fails the test if there are none or more."""
+    found = lines(pattern, text)
+    assert len(found) == 1, f"{len(found)} lines match {pattern!r} in:\n{text}"
+    return found[0]
 
 
 def skip_unless_required(reason: str | None, *, env: str, tests: str, needs: str) -> None:

@@ -8,11 +8,10 @@ what the processes print, never by sleeping. The test runs it once and checks th
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from conftest import run_to_the_end
+from conftest import lines, one, run_to_the_end
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "election" / "demo.py"
 DEMO_TIMEOUT = 120  # it takes about 4 s; the limit only keeps a hung process from hanging the run
@@ -25,16 +24,6 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def output() -> str:
     return run_to_the_end(DEMO, timeout=DEMO_TIMEOUT)
-
-
-def lines(pattern: str, text: str) -> list[re.Match[str]]:
-    return list(re.finditer(pattern, text, re.MULTILINE))
-
-
-def one(pattern: str, text: str) -> re.Match[str]:
-    found = lines(pattern, text)
-    assert len(found) == 1, f"{len(found)} lines match {pattern!r} in:\n{text}"
-    return found[0]
 
 
 def said(who: str, what: str) -> str:
