@@ -51,10 +51,11 @@ from typing import IO, Any, Generic, Literal, TypeVar
 import Pyro5.api
 
 from ..clock import FakeClock
+from ..holder.claiminbox import NameListener
 
 __all__ = [
-    "FakeClock", "Recorder", "WaitFailed", "ServingDaemon", "ChildProcess", "OutputLines", "Line", "URI_LINE",
-    "start_server", "free_port",
+    "FakeClock", "Recorder", "NamesHeard", "WaitFailed", "ServingDaemon", "ChildProcess", "OutputLines", "Line",
+    "URI_LINE", "start_server", "free_port",
 ]
 
 T = TypeVar("T")
@@ -138,6 +139,21 @@ class Recorder(Generic[T]):
             WaitFailed: fewer than ``count`` within ``timeout``.
         """
         return self.wait_until(lambda items: len(items) >= count, timeout, what=f"{count} item(s)")
+
+
+class NamesHeard(NameListener):
+    """An in-process listener of named leases (``Landlord.acquire(..., listener=)``) that records
+    what it is told, in order, in :attr:`told`: ``("granted", cookie, token)`` and
+    ``("revoked", cookie, reason)``, for a test to wait on."""
+
+    def __init__(self) -> None:
+        self.told: Recorder[tuple[str, str, object]] = Recorder()
+
+    def granted(self, cookie: str, token: int) -> None:
+        self.told(("granted", cookie, token))
+
+    def revoked(self, cookie: str, reason: str) -> None:
+        self.told(("revoked", cookie, reason))
 
 
 # -- a landlord served in this process ---------------------------------------------------------

@@ -62,8 +62,7 @@ from landlord.admin import (
     format_table,
     register_admin,
 )
-from landlord.holder.claiminbox import NameListener
-from landlord.testing import Recorder, ServingDaemon
+from landlord.testing import NamesHeard, ServingDaemon
 
 # -- listing --------------------------------------------------------------------------------------
 
@@ -338,19 +337,6 @@ def test_an_ambiguous_short_or_unknown_prefix_changes_nothing(served: Served, mo
 # -- named leases ---------------------------------------------------------------------------------
 
 
-class Heard(NameListener):
-    """An in-process listener of named leases: what it was told."""
-
-    def __init__(self) -> None:
-        self.told: Recorder[tuple[str, str, object]] = Recorder()
-
-    def granted(self, cookie: str, token: int) -> None:
-        self.told(("granted", cookie, token))
-
-    def revoked(self, cookie: str, reason: str) -> None:
-        self.told(("revoked", cookie, reason))
-
-
 def test_the_names_show_holders_with_their_tokens_and_waiters_in_order(served: Served) -> None:
     rooms = served.rooms
     holder, token = rooms.acquire("orders", 30, value="worker-1", lock_delay=5.0)
@@ -384,7 +370,7 @@ def test_the_names_show_holders_with_their_tokens_and_waiters_in_order(served: S
 
 
 def test_evicting_a_holder_tells_it_at_once_and_its_name_goes_on_after_its_lock_delay(served: Served) -> None:
-    heard = Heard()
+    heard = NamesHeard()
     holder, token = served.rooms.acquire("orders", 30, lock_delay=5.0, listener=heard)
     waiter, _ = served.rooms.acquire("orders", 30, wait=landlord.FOREVER, listener=heard)
     with served.client() as admin:

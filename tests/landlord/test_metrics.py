@@ -39,10 +39,9 @@ from landlord import (
     serve_landlord,
 )
 from landlord.grantor.hooks import LeaseHooks
-from landlord.holder.claiminbox import NameListener
 from landlord.metrics import DENIAL_REASONS, LeaseMetrics, Metrics, find_metrics, serve_metrics
 from landlord.serving import serve_object
-from landlord.testing import Recorder
+from landlord.testing import NamesHeard, Recorder
 from landlord.testing.etcd import EtcdCluster
 
 COUNTERS = ("granted", "renewed", "cancelled", "expired", "revoked")
@@ -220,24 +219,11 @@ def name_counts(metrics: LeaseMetrics) -> dict[str, float | None]:
     return {name: metrics.registry.get_sample_value(f"landlord_names_{name}_total") for name in NAME_COUNTERS}
 
 
-class Heard(NameListener):
-    """An in-process listener of named leases: what it was told, to wait on."""
-
-    def __init__(self) -> None:
-        self.told: Recorder[tuple[str, str, object]] = Recorder()
-
-    def granted(self, cookie: str, token: int) -> None:
-        self.told(("granted", cookie, token))
-
-    def revoked(self, cookie: str, reason: str) -> None:
-        self.told(("revoked", cookie, reason))
-
-
 def test_named_leases_are_counted_acquired_waits_handed_over_refused_and_timed_out(clock: FakeClock) -> None:
     metrics = LeaseMetrics()
     landlord = metrics.attach(Landlord(clock=clock, reaper="lazy")).landlord
     assert isinstance(landlord, Landlord)
-    heard = Heard()
+    heard = NamesHeard()
     first, token = landlord.acquire("orders", 10)
     assert token is not None
     with pytest.raises(LeaseDeniedError):

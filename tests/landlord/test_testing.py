@@ -240,3 +240,19 @@ def test_free_port_can_be_listened_on() -> None:
     port = free_port()
     with ServingDaemon(port=port) as serving:
         assert serving.register(Nothing(), "nothing") == f"PYRO:nothing@127.0.0.1:{port}"
+
+
+def test_names_heard_records_grants_and_revocations_in_order() -> None:
+    from landlord import Landlord, LandlordLease
+    from landlord.testing import NamesHeard
+    heard = NamesHeard()
+    landlord = Landlord(reaper="lazy")
+    try:
+        holder, _ = landlord.acquire("orders", 30)
+        waiter, _ = landlord.acquire("orders", 30, wait=30, listener=heard)
+        assert isinstance(waiter, LandlordLease)
+        holder.cancel()
+        landlord.revoke(waiter.cookie, "enough")
+        assert heard.told.wait_for(2) == [("granted", waiter.cookie, 2), ("revoked", waiter.cookie, "enough")]
+    finally:
+        landlord.close()
