@@ -20,7 +20,7 @@ largest integer, where the landlord keeps its tokens): what is not one is
 refused with ``TypeError`` or ``ValueError`` and changes nothing, so no
 argument a caller can send (a bool, a float, a huge int) moves the fence
 further than a token could. A fence counts what it accepted and what it
-refused as stale (:meth:`Fence.counts`; :class:`landlord.metrics.FenceMetrics`
+refused as stale (:meth:`Fence.counts`; :meth:`landlord.metrics.Metrics.count_fence`
 exposes them). For other processes, serve it: :class:`landlord.RemoteFence`.
 
 Imports the standard library and the errors alone: ``import landlord`` stays light.

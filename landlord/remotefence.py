@@ -31,7 +31,7 @@ strangers can connect, serve it over two-way TLS (``serve_object(...,
 tls=)``), so that only holders of your CA's certificates call it.
 
 Counted (:meth:`RemoteFence.counts`, exposed by
-:class:`landlord.metrics.FenceMetrics`): checks accepted, refused as stale,
+:meth:`landlord.metrics.Metrics.count_fence`): checks accepted, refused as stale,
 and calls that carried no token (``invalid``).
 
 It imports the fence, the errors and Pyro5's ``expose``; ``import landlord``
