@@ -24,12 +24,12 @@ from ..transport.clients import client_of_call
 from .claims import Claims, NameClaim, check_value
 from .hooks import LeaseHooks
 from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
-from .names import NameView
+from .names import NameView, check_name
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
 from .revocations import RevocationNotices
 from .store import Store
-from .watches import NameWatch, NameWatches, check_name
+from .watches import NameWatch, NameWatches
 
 __all__ = ["Landlord", "ResourceCodec", "new_cookie", "served_uri", "COOKIE_BYTES", "MAX_BATCH"]
 

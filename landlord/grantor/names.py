@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 from ..errors import LeaseDeniedError
 
-__all__ = ["NameTable", "Grant", "Queued", "Refused", "Waiter", "Changes", "NameView",
+__all__ = ["NameTable", "Grant", "Queued", "Refused", "Waiter", "Changes", "NameView", "check_name",
            "MAX_NAMES", "MAX_WAITERS", "MAX_NAME_LENGTH", "MAX_LIMIT", "MAX_LOCK_DELAY"]
 
 MAX_NAMES = 10_000  # names held, waited for or closed at once: a client cannot grow the table without end
@@ -414,17 +414,6 @@ class NameTable:
                         tuple(Waiter(name, cookie, w.deadline) for cookie, w in entry.waiters.items()),
                         entry.closed_until)
 
-    def token_of(self, cookie: str) -> int | None:
-        """The token ``cookie`` holds its name with, or ``None`` while it waits.
-
-        Raises:
-            TypeError: ``cookie`` not a str.
-            ValueError: ``cookie`` neither holds nor waits.
-        """
-        name = self._name_of(cookie)
-        holding = self._names[name].holders.get(cookie)
-        return None if holding is None else holding.token
-
     def name_of(self, cookie: str) -> str | None:
         """The name ``cookie`` holds or waits for, or ``None``."""
         return self._where.get(cookie)
@@ -451,12 +440,23 @@ def _free(entry: _Name, now: float) -> int:
 
 # -- checks ------------------------------------------------------------------------------------
 
-def _check_request(name: object, cookie: object, now: object, limit: object, wait_until: object,
-                   lock_delay: object) -> None:
+def check_name(name: object) -> str:
+    """``name`` if it can be a name: 1 to :data:`MAX_NAME_LENGTH` printable characters.
+
+    Raises:
+        TypeError: not a str.
+        ValueError: empty, too long or not printable.
+    """
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
     if not 1 <= len(name) <= MAX_NAME_LENGTH or not name.isprintable():
         raise ValueError(f"a name is 1 to {MAX_NAME_LENGTH} printable characters, got {name[:MAX_NAME_LENGTH]!r}")
+    return name
+
+
+def _check_request(name: object, cookie: object, now: object, limit: object, wait_until: object,
+                   lock_delay: object) -> None:
+    check_name(name)
     if not isinstance(cookie, str):
         raise TypeError(f"cookie must be a str, got {type(cookie).__name__}")
     if not cookie:

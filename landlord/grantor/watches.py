@@ -49,11 +49,10 @@ from ..errors import LeaseDeniedError, UnknownLeaseError
 from ..holder.claiminbox import Holders, NameListener
 from ..transport.clients import IN_PROCESS
 from .manager import LeaseManager
-from .names import MAX_NAME_LENGTH
 from .resource import LeasedResource
 from .revocations import NOTICE_TIMEOUT, Notices
 
-__all__ = ["NameWatch", "NameWatches", "check_name", "MAX_PER_NAME", "MAX_WATCHES", "MAX_PER_CLIENT"]
+__all__ = ["NameWatch", "NameWatches", "MAX_PER_NAME", "MAX_WATCHES", "MAX_PER_CLIENT"]
 
 log = logging.getLogger("landlord.names")
 
@@ -74,20 +73,6 @@ class NameWatch:
 
     def __repr__(self) -> str:
         return f"NameWatch({self.name!r})"
-
-
-def check_name(name: object) -> str:
-    """``name`` if it can be a name: 1 to 256 printable characters.
-
-    Raises:
-        TypeError: not a str.
-        ValueError: empty, too long or not printable.
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
-    if not 1 <= len(name) <= MAX_NAME_LENGTH or not name.isprintable():
-        raise ValueError(f"a name is 1 to {MAX_NAME_LENGTH} printable characters, got {name[:MAX_NAME_LENGTH]!r}")
-    return name
 
 
 class NameWatches:

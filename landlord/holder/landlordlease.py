@@ -29,7 +29,7 @@ from ..lease import AbstractLease, BatchableLease, Lease, check_granted, sent_no
 from ..transport import proxies
 
 __all__ = ["LandlordLease", "check_landlords", "known_leader", "call_group", "replica_uris", "replica_object_id",
-           "check_group", "record_renewals", "MAX_LANDLORDS", "MAX_REDIRECTS"]
+           "check_group", "record_renewals", "uri_text", "MAX_LANDLORDS", "MAX_REDIRECTS"]
 
 log = logging.getLogger("landlord.landlordlease")  # its name before it moved
 
@@ -99,14 +99,9 @@ class LandlordLease(AbstractLease, BatchableLease):
         if not isinstance(landlord_id, str) or not landlord_id:
             raise TypeError(f"landlord_id must be a non-empty str, got {landlord_id!r:.50}")
         self._landlord_id = landlord_id
-        if isinstance(landlord, Pyro5.core.URI):
-            landlord = str(landlord)
-        if isinstance(landlord, str):
-            try:
-                Pyro5.core.URI(landlord)
-            except Exception as exc:
-                raise ValueError(f"not a Pyro5 URI: {landlord!r:.80}") from exc
-        elif not (callable(getattr(landlord, "renew", None)) and callable(getattr(landlord, "cancel", None))):
+        landlord = uri_text(landlord)
+        if not isinstance(landlord, str) and not (callable(getattr(landlord, "renew", None))
+                                                  and callable(getattr(landlord, "cancel", None))):
             raise TypeError(f"landlord must be a Pyro5 URI or a landlord object, got {type(landlord).__name__}")
         self._landlord = landlord
         group = None if landlords is None else check_landlords(landlords)
@@ -298,6 +293,23 @@ def record_renewals(leases: Sequence[LandlordLease], sent: tuple[float, float],
         else:
             lease.record_grant(sent, check_granted(grant))
     return failures
+
+
+def uri_text(landlord: Any) -> Any:
+    """``landlord`` as the text of a Pyro5 URI if it is one (a str, or a ``Pyro5.core.URI``), checked;
+    anything else (a landlord object) as it is.
+
+    Raises:
+        ValueError: a str that is not a Pyro5 URI.
+    """
+    if isinstance(landlord, Pyro5.core.URI):
+        return str(landlord)
+    if isinstance(landlord, str):
+        try:
+            Pyro5.core.URI(landlord)
+        except Exception as exc:
+            raise ValueError(f"not a Pyro5 URI: {landlord!r:.80}") from exc
+    return landlord
 
 
 def check_landlords(landlords: object, *, name: str = "landlords") -> tuple[str, ...]:

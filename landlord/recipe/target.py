@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import Pyro5.core
 import Pyro5.errors
 
 from ..clock import SYSTEM_CLOCK, Clock
-from ..holder.landlordlease import call_group, check_landlords
+from ..holder.landlordlease import call_group, check_landlords, uri_text
 from ..transport import proxies
 
 __all__ = ["Target"]
@@ -42,13 +41,8 @@ class Target:
         self._object: Any = None
         self._uri: str | None = None
         self._group: tuple[str, ...] | None = None
-        if isinstance(landlord, Pyro5.core.URI):
-            landlord = str(landlord)
+        landlord = uri_text(landlord)
         if isinstance(landlord, str):
-            try:
-                Pyro5.core.URI(landlord)
-            except Exception as exc:
-                raise ValueError(f"not a Pyro5 URI: {landlord!r:.80}") from exc
             self._uri = landlord
         elif isinstance(landlord, (list, tuple)):
             self._group = check_landlords(list(landlord), name="landlord")
