@@ -181,11 +181,7 @@ class AdminClient:
             AdminRefusedError: as :meth:`LandlordAdmin.names`.
             Pyro5.errors.CommunicationError: the landlord cannot be reached.
         """
-        limit = check_limit(limit)
-        answer = self._proxy.names(limit, **self._credentials("names", [limit]))
-        if not isinstance(answer, dict):
-            raise TypeError(f"malformed names listing: {type(answer).__name__}")
-        names, total = checked_fields(answer, "names listing", {"names": list, "total": int})
+        names, total = self._listing("names", limit, "names listing", "names")
         return NameListing([_name_row(row) for row in names], total)
 
     def list(self, limit: int = DEFAULT_LIMIT) -> AdminListing:
@@ -197,12 +193,17 @@ class AdminClient:
             AdminRefusedError: as :meth:`LandlordAdmin.list`.
             Pyro5.errors.CommunicationError: the landlord cannot be reached.
         """
-        limit = check_limit(limit)
-        answer = self._proxy.list(limit, **self._credentials("list", [limit]))
-        if not isinstance(answer, dict):
-            raise TypeError(f"malformed admin listing: {type(answer).__name__}")
-        leases, total = checked_fields(answer, "admin listing", {"leases": list, "total": int})
+        leases, total = self._listing("list", limit, "admin listing", "leases")
         return AdminListing([_admin_row(row) for row in leases], total)
+
+    def _listing(self, method: str, limit: int, what: str, rows: str) -> tuple[Sequence[Any], int]:
+        """Call the listing ``method`` with ``limit`` (checked first); its ``rows`` and its total."""
+        limit = check_limit(limit)
+        answer = getattr(self._proxy, method)(limit, **self._credentials(method, [limit]))
+        if not isinstance(answer, dict):
+            raise TypeError(f"malformed {what}: {type(answer).__name__}")
+        listed, total = checked_fields(answer, what, {rows: list, "total": int})
+        return listed, total
 
 
 def _name_row(data: object) -> NameRow:
