@@ -164,6 +164,7 @@ def serve_a_replica(args: argparse.Namespace) -> int:
 
     endpoints, group, port, addresses = args.replica
     logging.basicConfig(level=logging.WARNING, format="replica %(name)s %(levelname)s %(message)s")
+    logging.getLogger("landlord.replicated").setLevel(logging.INFO)  # each term's start: its leases, whence, how fast
     replica = BenchReplica(connect(endpoints), group=group, replicas=replica_uris(addresses, group), policy=policy(),
                            commit_interval=COMMIT_INTERVAL)
     landlord.serve_replica(replica, "127.0.0.1", int(port), server_type=SERVER_TYPE)
