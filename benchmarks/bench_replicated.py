@@ -162,11 +162,11 @@ def serve_a_replica(args: argparse.Namespace) -> int:
     """One replica: ``--replica ENDPOINTS GROUP PORT ADDRESSES``, served at 127.0.0.1:PORT until SIGTERM."""
     from landlord.replication.election import connect
 
-    endpoints, group, port, addresses = args.replica
+    endpoints, group, port, addresses, ttl = args.replica
     logging.basicConfig(level=logging.WARNING, format="replica %(name)s %(levelname)s %(message)s")
     logging.getLogger("landlord.replicated").setLevel(logging.INFO)  # each term's start: its leases, whence, how fast
     replica = BenchReplica(connect(endpoints), group=group, replicas=replica_uris(addresses, group), policy=policy(),
-                           commit_interval=COMMIT_INTERVAL)
+                           commit_interval=COMMIT_INTERVAL, ttl=int(ttl))
     landlord.serve_replica(replica, "127.0.0.1", int(port), server_type=SERVER_TYPE)
     return 0
 
@@ -206,7 +206,8 @@ class Group:
     """Three replica processes of one group over the cluster; ``children[i]`` serves ``uris[i]``. With
     ``held``, the group holds that many leases more, written to etcd before the replicas start."""
 
-    def __init__(self, cluster: EtcdCluster, held: int = 0) -> None:
+    def __init__(self, cluster: EtcdCluster, held: int = 0, ttl: int = 2) -> None:
+        self.ttl = ttl
         self.name = f"bench{uuid.uuid4().hex[:10]}"
         self.ports = [free_port() for _ in range(3)]
         self.addresses = ",".join(f"127.0.0.1:{port}" for port in self.ports)
@@ -227,7 +228,7 @@ class Group:
 
     def _spawn(self, index: int) -> None:
         self.children[index] = spawn("replica", "--replica", self.endpoints, self.name, str(self.ports[index]),
-                                     self.addresses, what=f"replica {index}")
+                                     self.addresses, str(self.ttl), what=f"replica {index}")
 
     def _started(self, index: int) -> None:
         child = self.children[index]
@@ -680,11 +681,11 @@ def measure(args: argparse.Namespace) -> Report:
     try:
         if cluster is not None:
             progress("starting three replicas...")
-            group = Group(cluster, args.failover_held)
+            group = Group(cluster, args.failover_held, args.ttl)
             row, rounds, found = measure_failover(group, args)
             rows.append(row)
             problems += found
-            notes += failover_lines(rounds)
+            notes += failover_lines(rounds, args.ttl)
             extra["failover_rounds"] = [{k: v for k, v in r.items() if k != "answers"} for r in rounds]
             extra["stream"] = stream_of(rounds, row)
             notes.append(plot_stream(extra["stream"], args.plot))
@@ -728,14 +729,14 @@ def measure(args: argparse.Namespace) -> Report:
     load_end = os.getloadavg()
     machine["load_average"] = f"{load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end (1 min; other work " \
                               "shares these cores, so the figures are noisy: read the min–max)"
-    title = [f"ReplicatedLandlord (three replica processes, election TTL 2 s, renewals committed every 0.1 s) "
+    title = [f"ReplicatedLandlord (three replica processes, election TTL {args.ttl} s, renewals committed every 0.1 s) "
              f"over a three-member etcd on loopback; {args.rounds} round(s), the sides taking turns"]
     if cluster is None:
         title.append(f"etcd: unavailable ({reason}): the SQLite and in-memory landlords only")
     return Report(rows, title="\n".join(title), notes=notes, problems=problems, machine=machine, extra=extra)
 
 
-def failover_lines(rounds: list[dict[str, Any]]) -> list[str]:
+def failover_lines(rounds: list[dict[str, Any]], ttl: int) -> list[str]:
     lines = ["failover rounds (seconds from the kill; gap: the holder's wait from its last renewal by the old "
              "leader to its first by the successor):"]
     for r in rounds:
@@ -745,8 +746,8 @@ def failover_lines(rounds: list[dict[str, Any]]) -> list[str]:
                      f"{r['failover_seconds']:.2f} s (gap {r['gap_seconds']:.2f} s); {r['retries']} retries "
                      f"({kinds}), {r['denied']} refused; the killed replica was following again {restart:.1f} s "
                      "after its restart")
-    lines.append("  the floor is the election TTL (2 s): the successor is elected once the dead leader's etcd lease "
-                 "expires, then loads the group's leases")
+    lines.append(f"  the floor is the election TTL ({ttl} s): the successor is elected once the dead leader's etcd "
+                 "lease expires, then takes the group's leases from its warm copy")
     return lines
 
 
@@ -803,8 +804,11 @@ BENCH.option("--failover-held", harness.at_most(10_000_000), 0,
              "start (each replica loads them; a new leader takes them from its warm copy)")
 BENCH.parser.add_argument("--plot", type=Path, default=PLOT, help="where the failover plot goes, if matplotlib is "
                           "installed (default: benchmarks/replicated_failover.png)")
+BENCH.parser.add_argument("--ttl", type=int, choices=(1, 2, 3, 5), default=2,
+                          help="the replicas' election TTL in whole seconds (ReplicatedLandlord's ttl; default: 2, its "
+                          "default): the floor of the failover time")
 BENCH.parser.add_argument("--no-etcd", action="store_true", help="measure the SQLite and in-memory landlords alone")
-BENCH.parser.add_argument("--replica", nargs=4, help=argparse.SUPPRESS)  # a child replica's ENDPOINTS GROUP PORT ADDRS
+BENCH.parser.add_argument("--replica", nargs=5, help=argparse.SUPPRESS)  # a child's ENDPOINTS GROUP PORT ADDRS TTL
 
 
 if __name__ == "__main__":

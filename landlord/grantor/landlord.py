@@ -23,7 +23,7 @@ from ..transport.callbacks import MAX_CALLBACK_URI, check_callback_hosts, check_
 from ..transport.clients import client_of_call
 from .claims import Claims, NameClaim, check_value
 from .hooks import LeaseHooks
-from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, unwrap_stored
+from .manager import ENDED, FreeCallback, HeldLease, LeasedResource, LeaseManager, Standby, StandbySource, unwrap_stored
 from .names import NameView, check_name
 from .policy import LeaseDurationPolicy, LeasePolicy
 from .reapers import Reaper
@@ -331,7 +331,14 @@ class Landlord:
 
     def _restore(self, store: Store) -> None:
         """Take back the leases ``store`` holds; those it says had ended (cancelled or revoked, their
-        resources maybe not freed before the landlord stopped) come back ended, to be freed again."""
+        resources maybe not freed before the landlord stopped) come back ended, to be freed again.
+        A store that kept them ready (:class:`~landlord.grantor.manager.StandbySource`) hands them
+        over whole, if this landlord loads resources as stored (no codec of its own)."""
+        if isinstance(store, StandbySource) and self._loads_as_stored():
+            standby = store.standby(self.clock.time())
+            if standby is not None:
+                self._adopt(standby, store)
+                return
         now, wall = self.clock.monotonic(), self.clock.time()
         restored: list[LeasedResource] = []
         cancelled: list[str] = []
@@ -365,6 +372,19 @@ class Landlord:
         log.info("landlord %s took back %d lease(s) from %r (%d ran out while it was down, "
                  "%d had ended before it stopped: freed again)",
                  self.landlord_id, live, store, len(restored) - live - ended, ended)
+
+    def _loads_as_stored(self) -> bool:
+        """Whether a resource comes back as it was stored (named claims aside), nothing restored
+        besides: what a standby table (built without this landlord) assumes."""
+        return isinstance(self._codec, _OwnMethods) and type(self).load_resource is Landlord.load_resource
+
+    def _adopt(self, standby: Standby, store: Store) -> None:
+        """Take back a store's leases kept ready (as :meth:`_restore` would have restored them)."""
+        if standby.named:
+            self._manager.intercept_ends(self._intercept)
+        self._manager.adopt(standby)
+        self._claims.restore(standby.named)
+        log.info("landlord %s took over %d lease(s) kept ready by %r", self.landlord_id, len(standby.table), store)
 
     def _dump(self, resource: Any) -> Any:
         if isinstance(resource, NameWatch):

@@ -8,7 +8,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import LeaseDeniedError, UnknownLeaseError
@@ -21,7 +21,7 @@ from .resource import LeasedResource
 from .store import Store
 
 __all__ = ["LeasedResource", "LeaseManager", "HeldLease", "StoredExtra", "unwrap_stored", "STORED_EXTRA",
-           "FreeCallback", "FreeWithCookie", "ENDED", "ENDED_BY"]
+           "FreeCallback", "FreeWithCookie", "ENDED", "ENDED_BY", "Standby", "StandbySource"]
 
 log = logging.getLogger("landlord.manager")  # its name before it moved
 
@@ -40,6 +40,32 @@ class HeldLease(NamedTuple):
     remaining: float  # seconds until its term ends (negative: in its grace, or not yet freed)
     resource: Any
     attached: list[Any]
+
+
+class Standby(NamedTuple):
+    """A table of leases kept ready while another landlord serves them (a replica's follower keeps one
+    from etcd's watch), for a new landlord to take whole (:meth:`LeaseManager.adopt`) instead of
+    restoring them one by one: each lease as :meth:`LeaseManager.restore` would hold it (its
+    resource loaded as stored, its expiration on the clock's monotonic time, ``ENDED`` if it ended).
+
+    Args:
+        table: the leases, nobody else's from now on.
+        cancelled: the cookies among them that ended by a cancel (freed through ``on_cancel``).
+        named: those whose resources are named claims (:class:`~landlord.grantor.names.NameClaim`).
+    """
+
+    table: LeaseTable
+    cancelled: frozenset[str]
+    named: list[LeasedResource]
+
+
+@runtime_checkable
+class StandbySource(Protocol):
+    """A store that may hand a new landlord its leases as a ready :class:`Standby`."""
+
+    def standby(self, now: float) -> Standby | None:
+        """The leases as a ready table (``now``: the wall time), handed over once; ``None``: restore
+        them from :meth:`~landlord.grantor.store.Store.leases` as ever."""
 
 
 class LeaseManager:
@@ -185,6 +211,26 @@ class LeaseManager:
             self._endings.restored_cancels.update(cancelled)
         if resources:
             self._reaper.expiration_added(min(resource.expiration for resource in resources) + self.grace)
+
+    def adopt(self, standby: Standby) -> None:
+        """Hold every lease of ``standby`` as :meth:`restore` would, taking its table whole (no
+        per-lease work: how a replica that followed takes over at once). What is due is freed by
+        the reaper, as after :meth:`restore`.
+
+        Raises:
+            ValueError: this manager holds leases already, or a cookie of ``cancelled`` is not
+                held as ``ENDED`` (nothing is adopted).
+        """
+        by_cookie = standby.table.by_cookie
+        with self._lock:
+            if self._by_cookie:
+                raise ValueError("a manager adopts a standby table only while it holds nothing")
+            if not all(c in by_cookie and by_cookie[c].expiration == ENDED for c in standby.cancelled):
+                raise ValueError("an adopted lease said to be cancelled is not held as ended")
+            self._table, self._by_cookie = standby.table, by_cookie
+            self._endings.restored_cancels.update(standby.cancelled)
+        if by_cookie:
+            self._reaper.expiration_added(standby.table.next_expiration() + self.grace)
 
     def resource_changed(self, cookie: str) -> None:
         """Write the resource of ``cookie`` to the store again (it changed in place).

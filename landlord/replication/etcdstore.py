@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 from Pyro5.serializers import SerpentSerializer
 
 from ..clock import SYSTEM_CLOCK, Clock
+from ..grantor.manager import Standby
 from ..grantor.store import StoredLease
 from ..transport.backoff import OutageLog
 from .election import LeadershipLost, etcd_errors, guarded_transaction, require_pyetcd
@@ -148,17 +149,35 @@ class Chunk:
     ended: frozenset[str]
 
 
-@dataclass(frozen=True)
 class Warm:
     """The group's leases as a new leader takes them in: each live lease's ``(cookie, expiration,
-    written, resource data)`` in the order first written, the log's chunk keys with how many entries
-    each holds, the ended cookies whose keys are still there, and how to read a resource's data
-    (serpent's ``loads`` for what etcd holds; as it is for a warm copy's, read as it came)."""
+    written, resource data)`` in the order first written (:attr:`leases`), the log's chunk keys with
+    how many entries each holds, the ended cookies whose keys are still there, and how to read a
+    resource's data (serpent's ``loads`` for what etcd holds; as it is for a warm copy's, read as it
+    came). A warm copy's also has them ready for a landlord to take whole (``standby``, with
+    ``known``: each lease's expiration and written time, as a load finds them).
 
-    leases: list[tuple[str, float, float, Any]]
-    chunks: dict[str, int]
-    ended: set[str]
-    load: Callable[[Any], Any]
+    Args:
+        leases: the list, or what makes it when first asked (a warm copy's: not made at all when the
+            standby is taken).
+        chunks, ended, load: as above.
+        standby, known: a warm copy's ready table (``None``: none), and what the store's log knows.
+    """
+
+    __slots__ = ("_leases", "chunks", "ended", "load", "standby", "known")
+
+    def __init__(self, leases: list[tuple[str, float, float, Any]] | Callable[[], list[tuple[str, float, float, Any]]],
+                 chunks: dict[str, int], ended: set[str], load: Callable[[Any], Any], *,
+                 standby: Standby | None = None, known: dict[str, tuple[float, float]] | None = None) -> None:
+        self._leases = leases
+        self.chunks, self.ended, self.load, self.standby, self.known = chunks, ended, load, standby, known
+
+    @property
+    def leases(self) -> list[tuple[str, float, float, Any]]:
+        """Each live lease's ``(cookie, expiration, written, resource data)``, in the order first written."""
+        if callable(self._leases):
+            self._leases = self._leases()
+        return self._leases
 
 
 class WarmSource(Protocol):
@@ -709,7 +728,9 @@ class EtcdLeaseStore:
         self._closed = False
         self._log = _RenewalLog(self._keys, self._calls, clock, float(commit_interval))
         self._warm = warm
-        self.source = "nowhere yet"  # where leases() took the leases from: "etcd" or "the warm copy"
+        self._taken: Warm | None = None  # the warm copy, taken by standby() but left for leases()
+        self.source = "nowhere yet"  # where the leases came from: "etcd" or "the warm copy"
+        self.ready_taken = False  # whether the landlord took the warm copy's standby table whole
 
     def __repr__(self) -> str:
         return f"EtcdLeaseStore({self._keys.root!r})"
@@ -777,15 +798,39 @@ class EtcdLeaseStore:
             pyetcd.Etcd3Exception, grpc.RpcError: etcd could not be read.
         """
         with self._log.io:  # no commit or compaction while the log is read and taken in
-            warm, self._warm = self._warm.take(self._calls.term) if self._warm is not None else None, None
-            self.source = "etcd" if warm is None else "the warm copy"
+            warm = self._take_warm()
             if warm is None:
+                self.source = "etcd"
                 warm = self._read_warm()
             with self._log.changed:
                 pending = dict(self._log.pending)
             stored, known = _take_in(warm.leases, pending, now, warm.load, repr(self))
             self._log.replace(known, warm.chunks, warm.ended)
         return stored
+
+    def standby(self, now: float) -> Standby | None:
+        """The leases as a ready table, if the store's warm copy has caught up with its term and kept
+        one (:class:`~landlord.grantor.manager.StandbySource`): a landlord takes it whole instead of
+        calling :meth:`leases`. ``None``: call :meth:`leases` (the copy, if taken, is kept for it).
+        Call it before writing, as :meth:`leases`."""
+        with self._log.io:
+            warm = self._take_warm()
+            self._taken = warm  # for leases(), if the landlord restores one by one after all
+            if warm is None or warm.standby is None or warm.known is None or self._log.pending:
+                return None
+            self._taken, self.ready_taken = None, True
+            self._log.replace(warm.known, warm.chunks, warm.ended)
+            return warm.standby
+
+    def _take_warm(self) -> Warm | None:
+        """The warm copy once caught up with the store's term (taken once: ``None`` after, or without one)."""
+        if self._taken is not None:
+            taken, self._taken = self._taken, None
+            return taken
+        warm, self._warm = self._warm.take(self._calls.term) if self._warm is not None else None, None
+        if warm is not None:
+            self.source = "the warm copy"
+        return warm
 
     def _read_warm(self) -> Warm:
         """The group's leases and log as read from etcd now, their resources still serpent's."""

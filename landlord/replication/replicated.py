@@ -160,7 +160,7 @@ class ReplicatedLandlord:
         self._terms = Terms()  # the term wanted, the term loaded, closing: shared with the election and the loader
         self._election: Election | None = None
         self._loader: threading.Thread | None = None
-        self._warm = WarmCopy(client, self.key) if warm else None
+        self._warm = WarmCopy(client, self.key, clock=clock) if warm else None
         self._errors = etcd_errors()
 
     # -- local ----------------------------------------------------------------------------------
@@ -507,8 +507,9 @@ class ReplicatedLandlord:
             landlord.close()
             return True
         store = landlord.store
-        log.info("%s: leading from revision %d with %d lease(s), loaded in %.3f s from %s", self.key, revision,
-                 len(landlord), time.monotonic() - started, getattr(store, "source", "its store"))
+        log.info("%s: leading from revision %d with %d lease(s), loaded in %.3f s from %s%s", self.key, revision,
+                 len(landlord), time.monotonic() - started, getattr(store, "source", "its store"),
+                 " (its standby table, whole)" if getattr(store, "ready_taken", False) else "")
         return True
 
     def _new_landlord(self, election: Election) -> Landlord:

@@ -35,7 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from Pyro5.serializers import SerpentSerializer
 
-from ..clock import SYSTEM_CLOCK
+from ..clock import SYSTEM_CLOCK, Clock
+from ..grantor.claims import NameClaim
+from ..grantor.leasetable import LeaseTable
+from ..grantor.manager import ENDED, Standby, unwrap_stored
+from ..grantor.resource import LeasedResource
 from ..transport.backoff import OutageLog
 from .election import etcd_errors
 from .etcdstore import Chunk, Record, Warm, group_prefix, range_end, read_group, read_record, unpack_chunk
@@ -43,7 +47,7 @@ from .etcdstore import Chunk, Record, Warm, group_prefix, range_end, read_group,
 if TYPE_CHECKING:
     import pyetcd
 
-__all__ = ["FoldedLeases", "WarmCopy", "CATCH_UP"]
+__all__ = ["FoldedLeases", "ReadyTable", "WarmCopy", "CATCH_UP"]
 
 log = logging.getLogger("landlord.warmcopy")
 
@@ -59,6 +63,98 @@ def _as_is(resource: Any) -> Any:
     return resource
 
 
+class ReadyTable:
+    """The leases of a warm copy as a new leader's landlord holds them, kept ready beside the fold: a
+    :class:`~landlord.grantor.leasetable.LeaseTable` of :class:`~landlord.grantor.resource.LeasedResource`,
+    each resource as stored (a named claim loaded as one), each expiration on ``clock``'s monotonic
+    time (what the lease had left when the event was applied, never more than it had when written),
+    ``ENDED`` for a lease stored as ended. It frees nothing, writes nothing and answers nothing: a
+    landlord that takes it (:meth:`standby`) does all that, as one that restored every lease.
+    No lock: :class:`WarmCopy` holds one.
+
+    Args:
+        clock: the clock of the landlords that take it over.
+        name: how the log names it.
+    """
+
+    def __init__(self, clock: Clock, *, name: str) -> None:
+        self._clock, self.name = clock, name
+        self.table = LeaseTable()
+        self.known: dict[str, tuple[float, float]] = {}  # each lease readable, not ended: what the store's log knows
+        self._cancelled: set[str] = set()
+        self._named: dict[str, LeasedResource] = {}
+        self._malformed: set[str] = set()  # cookies whose stored data a landlord could not restore
+
+    def put(self, cookie: str, expiration: float, written: float, resource: Any) -> None:
+        """Hold the lease ``cookie`` as now stored (a new one, or one written again)."""
+        self.drop(cookie)
+        self.known[cookie] = (expiration, written)
+        try:
+            leased, ended_by = self._leased(cookie, expiration, written, resource)
+        except Exception as exc:  # a landlord restoring it would drop it: the handover leaves it to one
+            log.warning("%s: lease %s cannot be restored (%s); a new leader restores from the copy", self.name,
+                        cookie, exc)
+            self._malformed.add(cookie)
+            return
+        self.table.add(leased)
+        if ended_by == "on_cancel":
+            self._cancelled.add(cookie)
+        if isinstance(leased.resource, NameClaim):
+            self._named[cookie] = leased
+
+    def renewed(self, renewals: Iterable[tuple[str, float, float]]) -> None:
+        """Take in renewals, ``(cookie, expiration, written)`` each, of leases held (others are ignored)."""
+        now, wall = self._clock.monotonic(), self._clock.time()
+        known, by_cookie, table = self.known, self.table.by_cookie, self.table
+        for cookie, expiration, written in renewals:
+            if cookie not in known:
+                continue
+            known[cookie] = (expiration, written)
+            leased = by_cookie.get(cookie)
+            if leased is not None and leased.expiration != ENDED:
+                old = leased.expiration
+                leased.expiration = _monotonic(expiration, written, now, wall)
+                table.moved(leased, old)
+
+    def drop(self, cookie: str) -> None:
+        """Stop holding the lease ``cookie`` (deleted, or ended), unfreed."""
+        if self.known.pop(cookie, None) is not None:
+            self.table.remove(cookie)
+            self._cancelled.discard(cookie)
+            self._named.pop(cookie, None)
+            self._malformed.discard(cookie)
+
+    def standby(self) -> Standby | None:
+        """The table for a landlord to take whole; ``None`` if a lease in it could not be restored
+        (the landlord restores them one by one, and drops that one as it would)."""
+        if self._malformed:
+            return None
+        return Standby(self.table, frozenset(self._cancelled), list(self._named.values()))
+
+    def _leased(self, cookie: str, expiration: float, written: float, resource: Any) -> tuple[LeasedResource, Any]:
+        """The lease as a landlord restores it (:meth:`landlord.Landlord._restore`), and its end mark.
+
+        Raises:
+            ValueError: its stored data is malformed.
+        """
+        data = unwrap_stored(resource)
+        now, wall = self._clock.monotonic(), self._clock.time()
+        own = NameClaim.load(data.resource) if NameClaim.is_stored(data.resource) else data.resource
+        leased = LeasedResource(cookie, _monotonic(expiration, written, now, wall) if data.ended_by is None
+                                else ENDED, own)
+        if data.attached or not math.isinf(data.deadline):
+            extra = leased.extended()
+            extra.attached = list(data.attached)
+            extra.deadline = now + (data.deadline - wall)
+        return leased, data.ended_by
+
+
+def _monotonic(expiration: float, written: float, now: float, wall: float) -> float:
+    """A stored expiration (wall time) on the monotonic clock, ``now`` and ``wall`` being one moment on
+    each: never more left than the lease had when written (the wall clock may have been set back)."""
+    return expiration if math.isinf(expiration) else now + min(expiration - wall, expiration - written)
+
+
 class FoldedLeases:
     """What a group's keys fold to (as :func:`~landlord.replication.etcdstore.fold` folds them), kept up
     to date one etcd event at a time; no etcd, no lock (:class:`WarmCopy` holds one).
@@ -67,13 +163,18 @@ class FoldedLeases:
     key, or a log entry), what that wrote, and its resource as read. Malformed keys are logged (naming
     ``name``) and left out, as a load leaves them out.
 
+    With ``clock``, it also keeps the live leases ready for a new leader's landlord to take whole
+    (:class:`ReadyTable`, on that clock), so that taking over builds nothing.
+
     Args:
         root: the group's prefix, ``/<prefix>/<group>/`` (:func:`~landlord.replication.etcdstore.group_prefix`).
         name: how the log names the copy.
+        clock: the clock of the landlords that take the ready table over (``None``: keep none).
     """
 
-    def __init__(self, root: str, *, name: str) -> None:
+    def __init__(self, root: str, *, name: str, clock: Clock | None = None) -> None:
         self.name = name
+        self._ready = ReadyTable(clock, name=name) if clock is not None else None
         self.revision = 0  # every event up to this revision is applied
         self._leases_at = f"{root}leases/"
         self._leases_prefix, self._log_prefix = self._leases_at.encode(), f"{root}log/".encode()
@@ -85,9 +186,9 @@ class FoldedLeases:
 
     @classmethod
     def read(cls, root: str, records: dict[str, Record], chunks: Sequence[tuple[int, str, Chunk]], revision: int,
-             *, name: str) -> FoldedLeases:
+             *, name: str, clock: Clock | None = None) -> FoldedLeases:
         """The fold of a load (:func:`~landlord.replication.etcdstore.read_group`) at ``revision``."""
-        folded = cls(root, name=name)
+        folded = cls(root, name=name, clock=clock)
         for cookie in sorted(records, key=lambda c: (records[c].created, c)):
             folded._put_lease(cookie, records[cookie])
         for chunk_revision, key, chunk in sorted(chunks, key=lambda found: found[0]):
@@ -111,12 +212,18 @@ class FoldedLeases:
 
     def warm(self) -> Warm:
         """What a new leader's store takes in: the live leases with readable resources, in the order
-        first written, the log's chunks and the ended cookies whose keys are still there."""
-        ended = self._ended
-        live = [(cookie, expiration, written, resource)
-                for cookie, (_, expiration, written, resource) in self._leases.items()
-                if resource is not _UNREADABLE and cookie not in ended]
-        return Warm(live, dict(self._chunks), set(ended), _as_is)
+        first written, the log's chunks and the ended cookies whose keys are still there; and the
+        ready table, if it keeps one (the copy must change no more once this is taken)."""
+        ended, leases = self._ended, self._leases
+
+        def live() -> list[tuple[str, float, float, Any]]:
+            return [(cookie, expiration, written, resource)
+                    for cookie, (_, expiration, written, resource) in leases.items()
+                    if resource is not _UNREADABLE and cookie not in ended]
+        ready = self._ready
+        if ready is None:
+            return Warm(live(), dict(self._chunks), set(ended), _as_is)
+        return Warm(live, dict(self._chunks), set(ended), _as_is, standby=ready.standby(), known=ready.known)
 
     # -- events
 
@@ -152,23 +259,43 @@ class FoldedLeases:
             log.warning("%s: lease %s: its resource cannot be read (%s); it will be skipped", self.name, cookie, exc)
             resource = _UNREADABLE
         self._leases[cookie] = (record.revision, record.expiration, record.written, resource)
+        self._ready_again(cookie)
+
+    def _ready_again(self, cookie: str) -> None:
+        """Hold ``cookie`` in the ready table as the fold now has it: live and readable, or not at all."""
+        ready = self._ready
+        if ready is None:
+            return
+        lease = self._leases.get(cookie)
+        if lease is None or lease[3] is _UNREADABLE or cookie in self._ended:
+            ready.drop(cookie)
+        else:
+            ready.put(cookie, lease[1], lease[2], lease[3])
 
     def _drop_lease(self, cookie: str) -> None:
         self._leases.pop(cookie, None)
         self._ended.pop(cookie, None)
+        if self._ready is not None:
+            self._ready.drop(cookie)
 
     def _put_chunk(self, key: str, chunk: Chunk, revision: int) -> None:
         self._chunks[key] = len(chunk.renewals) + len(chunk.ended)
         leases = self._leases
+        renewed = []
         for cookie, (expiration, written) in chunk.renewals.items():
             now = leases.get(cookie)
             if now is not None and revision > now[0]:  # the newest write wins, as in fold
                 leases[cookie] = (revision, expiration, written, now[3])
+                renewed.append((cookie, expiration, written))
+        if self._ready is not None and renewed:
+            self._ready.renewed(renewed)
         if chunk.ended:
             named = tuple(cookie for cookie in chunk.ended if cookie in leases)
             self._ended_chunks[key] = named
             for cookie in named:
                 self._ended[cookie] = self._ended.get(cookie, 0) + 1
+                if self._ready is not None:
+                    self._ready.drop(cookie)
 
     def _drop_chunk(self, key: str) -> None:
         """A chunk deleted (by a compaction of the log, which first wrote what it held anew): its
@@ -181,6 +308,7 @@ class FoldedLeases:
                     self._ended[cookie] = marks - 1
                 else:
                     del self._ended[cookie]
+                    self._ready_again(cookie)
 
 
 class WarmCopy:
@@ -190,15 +318,18 @@ class WarmCopy:
         client: the replica's etcd client (:meth:`close` does not close it).
         key: the group's election key, ``/<prefix>/<group>/leader``.
         catch_up: seconds :meth:`take` waits for the copy to reach the term's revision.
+        clock: the clock of the landlords that take the copy over: the copy keeps its leases ready
+            for them on it (:class:`ReadyTable`); ``None``: it keeps none (each is restored then).
 
     Raises:
         ValueError: ``key`` is not an election key, or ``catch_up`` not positive and finite.
     """
 
-    def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, key: str, *, catch_up: float = CATCH_UP) -> None:
+    def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, key: str, *, catch_up: float = CATCH_UP,
+                 clock: Clock | None = SYSTEM_CLOCK) -> None:
         if not 0 < catch_up < math.inf:
             raise ValueError(f"catch_up must be positive and finite, not {catch_up!r}")
-        self._client, self.key, self.catch_up = client, key, float(catch_up)
+        self._client, self.key, self.catch_up, self._clock = client, key, float(catch_up), clock
         self._root = group_prefix(key)
         self._errors = etcd_errors()
         self._outage = OutageLog(log, f"etcd (warm copy of {self._root})")
@@ -302,7 +433,7 @@ class WarmCopy:
     def _read(self) -> FoldedLeases:
         records, chunks, revision = read_group(self._client, self.key, repr(self))
         self.loads += 1
-        folded = FoldedLeases.read(self._root, records, chunks, revision, name=repr(self))
+        folded = FoldedLeases.read(self._root, records, chunks, revision, name=repr(self), clock=self._clock)
         log.info("%r: %d lease(s) read at revision %d; following", self, len(folded), revision)
         return folded
 

@@ -25,6 +25,12 @@ from hypothesis import strategies as st
 from Pyro5.serializers import SerpentSerializer
 
 from landlord import FOREVER, LeaseDurationPolicy, ReplicatedLandlord
+from landlord.clock import FakeClock
+from landlord.grantor.landlord import Landlord
+from landlord.grantor.leasetable import LeaseTable
+from landlord.grantor.manager import ENDED, STORED_EXTRA, LeaseManager, Standby, unwrap_stored
+from landlord.grantor.resource import LeasedResource
+from landlord.grantor.store import StoredLease
 from landlord.replication.election import Election
 from landlord.replication.etcdstore import (
     EtcdLeaseStore,
@@ -52,10 +58,10 @@ class Keys:
     """A group's keys as etcd would hold them, each write at a revision of its own, and the events
     they make, applied to a FoldedLeases as they come."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: FakeClock | None = None) -> None:
         self.revision = 0  # the fold's own start: nothing applied
         self.kvs: dict[bytes, types.SimpleNamespace] = {}
-        self.folded = FoldedLeases(ROOT, name="test")
+        self.folded = FoldedLeases(ROOT, name="test", clock=clock)
         self.chunks = 0
 
     def put(self, key: str, value: bytes) -> None:
@@ -184,6 +190,189 @@ def test_malformed_keys_and_unreadable_resources_are_logged_and_never_handed_ove
     assert keys.folded.warm().leases == [("good", WALL + 10, WALL, "good")]
     logged = " ".join(record.getMessage() for record in caplog.records)
     assert "was-good" in logged and "unreadable" in logged and "log/junk" in logged
+
+
+# -- the standby table kept beside the fold, pure (a fake clock) ------------------------------------------
+
+
+def enveloped(resource: Any, *, ended_by: str | None = None, attached: tuple[Any, ...] = (),
+              deadline: float = math.inf) -> bytes:
+    """A resource as the manager stores one with an envelope (attached resources, a cap, an end mark)."""
+    envelope: dict[str, Any] = {"resource": resource, "attached": list(attached), "deadline": deadline}
+    if ended_by is not None:
+        envelope["ended_by"] = ended_by
+    return SERPENT.dumps({STORED_EXTRA: envelope})
+
+
+def restored_by_hand(warm: Any, clock: FakeClock) -> dict[str, tuple[float, Any, list[Any], float]]:
+    """What Landlord._restore makes of a warm copy's leases, one by one: expiration, resource, attached, cap."""
+    now, wall = clock.monotonic(), clock.time()
+    made = {}
+    for cookie, expiration, written, data in warm.leases:
+        extra = unwrap_stored(data)
+        remaining = math.inf if math.isinf(expiration) else min(expiration - wall, expiration - written)
+        made[cookie] = (now + remaining if extra.ended_by is None else ENDED, extra.resource, extra.attached,
+                        now + (extra.deadline - wall))
+    return made
+
+
+def in_table(standby: Standby) -> dict[str, tuple[float, Any, list[Any], float]]:
+    return {cookie: (leased.expiration, leased.resource, leased.attached, leased.deadline)
+            for cookie, leased in standby.table.by_cookie.items()}
+
+
+@settings(deadline=None)
+@given(steps, st.lists(st.sampled_from(["on_cancel", "on_expire", "attached"]), min_size=6, max_size=6))
+def test_the_standby_table_holds_what_a_landlord_would_restore_from_the_copy(
+        script: list[tuple[Any, ...]], kinds: list[str]) -> None:
+    clock = FakeClock(100.0)
+    keys = Keys(clock)
+    granted: set[str] = set()
+    retired: set[str] = set()
+    for step in script:
+        kind = step[0]
+        if kind == "grant" and step[1] not in granted | retired:
+            granted.add(step[1])
+            keys.put(f"{ROOT}leases/{step[1]}", pack_record(WALL + step[2], WALL, SERPENT.dumps(f"room {step[1]}")))
+        elif kind == "grant":  # written again: ended (by a cancel or by expiry), or with a resource attached
+            how = kinds[COOKIES.index(step[1])]
+            data = enveloped("room", attached=("extra",), deadline=WALL + 500) if how == "attached" \
+                else enveloped("room", ended_by=how)
+            keys.put(f"{ROOT}leases/{step[1]}", pack_record(WALL + step[2], WALL, data))
+        elif kind == "renew":
+            for value, _ in pack_renewals([(cookie, WALL + 1000 + at, WALL + 1) for cookie, at in step[1]]):
+                keys.chunk(value)
+        elif kind == "end" and granted.intersection(step[1]):
+            ended = granted.intersection(step[1])
+            granted -= ended
+            retired |= ended
+            for value, _ in pack_ended(sorted(ended)):
+                keys.chunk(value)
+        elif kind == "delete" and step[1] in granted:
+            granted.discard(step[1])
+            retired.add(step[1])
+            keys.delete(f"{ROOT}leases/{step[1]}".encode())
+        elif kind == "compact":
+            keys.compact()
+        warm = keys.folded.warm()
+        assert warm.standby is not None and warm.known is not None
+        assert in_table(warm.standby) == restored_by_hand(warm, clock)
+        assert warm.known == {cookie: (expiration, written) for cookie, expiration, written, _ in warm.leases}
+        cancelled = {cookie for cookie, *_, data in warm.leases if unwrap_stored(data).ended_by == "on_cancel"}
+        assert warm.standby.cancelled == cancelled
+
+
+def test_a_lease_the_standby_cannot_restore_leaves_the_landlord_to_restore_one_by_one(
+        caplog: pytest.LogCaptureFixture) -> None:
+    keys = Keys(FakeClock())
+    keys.put(f"{ROOT}leases/good", pack_record(WALL + 10, WALL, SERPENT.dumps("good")))
+    with caplog.at_level(logging.WARNING, logger="landlord.warmcopy"):
+        keys.put(f"{ROOT}leases/forged", pack_record(WALL + 10, WALL, SERPENT.dumps({STORED_EXTRA: "forged"})))
+    assert keys.folded.warm().standby is None
+    assert "forged" in caplog.text
+    keys.delete(f"{ROOT}leases/forged".encode())
+    standby = keys.folded.warm().standby
+    assert standby is not None and list(standby.table.by_cookie) == ["good"]
+
+
+class ReadyStore:
+    """A store that holds nothing but a standby table for the landlord it is given to."""
+
+    def __init__(self, standby: Standby | None) -> None:
+        self._standby, self.settings, self.restored_one_by_one = standby, {}, False
+
+    def standby(self, now: float) -> Standby | None:
+        standby, self._standby = self._standby, None
+        return standby
+
+    def landlord_id(self) -> str | None:
+        return None
+
+    def claim(self, landlord_id: str) -> None:
+        pass
+
+    def leases(self, now: float) -> list[StoredLease]:
+        self.restored_one_by_one = True
+        return []
+
+    def put(self, cookie: str, expiration: float, resource: Any, now: float) -> None:
+        pass
+
+    def renew(self, expirations: Any, now: float) -> None:
+        pass
+
+    def delete(self, cookies: Any) -> None:
+        pass
+
+    def __len__(self) -> int:
+        return 0
+
+    def get_setting(self, key: str, default: Any = None) -> Any:
+        return self.settings.get(key, default)
+
+    def set_setting(self, key: str, value: Any) -> None:
+        self.settings[key] = value
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_landlord_takes_a_standby_table_whole_and_frees_what_had_ended_by_its_own_callback() -> None:
+    clock = FakeClock(100.0)
+    keys = Keys(clock)
+    wall = clock.time()
+    keys.put(f"{ROOT}leases/live", pack_record(wall + 30, wall, SERPENT.dumps("room")))
+    keys.put(f"{ROOT}leases/cancelled", pack_record(wall + 30, wall, enveloped("gone", ended_by="on_cancel")))
+    keys.put(f"{ROOT}leases/expired", pack_record(wall + 30, wall, enveloped("late", ended_by="on_expire")))
+    for value, _ in pack_renewals([("live", wall + 60, wall + 1)]):
+        keys.chunk(value)
+    store = ReadyStore(keys.folded.warm().standby)
+    freed: list[tuple[str, Any]] = []
+    landlord = Landlord(store=store, clock=clock, reaper="lazy", on_cancel=lambda r: freed.append(("cancel", r)),
+                        on_expire=lambda r: freed.append(("expire", r)))
+    try:
+        assert not store.restored_one_by_one
+        # never more than it had when written: 59 s (written a second after now, to end 60 s after)
+        assert landlord.manager.get("live").expiration == pytest.approx(clock.monotonic() + 59)
+        assert landlord.renew("live", 20.0) == pytest.approx(20.0)
+        landlord.manager.reap()
+        assert sorted(freed) == [("cancel", "gone"), ("expire", "late")]
+        assert len(landlord) == 1
+    finally:
+        landlord.close()
+
+
+def test_a_landlord_with_a_codec_of_its_own_restores_one_by_one_never_taking_the_table() -> None:
+    class Codec:
+        def dump(self, resource: Any) -> Any:
+            return resource
+
+        def load(self, data: Any) -> Any:
+            return data
+
+        def restored(self, leased: Any) -> None:
+            pass
+    keys = Keys(FakeClock())
+    keys.put(f"{ROOT}leases/live", pack_record(WALL + 30, WALL, SERPENT.dumps("room")))
+    store = ReadyStore(keys.folded.warm().standby)
+    landlord = Landlord(store=store, clock=FakeClock(), reaper="lazy", codec=Codec())
+    landlord.close()
+    assert store.restored_one_by_one
+
+
+def test_a_manager_adopts_a_standby_table_only_while_it_holds_nothing() -> None:
+    table = LeaseTable()
+    table.add(LeasedResource("a", 10.0, "a"))
+    manager = LeaseManager(LeaseDurationPolicy(), clock=FakeClock(), reaper="lazy")
+    try:
+        with pytest.raises(ValueError, match="cancelled"):
+            manager.adopt(Standby(table, frozenset({"a"}), []))
+        manager.adopt(Standby(table, frozenset(), []))
+        assert manager.get("a").resource == "a"
+        with pytest.raises(ValueError, match="holds nothing"):
+            manager.adopt(Standby(LeaseTable(), frozenset(), []))
+    finally:
+        manager.close()
 
 
 # -- against a real three-member etcd ------------------------------------------------------------------
@@ -340,6 +529,7 @@ def test_a_follower_takes_over_from_its_copy_reading_nothing_with_every_lease_an
     leader.close()
     successor = replicas.leader(excluding=leader)
     assert term_source(successor) == "the warm copy"
+    assert successor.manager is not None and getattr(successor.manager.store, "ready_taken", False)
     assert successor.warm_copy is not None and successor.warm_copy.loads == loads[id(successor)]
     assert len(successor) == 20
     manager = successor.manager
