@@ -101,6 +101,7 @@ MAX_PAGE = 20_000
 COMPACT_RATIO = 2  # compact when the log holds more than this many entries per lease...
 COMPACT_FLOOR = 10_000  # ...plus this many
 LOAD_ATTEMPTS = 3  # a load whose revision etcd compacted away meanwhile starts over
+PAGE_FAILURES = 6  # pages in a row a read asks again for fewer keys (too big, or timed out) before it fails
 JOIN_TIMEOUT = 10.0  # seconds close() waits for the committer's thread
 RETRY_FOR = 2.0  # real seconds a call is sent again when its etcd member fails (etcd electing a leader)
 RETRY_PAUSE = 0.05  # seconds between attempts when pyetcd passes over every member for now
@@ -427,6 +428,7 @@ class _Calls:
         self._none_left = pyetcd.exceptions.NoServerAvailableError  # pyetcd passes over every member for now
         self._retry = (pyetcd.exceptions.ConnectionFailedError, pyetcd.exceptions.ConnectionTimeoutError,
                        pyetcd.exceptions.InternalServerError, self._none_left)
+        self.timeout = pyetcd.exceptions.ConnectionTimeoutError  # a page too big to come within the client's timeout
 
     def _call(self, call: Callable[[], T]) -> T:
         deadline = SYSTEM_CLOCK.monotonic() + RETRY_FOR  # real time, as the client's own timeouts
@@ -1104,17 +1106,25 @@ def read_record(prefix: str, kv: Any) -> tuple[str, Record]:
 
 def _scan(calls: _Calls, prefix: str, revision: int) -> tuple[list[Any], int]:
     """Every key under ``prefix`` at ``revision`` (0: the latest), in pages sized to stay under
-    PAGE_BYTES; and the revision it was read at."""
+    PAGE_BYTES; and the revision it was read at. A page over gRPC's limit, or that did not come
+    within the client's timeout (a busy etcd, a busy reader), is asked again for fewer keys, from
+    where the read got to (the revision is fixed: what came before stays true), PAGE_FAILURES times
+    in a row at most."""
     start, end = prefix.encode(), _range_end(prefix)
-    limit, found = FIRST_PAGE, []
+    limit, found, failures, ceiling = FIRST_PAGE, [], 0, MAX_PAGE
     while True:
         try:
             answer = calls.range(start, end, limit=limit, revision=revision)
         except calls.errors as exc:
-            if _status(exc) != "RESOURCE_EXHAUSTED" or limit == 1:
+            failures += 1
+            if not (_status(exc) == "RESOURCE_EXHAUSTED" or isinstance(exc, calls.timeout)) or limit == 1 \
+                    or failures > PAGE_FAILURES:
                 raise
-            limit = max(1, limit // 4)  # the answer was over gRPC's limit: ask for fewer keys
+            limit = max(1, limit // 4)  # ask for fewer keys, from the same one
+            if isinstance(exc, calls.timeout):
+                ceiling = limit  # and no more in a page from now on: a bigger one would time out again
             continue
+        failures = 0
         revision = revision or answer.header.revision
         kvs = list(answer.kvs)
         found.extend(kvs)
@@ -1122,4 +1132,4 @@ def _scan(calls: _Calls, prefix: str, revision: int) -> tuple[list[Any], int]:
             return found, revision
         start = kvs[-1].key + b"\0"
         size = sum(len(kv.key) + len(kv.value) for kv in kvs)
-        limit = max(1, min(MAX_PAGE, PAGE_BYTES * len(kvs) // max(size, 1)))
+        limit = max(1, min(ceiling, PAGE_BYTES * len(kvs) // max(size, 1)))

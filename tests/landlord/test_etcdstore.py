@@ -499,3 +499,40 @@ def test_compaction_rewrites_the_log_and_deletes_ended_leases_keeping_what_it_fo
     assert len(group.keys("leases/")) == 50  # the ended leases' keys are gone
     assert len(group.keys("log/")) == 1  # compacted in rounds 1 and 3: one fresh chunk
     assert [s.remaining for s in group.store().leases(now)] == [300.0] * 50
+
+
+class SlowPages:
+    """A store's calls whose range times out for pages of more than ``slow_over`` keys (a busy etcd),
+    over keys ``k0000``..., recording each page asked for."""
+
+    def __init__(self, keys: int, slow_over: int) -> None:
+        import pyetcd
+        self.errors = etcdstore.etcd_errors()
+        self.timeout = pyetcd.exceptions.ConnectionTimeoutError
+        self.keys = [f"/p/k{i:04d}".encode() for i in range(keys)]
+        self.slow_over = slow_over
+        self.asked: list[tuple[bytes, int, int]] = []
+
+    def range(self, start: bytes, end: bytes, *, limit: int = 0, revision: int = 0) -> Any:
+        self.asked.append((start, limit, revision))
+        if limit > self.slow_over:
+            raise self.timeout("etcd connection timeout")
+        page = [key for key in self.keys if start <= key < end][:limit]
+        return types.SimpleNamespace(header=types.SimpleNamespace(revision=7), more=len(page) == limit,
+                                     kvs=[types.SimpleNamespace(key=key, value=b"v") for key in page])
+
+
+def test_a_read_asks_a_page_that_timed_out_again_for_fewer_keys_from_where_it_got_to() -> None:
+    calls = SlowPages(2500, slow_over=300)
+    found, revision = etcdstore._scan(calls, "/p/", 0)  # type: ignore[arg-type]
+    assert [kv.key for kv in found] == calls.keys and revision == 7
+    assert all(asked_at in (0, 7) for _, _, asked_at in calls.asked)
+    assert [limit for _, limit, _ in calls.asked[:4]] == [1000, 250, 250, 250]  # smaller, and smaller from then on
+    assert calls.asked[2][0] == b"/p/k0249\0"  # resumed after the first page, not from the start
+
+
+def test_a_read_whose_pages_keep_timing_out_fails() -> None:
+    calls = SlowPages(10, slow_over=0)
+    with pytest.raises(calls.timeout):
+        etcdstore._scan(calls, "/p/", 0)  # type: ignore[arg-type]
+    assert len(calls.asked) <= etcdstore.PAGE_FAILURES + 1
