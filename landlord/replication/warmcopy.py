@@ -52,6 +52,7 @@ __all__ = ["FoldedLeases", "ReadyTable", "WarmCopy", "CATCH_UP"]
 log = logging.getLogger("landlord.warmcopy")
 
 CATCH_UP = 2.0  # seconds a new leader waits for its copy to reach its term's revision before reading etcd
+READ_WAIT = 120.0  # seconds a new leader waits at most for its copy's read of the group in progress
 RETRY_PAUSE = 0.2  # seconds before a broken watch is opened again, or a failed read tried again
 BROKEN_WATCHES = 3  # watches in a row that break with nothing applied before the copy is read afresh
 JOIN_TIMEOUT = 10.0  # seconds close() waits for the copy's thread
@@ -124,12 +125,15 @@ class ReadyTable:
             self._named.pop(cookie, None)
             self._malformed.discard(cookie)
 
-    def standby(self) -> Standby | None:
-        """The table for a landlord to take whole; ``None`` if a lease in it could not be restored
-        (the landlord restores them one by one, and drops that one as it would)."""
+    def standby(self, first_written: Iterable[str]) -> Standby | None:
+        """The table for a landlord to take whole, its named leases in the order ``first_written``
+        (every cookie's: the order a load restores them in); ``None`` if a lease in it could not be
+        restored (the landlord restores them one by one, and drops that one as it would)."""
         if self._malformed:
             return None
-        return Standby(self.table, frozenset(self._cancelled), list(self._named.values()))
+        named = self._named
+        in_order = [named[cookie] for cookie in first_written if cookie in named] if named else []
+        return Standby(self.table, frozenset(self._cancelled), in_order)
 
     def _leased(self, cookie: str, expiration: float, written: float, resource: Any) -> tuple[LeasedResource, Any]:
         """The lease as a landlord restores it (:meth:`landlord.Landlord._restore`), and its end mark.
@@ -223,7 +227,7 @@ class FoldedLeases:
         ready = self._ready
         if ready is None:
             return Warm(live(), dict(self._chunks), set(ended), _as_is)
-        return Warm(live, dict(self._chunks), set(ended), _as_is, standby=ready.standby(), known=ready.known)
+        return Warm(live, dict(self._chunks), set(ended), _as_is, standby=ready.standby(leases), known=ready.known)
 
     # -- events
 
@@ -338,6 +342,7 @@ class WarmCopy:
         self._following = True  # False once handed over, until resumed
         self._closing = False
         self._watching: Any = None  # the watch in progress, for take() and close() to cancel
+        self._reading = False  # the copy's thread is reading the group (the first time, or afresh)
         self.loads = 0  # how many times the group was read (the first, and each reload)
         self._thread = threading.Thread(target=self._run, name=f"warm copy {self._root}", daemon=True)
 
@@ -363,10 +368,12 @@ class WarmCopy:
     def take(self, revision: int) -> Warm | None:
         """The copy, once it has applied every event up to ``revision`` (the leader key's creation
         by this replica), waiting up to ``catch_up`` seconds; ``None`` if it has not by then, or
-        holds none (it is reading the group: the store reads it as soon), or was handed over
-        already. Either way the copy stops until :meth:`resume`."""
-        deadline = SYSTEM_CLOCK.monotonic() + self.catch_up
+        holds none, or was handed over already. Either way the copy stops until :meth:`resume`.
+        A read of the group in progress is waited for first (up to READ_WAIT seconds): a store
+        that read etcd meanwhile would read the same, twice the work in one process."""
         with self.changed:
+            self.changed.wait_for(lambda: not (self._reading and self._following and not self._closing), READ_WAIT)
+            deadline = SYSTEM_CLOCK.monotonic() + self.catch_up
             while self._following and not self._closing and self._folded is not None \
                     and not self._caught_up(revision):
                 left = deadline - SYSTEM_CLOCK.monotonic()
@@ -410,15 +417,19 @@ class WarmCopy:
             try:
                 folded = self._read()
             except self._errors as exc:
+                self._read_over()
                 self._outage.failed(exc, "read the group's leases from")
                 self._pause()
                 continue
             except Exception:  # a bug: the copy must not die of it (a new leader reads etcd meanwhile)
+                self._read_over()
                 log.exception("%r: unexpected error reading the group; trying again", self)
                 self._pause()
                 continue
             self._outage.recovered()
             with self.changed:
+                self._reading = False
+                self.changed.notify_all()
                 if not self._following or self._closing:
                     continue  # handed over (or closing) while it read
                 self._folded = folded
@@ -426,9 +437,17 @@ class WarmCopy:
             self._follow(folded)
 
     def _wait_to_follow(self) -> bool:
+        """Wait until the copy is to follow (it reads the group then: :attr:`_reading`); whether it is."""
         with self.changed:
             self.changed.wait_for(lambda: self._closing or self._following)
+            self._reading = not self._closing
             return not self._closing
+
+    def _read_over(self) -> None:
+        """The read failed: a new leader waits for it no more (its store reads etcd)."""
+        with self.changed:
+            self._reading = False
+            self.changed.notify_all()
 
     def _read(self) -> FoldedLeases:
         records, chunks, revision = read_group(self._client, self.key, repr(self))

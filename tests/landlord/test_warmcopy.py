@@ -472,6 +472,43 @@ def test_a_copy_whose_revision_etcd_compacted_away_reads_the_group_again(
     assert warm is not None and [cookie for cookie, *_ in warm.leases] == ["first", "missed"]
 
 
+class Noticing(threading.Condition):
+    """A condition that tells when a thread first waits on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
+def test_a_new_leader_waits_for_its_copy_s_read_in_progress_rather_than_read_the_group_twice(
+        group: Group, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = float(int(time.time()))
+    group.store.put("held", now + 60, "r", now)
+    read = WarmCopy._read
+    reading, go_on = threading.Event(), threading.Event()
+
+    def slow_read(copy: WarmCopy) -> FoldedLeases:
+        reading.set()
+        assert go_on.wait(10.0)
+        return read(copy)
+    monkeypatch.setattr(WarmCopy, "_read", slow_read)
+    copy = WarmCopy(group.follower, group.election.key, catch_up=0.2)  # less than the read takes
+    copy.changed = Noticing()
+    group.copies.append(copy.start())
+    assert reading.wait(10.0)
+    taken: list[Any] = []
+    taker = threading.Thread(target=lambda: taken.append(copy.take(group.election.revision or 0)))
+    taker.start()
+    assert copy.changed.waiting.wait(10.0), "take() gave up on a copy still reading"
+    go_on.set()
+    taker.join(10.0)
+    assert taken and taken[0] is not None and [cookie for cookie, *_ in taken[0].leases] == ["held"]
+
+
 def test_a_copy_not_caught_up_in_time_hands_over_nothing_and_resumed_reads_afresh(group: Group) -> None:
     copy = group.copy(catch_up=0.2)
     group.wait_caught_up(copy)
