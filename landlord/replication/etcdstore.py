@@ -185,9 +185,10 @@ class WarmSource(Protocol):
     """Where a new leader's store may take the group's leases from instead of reading etcd: a
     follower's warm copy (:class:`~landlord.replication.warmcopy.WarmCopy`)."""
 
-    def take(self, revision: int) -> Warm | None:
+    def take(self, revision: int, leading: Callable[[], bool] | None = None) -> Warm | None:
         """The leases as they were when the leader key was created at ``revision`` (every write of
-        an earlier term applied), handed over once; ``None``: not to be had, read etcd."""
+        an earlier term applied), handed over once; ``None``: not to be had, read etcd. Waits no
+        longer once ``leading()`` says the term is over."""
 
 
 @dataclass(frozen=True)
@@ -829,7 +830,10 @@ class EtcdLeaseStore:
         if self._taken is not None:
             taken, self._taken = self._taken, None
             return taken
-        warm, self._warm = self._warm.take(self._calls.term) if self._warm is not None else None, None
+        calls = self._calls
+        warm = self._warm.take(calls.term, lambda: calls.leadership.revision == calls.term) \
+            if self._warm is not None else None
+        self._warm = None
         if warm is not None:
             self.source = "the warm copy"
         return warm

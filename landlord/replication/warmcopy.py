@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from Pyro5.serializers import SerpentSerializer
@@ -53,6 +53,7 @@ log = logging.getLogger("landlord.warmcopy")
 
 CATCH_UP = 2.0  # seconds a new leader waits for its copy to reach its term's revision before reading etcd
 READ_WAIT = 120.0  # seconds a new leader waits at most for its copy's read of the group in progress
+LEADING_POLL = 0.1  # seconds between looks at whether the term still lasts, while waiting for that read
 RETRY_PAUSE = 0.2  # seconds before a broken watch is opened again, or a failed read tried again
 BROKEN_WATCHES = 3  # watches in a row that break with nothing applied before the copy is read afresh
 JOIN_TIMEOUT = 10.0  # seconds close() waits for the copy's thread
@@ -365,14 +366,15 @@ class WarmCopy:
         with self.changed:
             return len(self._folded) if self._folded is not None else 0
 
-    def take(self, revision: int) -> Warm | None:
+    def take(self, revision: int, leading: Callable[[], bool] | None = None) -> Warm | None:
         """The copy, once it has applied every event up to ``revision`` (the leader key's creation
         by this replica), waiting up to ``catch_up`` seconds; ``None`` if it has not by then, or
         holds none, or was handed over already. Either way the copy stops until :meth:`resume`.
-        A read of the group in progress is waited for first (up to READ_WAIT seconds): a store
-        that read etcd meanwhile would read the same, twice the work in one process."""
+        A read of the group in progress is waited for first (up to READ_WAIT seconds, and while
+        ``leading()`` says the term lasts): a store that read etcd meanwhile would read the same,
+        twice the work in one process."""
         with self.changed:
-            self.changed.wait_for(lambda: not (self._reading and self._following and not self._closing), READ_WAIT)
+            self._wait_read(leading)
             deadline = SYSTEM_CLOCK.monotonic() + self.catch_up
             while self._following and not self._closing and self._folded is not None \
                     and not self._caught_up(revision):
@@ -389,6 +391,15 @@ class WarmCopy:
             log.info("%r: not caught up with revision %d; the new leader reads etcd", self, revision)
             return None
         return folded.warm()
+
+    def _wait_read(self, leading: Callable[[], bool] | None) -> None:
+        """Wait for a read in progress (the caller holds :attr:`changed`), as :meth:`take` says."""
+        deadline = SYSTEM_CLOCK.monotonic() + READ_WAIT
+        while self._reading and self._following and not self._closing and (leading is None or leading()):
+            left = deadline - SYSTEM_CLOCK.monotonic()
+            if left <= 0:
+                return
+            self.changed.wait(min(left, LEADING_POLL))  # the term's end notifies nothing here: look again
 
     def resume(self) -> None:
         """Follow the group again, from a fresh read (after this replica's term); nothing if it follows."""

@@ -509,6 +509,25 @@ def test_a_new_leader_waits_for_its_copy_s_read_in_progress_rather_than_read_the
     assert taken and taken[0] is not None and [cookie for cookie, *_ in taken[0].leases] == ["held"]
 
 
+def test_a_term_that_ends_waits_no_more_for_its_copy_s_read(group: Group, monkeypatch: pytest.MonkeyPatch) -> None:
+    read = WarmCopy._read
+    reading, go_on = threading.Event(), threading.Event()
+
+    def slow_read(copy: WarmCopy) -> FoldedLeases:
+        reading.set()
+        assert go_on.wait(10.0)
+        return read(copy)
+    monkeypatch.setattr(WarmCopy, "_read", slow_read)
+    copy = group.copy()
+    assert reading.wait(10.0)
+    taken: list[Any] = []
+    taker = threading.Thread(target=lambda: taken.append(copy.take(group.election.revision or 0, lambda: False)))
+    taker.start()
+    taker.join(10.0)
+    go_on.set()
+    assert taken == [None], "a term that is over waited for the copy's read"
+
+
 def test_a_copy_not_caught_up_in_time_hands_over_nothing_and_resumed_reads_afresh(group: Group) -> None:
     copy = group.copy(catch_up=0.2)
     group.wait_caught_up(copy)
