@@ -223,10 +223,7 @@ class LeaseManager:
         """
         by_cookie = standby.table.by_cookie
         with self._lock:
-            if self._by_cookie:
-                raise ValueError("a manager adopts a standby table only while it holds nothing")
-            if not all(c in by_cookie and by_cookie[c].expiration == ENDED for c in standby.cancelled):
-                raise ValueError("an adopted lease said to be cancelled is not held as ended")
+            _check_adoptable(standby, holding=len(self._by_cookie))
             self._table, self._by_cookie = standby.table, by_cookie
             self._endings.restored_cancels.update(standby.cancelled)
         if by_cookie:
@@ -718,6 +715,16 @@ def unwrap_stored(data: Any) -> StoredExtra:
         raise ValueError(f"a malformed stored lease: {envelope!r:.80}")
     return StoredExtra(envelope["resource"], envelope["attached"], float(envelope["deadline"]),
                        envelope.get("ended_by"))
+
+
+def _check_adoptable(standby: Standby, *, holding: int) -> None:
+    """Raise ValueError if a manager ``holding`` that many leases cannot adopt ``standby`` (see
+    :meth:`LeaseManager.adopt`)."""
+    if holding:
+        raise ValueError("a manager adopts a standby table only while it holds nothing")
+    by_cookie = standby.table.by_cookie
+    if not all(cookie in by_cookie and by_cookie[cookie].expiration == ENDED for cookie in standby.cancelled):
+        raise ValueError("an adopted lease said to be cancelled is not held as ended")
 
 
 def _fanout(hooks: LeaseHooks | Sequence[LeaseHooks] | None) -> HookFanout | None:

@@ -486,15 +486,19 @@ class ReplicatedLandlord:
                 self._terms.pause_unless_changed(wanted)
 
     def _open(self, revision: int) -> bool:
-        """Make the term's landlord and load the group's leases into it; whether it was done."""
+        """Make the term's landlord and load the group's leases into it; whether it was done (``False``:
+        try again after a pause, unless the wanted term changes meanwhile)."""
         election = self._election
         assert election is not None
         started = time.monotonic()
         try:
             landlord = self._new_landlord(election)
         except LeadershipLost as exc:
-            log.info("%s: the term at revision %d ended before its leases were loaded (%s)", self.key, revision, exc)
-            return True
+            # unconfirmed (not yet deposed: the term is still wanted) or over: without a pause the loader
+            # would spin on it, starving of the GIL the keep-alives that could confirm it again
+            log.info("%s: the term at revision %d ended or is unconfirmed before its leases were loaded (%s)",
+                     self.key, revision, exc)
+            return False
         except self._errors as exc:
             log.warning("%s: cannot load the group's leases from etcd (%s); trying again", self.key, exc)
             return False

@@ -7,6 +7,9 @@ the next revision on and applies each event as it comes (a grant or change,
 a renewal-log chunk, a delete), each resource read (serpent) as it comes
 (:class:`FoldedLeases`, no etcd). Elected, its new store takes the copy
 (:meth:`WarmCopy.take`) instead of reading every lease from etcd again.
+Beside the fold it keeps the leases as the new leader's landlord will hold
+them (:class:`ReadyTable`: a lease table on the landlord's clock), which
+that landlord takes whole: at takeover no lease is built, loaded or filed.
 
 Safety: the copy answers nothing; only a term's landlord does, fenced as
 ever (:mod:`~landlord.replication.replicated`). It is handed over only once it

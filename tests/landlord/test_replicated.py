@@ -59,6 +59,21 @@ def test_replica_uris_refuse_a_bad_group_and_wrong_types() -> None:
         replica_uris([("h1", "4000", 1)], "rooms")  # type: ignore[list-item]
 
 
+class Unconfirmed:
+    """An election whose term is still wanted but not confirmed now (its keep-alives late)."""
+
+    key = "/landlord/rooms/leader"
+    revision: int | None = None
+
+
+def test_a_term_unconfirmed_before_its_leases_are_loaded_is_loaded_again_after_a_pause() -> None:
+    replica = ReplicatedLandlord(object(), group="rooms", replicas=replica_uris("h1:4000", "rooms"),  # type: ignore[arg-type]
+                                 warm=False)
+    replica._election = Unconfirmed()  # type: ignore[assignment]
+    # not done: the loader pauses before it tries again (spinning, it starved the keep-alives of the GIL)
+    assert replica._open(7) is False
+
+
 # -- against etcd ----------------------------------------------------------------------------------
 
 
