@@ -431,12 +431,15 @@ class _Calls:
                        pyetcd.exceptions.InternalServerError, self._none_left)
         self.timeout = pyetcd.exceptions.ConnectionTimeoutError  # a page too big to come within the client's timeout
 
-    def _call(self, call: Callable[[], T]) -> T:
+    def _call(self, call: Callable[[], T], *, timeouts: bool = True) -> T:
+        """``call()``, sent again as the class says (on a timeout too, unless not ``timeouts``)."""
         deadline = SYSTEM_CLOCK.monotonic() + RETRY_FOR  # real time, as the client's own timeouts
         while True:
             try:
                 return call()
             except self._retry as exc:
+                if not timeouts and isinstance(exc, self.timeout):
+                    raise
                 if SYSTEM_CLOCK.monotonic() >= deadline:
                     raise
                 log.debug("an etcd call failed (%s); sending it again", exc)
@@ -463,9 +466,10 @@ class _Calls:
         return self._call(lambda: self.client.get(key))[0]
 
     def range(self, start: bytes, end: bytes, *, limit: int = 0, revision: int = 0,
-              count_only: bool = False) -> RangeResponse:
+              count_only: bool = False, timeouts: bool = True) -> RangeResponse:
+        """A range read (one that timed out sent again only if ``timeouts``: a page is asked smaller instead)."""
         return self._call(lambda: self.client.get_range_response(start, end, limit=limit, revision=revision,
-                                                                 count_only=count_only))
+                                                                 count_only=count_only), timeouts=timeouts)
 
 
 # -- the renewal log and its committer ---------------------------------------------------------------
@@ -1118,7 +1122,7 @@ def _scan(calls: _Calls, prefix: str, revision: int) -> tuple[list[Any], int]:
     limit, found, failures, ceiling = FIRST_PAGE, [], 0, MAX_PAGE
     while True:
         try:
-            answer = calls.range(start, end, limit=limit, revision=revision)
+            answer = calls.range(start, end, limit=limit, revision=revision, timeouts=False)
         except calls.errors as exc:
             failures += 1
             if not (_status(exc) == "RESOURCE_EXHAUSTED" or isinstance(exc, calls.timeout)) or limit == 1 \

@@ -346,7 +346,7 @@ class WarmCopy:
         self._following = True  # False once handed over, until resumed
         self._closing = False
         self._watching: Any = None  # the watch in progress, for take() and close() to cancel
-        self._reading = False  # the copy's thread is reading the group (the first time, or afresh)
+        self._reading = False  # the copy's thread is reading the group (the first time, or afresh), or trying to
         self.loads = 0  # how many times the group was read (the first, and each reload)
         self._thread = threading.Thread(target=self._run, name=f"warm copy {self._root}", daemon=True)
 
@@ -431,12 +431,11 @@ class WarmCopy:
             try:
                 folded = self._read()
             except self._errors as exc:
-                self._read_over()
                 self._outage.failed(exc, "read the group's leases from")
                 self._pause()
                 continue
             except Exception:  # a bug: the copy must not die of it (a new leader reads etcd meanwhile)
-                self._read_over()
+                self._read_over()  # a new leader waits for it no more: its store reads etcd
                 log.exception("%r: unexpected error reading the group; trying again", self)
                 self._pause()
                 continue
@@ -451,14 +450,15 @@ class WarmCopy:
             self._follow(folded)
 
     def _wait_to_follow(self) -> bool:
-        """Wait until the copy is to follow (it reads the group then: :attr:`_reading`); whether it is."""
+        """Wait until the copy is to follow (it reads the group then, trying again while etcd does not
+        answer: :attr:`_reading`); whether it is."""
         with self.changed:
             self.changed.wait_for(lambda: self._closing or self._following)
             self._reading = not self._closing
             return not self._closing
 
     def _read_over(self) -> None:
-        """The read failed: a new leader waits for it no more (its store reads etcd)."""
+        """The read failed of a bug: a new leader waits for it no more (its store reads etcd)."""
         with self.changed:
             self._reading = False
             self.changed.notify_all()

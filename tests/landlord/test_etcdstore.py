@@ -513,7 +513,7 @@ class SlowPages:
         self.slow_over = slow_over
         self.asked: list[tuple[bytes, int, int]] = []
 
-    def range(self, start: bytes, end: bytes, *, limit: int = 0, revision: int = 0) -> Any:
+    def range(self, start: bytes, end: bytes, *, limit: int = 0, revision: int = 0, timeouts: bool = True) -> Any:
         self.asked.append((start, limit, revision))
         if limit > self.slow_over:
             raise self.timeout("etcd connection timeout")

@@ -484,16 +484,21 @@ class Noticing(threading.Condition):
         return super().wait(timeout)
 
 
-def test_a_new_leader_waits_for_its_copy_s_read_in_progress_rather_than_read_the_group_twice(
+def test_a_new_leader_waits_for_its_copy_s_read_in_progress_and_its_retries_rather_than_read_twice(
         group: Group, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyetcd
     now = float(int(time.time()))
     group.store.put("held", now + 60, "r", now)
     read = WarmCopy._read
     reading, go_on = threading.Event(), threading.Event()
+    attempts: list[int] = []
 
     def slow_read(copy: WarmCopy) -> FoldedLeases:
         reading.set()
         assert go_on.wait(10.0)
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise pyetcd.exceptions.ConnectionTimeoutError("etcd connection timeout")  # tried again after a pause
         return read(copy)
     monkeypatch.setattr(WarmCopy, "_read", slow_read)
     copy = WarmCopy(group.follower, group.election.key, catch_up=0.2)  # less than the read takes
@@ -507,6 +512,7 @@ def test_a_new_leader_waits_for_its_copy_s_read_in_progress_rather_than_read_the
     go_on.set()
     taker.join(10.0)
     assert taken and taken[0] is not None and [cookie for cookie, *_ in taken[0].leases] == ["held"]
+    assert len(attempts) == 2
 
 
 def test_a_term_that_ends_waits_no_more_for_its_copy_s_read(group: Group, monkeypatch: pytest.MonkeyPatch) -> None:
