@@ -107,7 +107,7 @@ BIN = 0.1                   # seconds per bar of the failover plot
 SEED_TERM = 3600.0          # seconds each lease written straight to etcd has (--failover-held): none ends in the run
 SEED_BATCH = 127            # leases a seeding transaction writes (etcd's --max-txn-ops is 128)
 SEED_THREADS = 4            # seeding transactions at once
-LOADED_PER_SECOND = 10_000  # leases a replica loads from etcd per second, cold, at the least (waits scale with it)
+LOADED_PER_SECOND = 5_000  # leases a replica loads from etcd per second, cold, at the least (waits scale with it)
 UNBUFFERED = {"PYTHONUNBUFFERED": "1"}
 # every landlord here is served the same way (serve_replica's default, the guarded server: its workers serve
 # renewals while a grant waits for etcd); the baselines on the same server type, so that only the store differs.

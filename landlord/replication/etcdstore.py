@@ -102,6 +102,7 @@ COMPACT_RATIO = 2  # compact when the log holds more than this many entries per 
 COMPACT_FLOOR = 10_000  # ...plus this many
 LOAD_ATTEMPTS = 3  # a load whose revision etcd compacted away meanwhile starts over
 PAGE_FAILURES = 6  # pages in a row a read asks again for fewer keys (too big, or timed out) before it fails
+PAGE_TIMEOUT = 10.0  # seconds one page of a read of many keys may take (a busy etcd: 0.3 s, the client's, is short)
 JOIN_TIMEOUT = 10.0  # seconds close() waits for the committer's thread
 RETRY_FOR = 2.0  # real seconds a call is sent again when its etcd member fails (etcd electing a leader)
 RETRY_PAUSE = 0.05  # seconds between attempts when pyetcd passes over every member for now
@@ -429,17 +430,13 @@ class _Calls:
         self._none_left = pyetcd.exceptions.NoServerAvailableError  # pyetcd passes over every member for now
         self._retry = (pyetcd.exceptions.ConnectionFailedError, pyetcd.exceptions.ConnectionTimeoutError,
                        pyetcd.exceptions.InternalServerError, self._none_left)
-        self.timeout = pyetcd.exceptions.ConnectionTimeoutError  # a page too big to come within the client's timeout
 
-    def _call(self, call: Callable[[], T], *, timeouts: bool = True) -> T:
-        """``call()``, sent again as the class says (on a timeout too, unless not ``timeouts``)."""
+    def _call(self, call: Callable[[], T]) -> T:
         deadline = SYSTEM_CLOCK.monotonic() + RETRY_FOR  # real time, as the client's own timeouts
         while True:
             try:
                 return call()
             except self._retry as exc:
-                if not timeouts and isinstance(exc, self.timeout):
-                    raise
                 if SYSTEM_CLOCK.monotonic() >= deadline:
                     raise
                 log.debug("an etcd call failed (%s); sending it again", exc)
@@ -466,10 +463,18 @@ class _Calls:
         return self._call(lambda: self.client.get(key))[0]
 
     def range(self, start: bytes, end: bytes, *, limit: int = 0, revision: int = 0,
-              count_only: bool = False, timeouts: bool = True) -> RangeResponse:
-        """A range read (one that timed out sent again only if ``timeouts``: a page is asked smaller instead)."""
+              count_only: bool = False) -> RangeResponse:
         return self._call(lambda: self.client.get_range_response(start, end, limit=limit, revision=revision,
-                                                                 count_only=count_only), timeouts=timeouts)
+                                                                 count_only=count_only))
+
+    def page(self, start: bytes, end: bytes, *, limit: int, revision: int) -> RangeResponse:
+        """One page of a read of many keys, given PAGE_TIMEOUT rather than the client's timeout (kept
+        short for the election's sake: a big page on a busy etcd outlasts it), sent once: a failed
+        page is the reader's to ask again (smaller)."""
+        from pyetcd import etcdrpc
+        request = etcdrpc.RangeRequest(key=start, range_end=end, limit=limit, revision=revision)
+        answer: RangeResponse = etcdrpc.KVStub(self.client.channel).Range(request, PAGE_TIMEOUT)
+        return answer
 
 
 # -- the renewal log and its committer ---------------------------------------------------------------
@@ -1115,21 +1120,22 @@ def read_record(prefix: str, kv: Any) -> tuple[str, Record]:
 def _scan(calls: _Calls, prefix: str, revision: int) -> tuple[list[Any], int]:
     """Every key under ``prefix`` at ``revision`` (0: the latest), in pages sized to stay under
     PAGE_BYTES; and the revision it was read at. A page over gRPC's limit, or that did not come
-    within the client's timeout (a busy etcd, a busy reader), is asked again for fewer keys, from
+    within PAGE_TIMEOUT (a busy etcd, a busy reader), is asked again for fewer keys, from
     where the read got to (the revision is fixed: what came before stays true), PAGE_FAILURES times
     in a row at most."""
     start, end = prefix.encode(), _range_end(prefix)
     limit, found, failures, ceiling = FIRST_PAGE, [], 0, MAX_PAGE
     while True:
         try:
-            answer = calls.range(start, end, limit=limit, revision=revision, timeouts=False)
+            answer = calls.page(start, end, limit=limit, revision=revision)
         except calls.errors as exc:
             failures += 1
-            if not (_status(exc) == "RESOURCE_EXHAUSTED" or isinstance(exc, calls.timeout)) or limit == 1 \
+            status = _status(exc)
+            if status not in ("RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED") or limit == 1 \
                     or failures > PAGE_FAILURES:
                 raise
             limit = max(1, limit // 4)  # ask for fewer keys, from the same one
-            if isinstance(exc, calls.timeout):
+            if status == "DEADLINE_EXCEEDED":
                 ceiling = limit  # and no more in a page from now on: a bigger one would time out again
             continue
         failures = 0
