@@ -30,10 +30,12 @@ replica's term is over): then it reads the group afresh and follows again.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from Pyro5.serializers import SerpentSerializer
@@ -60,6 +62,7 @@ LEADING_POLL = 0.1  # seconds between looks at whether the term still lasts, whi
 RETRY_PAUSE = 0.2  # seconds before a broken watch is opened again, or a failed read tried again
 BROKEN_WATCHES = 3  # watches in a row that break with nothing applied before the copy is read afresh
 JOIN_TIMEOUT = 10.0  # seconds close() waits for the copy's thread
+FREEZE_OVER = 100_000  # leases read at once past which what the read built is frozen out of the collector's scans
 
 _UNREADABLE = object()  # a resource serpent cannot read: its lease is kept (for its ended marks), never handed over
 
@@ -155,6 +158,29 @@ class ReadyTable:
             extra.attached = list(data.attached)
             extra.deadline = now + (data.deadline - wall)
         return leased, data.ended_by
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[list[int]]:
+    """No cyclic garbage collection while a read builds its objects (the caller appends how many leases
+    it read); a read of more than FREEZE_OVER leases then freezes them out of the collector's scans.
+
+    Why: a full collection scans every object; the read of a million leases would trigger a score
+    of them, each a pause of a second or more holding the GIL, long enough for the election's
+    keep-alives to go unconfirmed (its leader lost its term at every cold start). The leases are
+    not cyclic: frozen, they are still freed when dropped. Process-wide (the collector is), so only
+    for big reads; what else was alive then is frozen too, and freed as ever unless it ends in a cycle.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    built: list[int] = []
+    try:
+        yield built
+    finally:
+        if enabled:
+            gc.enable()
+        if sum(built) > FREEZE_OVER:
+            gc.freeze()
 
 
 def _monotonic(expiration: float, written: float, now: float, wall: float) -> float:
@@ -464,9 +490,11 @@ class WarmCopy:
             self.changed.notify_all()
 
     def _read(self) -> FoldedLeases:
-        records, chunks, revision = read_group(self._client, self.key, repr(self))
-        self.loads += 1
-        folded = FoldedLeases.read(self._root, records, chunks, revision, name=repr(self), clock=self._clock)
+        with _collector_paused() as built:
+            records, chunks, revision = read_group(self._client, self.key, repr(self))
+            self.loads += 1
+            folded = FoldedLeases.read(self._root, records, chunks, revision, name=repr(self), clock=self._clock)
+            built.append(len(records))
         log.info("%r: %d lease(s) read at revision %d; following", self, len(folded), revision)
         return folded
 

@@ -617,3 +617,21 @@ def test_a_follower_whose_copy_cannot_be_had_reads_etcd(replicas: ReplicaGroup[R
     successor = replicas.leader(excluding=leader)
     assert term_source(successor) == "etcd"
     assert lease.renew(30.0) == pytest.approx(30.0)
+
+
+def test_a_big_read_pauses_the_collector_and_freezes_what_it_built_a_small_one_only_pauses_it() -> None:
+    import gc
+
+    from landlord.replication import warmcopy
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with warmcopy._collector_paused() as built:
+        assert not gc.isenabled()  # no full collection over the objects a read builds, while it builds them
+        kept = [[number] for number in range(1000)]
+        built.append(warmcopy.FREEZE_OVER + 1)
+    try:
+        assert gc.isenabled() and gc.get_freeze_count() >= len(kept)
+    finally:
+        gc.unfreeze()
+    with warmcopy._collector_paused() as built:
+        built.append(10)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
