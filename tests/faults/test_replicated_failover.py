@@ -238,6 +238,7 @@ def test_kill_9_of_the_leader_mid_stream_the_successor_takes_over_from_its_warm_
     assert streamer.definite == [], "an acknowledged lease was refused"
     with replicas.proxy(successor) as proxy:
         assert proxy.term_source() == "the warm copy", "the successor read every lease from etcd again"
+        assert proxy.term_took_standby(), "the successor restored every lease one by one"
         held, live = proxy.replica_status()["held"], len(streamer.granted) - len(streamer.cancelled)
     # a grant or cancel that got no answer may or may not have been applied: at most one lease each
     assert live - streamer.unanswered - len(streamer.maybe_cancelled) <= held <= live + streamer.unanswered

@@ -8,7 +8,8 @@ this one serves at ``HOST:PORT`` (HOST: 127.0.0.1 unless given), which must be o
 expires on it (while it leads). Remote methods beside a landlord's:
 ``rent(room, duration)`` (a lease; only the leader grants), ``left(cookie)``
 (seconds the leader gives the lease, on its own clock), ``term_source()`` (whence the leader's term took its
-leases: "the warm copy" or "etcd"), and every replica's ``replica_status()``.
+leases: "the warm copy" or "etcd"), ``term_took_standby()`` (whether it took the copy's standby table whole),
+and every replica's ``replica_status()``.
 (The lock tests' replicas are the safety checker's: landlord.testing.replicacheck.)
 """
 
@@ -44,6 +45,11 @@ class ReplicatedRooms(landlord.ReplicatedLandlord):
     @Pyro5.api.expose
     def term_source(self) -> str:
         return str(self.answer(lambda held: getattr(held.store, "source", "")))
+
+    @Pyro5.api.expose
+    def term_took_standby(self) -> bool:
+        """Whether the leader's term took its warm copy's standby table whole (no lease restored one by one)."""
+        return bool(self.answer(lambda held: getattr(held.store, "ready_taken", False)))
 
 
 def main(endpoints: str, group: str, port: str, addresses: str, host: str = "127.0.0.1") -> None:
