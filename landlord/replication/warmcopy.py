@@ -46,7 +46,7 @@ from ..grantor.leasetable import LeaseTable
 from ..grantor.manager import ENDED, Standby, unwrap_stored
 from ..grantor.resource import LeasedResource
 from ..transport.backoff import OutageLog
-from .election import etcd_errors
+from .election import LeadershipLost, etcd_errors
 from .etcdstore import Chunk, Record, Warm, group_prefix, range_end, read_group, read_record, unpack_chunk
 
 if TYPE_CHECKING:
@@ -401,9 +401,16 @@ class WarmCopy:
         holds none, or was handed over already. Either way the copy stops until :meth:`resume`.
         A read of the group in progress is waited for first (up to READ_WAIT seconds, and while
         ``leading()`` says the term lasts): a store that read etcd meanwhile would read the same,
-        twice the work in one process."""
+        twice the work in one process.
+
+        Raises:
+            LeadershipLost: the term ended while the copy was still reading: the copy reads on, for
+                the next term (stopped, it would read everything again from the start).
+        """
         with self.changed:
             self._wait_read(leading)
+            if self._reading and leading is not None and not leading():
+                raise LeadershipLost(f"{self!r}: the term ended while the copy read the group; it reads on")
             deadline = SYSTEM_CLOCK.monotonic() + self.catch_up
             while self._following and not self._closing and self._folded is not None \
                     and not self._caught_up(revision):
