@@ -43,6 +43,7 @@ from typing import Any
 
 from .entry import (
     MAX_FIELDS,
+    MAX_NAME_LENGTH,
     Entry,
     UnknownEntry,
     check_class_name,
@@ -67,6 +68,7 @@ _KEEP = object()  # an item's _packing: kept once made
 _SCALARS = frozenset({str, int, float, bool})
 _NUMBERS = frozenset({int, float})
 _new_tuple = tuple.__new__  # an Expiry of a pair checked already, without a call of its __new__
+_INFINITY = math.inf
 
 
 def _refuse_constant(name: str) -> Any:
@@ -207,8 +209,9 @@ def _expiries(expiries: list[Expiry | None] | None) -> str:
     (formatted here: JSON's float repr was most of the cost), ``null`` for one not known or not finite."""
     if expiries is None:
         return ""
-    return ',"expiries":[' + ",".join([f"[{expiry[0]:.3f},{expiry[1]!r}]" if expiry is not None and expiry.bounded
-                                       else "null" for expiry in expiries]) + "]"
+    # bounded without the property's call: neither is infinite, so their sum is not (both are 0 or more)
+    return ',"expiries":[' + ",".join([f"[{expiry[0]:.3f},{expiry[1]!r}]" if expiry is not None
+                                       and expiry[0] + expiry[1] < _INFINITY else "null" for expiry in expiries]) + "]"
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -249,7 +252,7 @@ def _lineages(table: list[Any], classname: str) -> list[tuple[str, ...]]:
     return lineages
 
 
-_Make = Callable[[list[Any]], Entry]
+_Make = Callable[..., Entry]  # an entry of one shape, from its values given as arguments
 
 
 def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, ...],
@@ -257,7 +260,7 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
     """How to make an entry of one shape from its values: as its class if registered here, else unknown."""
     class_name = lineage[0]
     if cls is None:
-        def unknown(values: list[Any]) -> Entry:
+        def unknown(*values: Any) -> Entry:
             fields = dict.fromkeys(names)
             fields.update(zip(given, values))
             return UnknownEntry._checked(class_name, lineage, fields)
@@ -269,10 +272,12 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
     absent = tuple(name for name in names if name not in given)
     defaults = plain_defaults(cls)
     if defaults is not None:  # as its __init__ would: its defaults, then the fields sent
+        if names == cls._entry_field_names and not absent:
+            return cls  # every field, in its order: its own __init__ takes the values as they come, quickest
         start = {**defaults, **dict.fromkeys(absent)}
         new = object.__new__
 
-        def plain(values: list[Any]) -> Entry:
+        def plain(*values: Any) -> Entry:
             entry = new(cls)
             fields = entry.__dict__
             fields.update(start)
@@ -280,14 +285,14 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
             return entry
         return plain
     if all(name in cls._entry_init_names for name in names):
-        def known(values: list[Any]) -> Entry:
+        def known(*values: Any) -> Entry:
             fields = dict.fromkeys(absent)
             fields.update(zip(given, values))
             return cls(**fields)
         return known
     init = cls._entry_init_names
 
-    def known_with_non_init_fields(values: list[Any]) -> Entry:
+    def known_with_non_init_fields(*values: Any) -> Entry:
         fields = dict.fromkeys(absent)
         fields.update(zip(given, values))
         entry = cls(**{key: value for key, value in fields.items() if key in init})
@@ -402,28 +407,33 @@ def _checked_uri(uri: str) -> str:
 
 
 def _item(row: Any, layouts: list[_Layout], values: Sequence[Any], number: int, classname: str) -> ServiceItem:
-    where = f"item {number}"
-    row = _list(row, where, classname)
-    if len(row) < _ROW_HEAD:
-        raise ValueError(f"malformed {classname}: {where} has {len(row)} parts (service id, URI, layout, values)")
-    service_id, uri = row[0], row[1]
+    # the checks of a sound row first, inline (they ran for every item of every answer); what fails is
+    # checked again by the functions that say what is wrong
+    if type(row) is not list or len(row) < _ROW_HEAD:
+        row = _list(row, f"item {number}", classname)
+        raise ValueError(f"malformed {classname}: item {number} has {len(row)} parts "
+                         "(service id, URI, layout, values)")
+    service_id, uri, at = row[0], row[1], row[2]
     if type(uri) is not str:
-        raise TypeError(f"malformed {classname}: {where}'s URI is {type(uri).__name__}")
+        raise TypeError(f"malformed {classname}: item {number}'s URI is {type(uri).__name__}")
     try:
-        if service_id is not None:
+        if service_id is not None and not (type(service_id) is str and 0 < len(service_id) <= MAX_NAME_LENGTH):
             _check_service_id(service_id)
         _checked_uri(uri)  # the proxy is made when first asked for
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"malformed {classname}: {where}: {exc}") from None
-    layout = layouts[_index(row[2], len(layouts), f"{where}'s layout", classname)]
+        raise type(exc)(f"malformed {classname}: item {number}: {exc}") from None
+    if type(at) is not int or not 0 <= at < len(layouts):
+        _index(at, len(layouts), f"item {number}'s layout", classname)
+    layout = layouts[at]
     if len(row) != layout.width:
-        raise ValueError(f"malformed {classname}: {where} has {len(row) - _ROW_HEAD} values, "
+        raise ValueError(f"malformed {classname}: item {number} has {len(row) - _ROW_HEAD} values, "
                          f"its layout {layout.width - _ROW_HEAD}")
     if not _SCALARS.issuperset(map(type, itertools.islice(row, _ROW_HEAD, None))):
-        row = row[:_ROW_HEAD] + [value if type(value) in _SCALARS else _value(value, values, where, classname)
+        row = row[:_ROW_HEAD] + [value if type(value) in _SCALARS else _value(value, values, f"item {number}",
+                                                                             classname)
                                  for value in row[_ROW_HEAD:]]
     return ServiceItem._arrived(service_id, uri, layout.types, layout.type_set,
-                                tuple([make(row[start:end]) for make, start, end in layout.makers]))
+                                tuple([make(*row[start:end]) for make, start, end in layout.makers]))
 
 
 def unpack_matches(classname: str, total: int, text: str, values: Sequence[Any]) -> ServiceMatches:
@@ -458,7 +468,7 @@ def _unpack_matches(classname: str, total: int, text: str, values: Sequence[Any]
     items = [_item(row, layouts, values, number, classname) for number, row in enumerate(parts["items"])]
     if total < len(items):
         raise ValueError(f"malformed {classname}: total ({total}) is less than the number of items ({len(items)})")
-    return ServiceMatches(items, total, read_expiries(table.get("expiries"), len(items), classname))
+    return ServiceMatches._made(items, total, read_expiries(table.get("expiries"), len(items), classname))
 
 
 def read_expiries(expiries: Any, count: int, classname: str) -> list[Expiry | None] | None:
