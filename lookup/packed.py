@@ -418,34 +418,38 @@ def _checked_uri(uri: str) -> str:
     return uri_of(uri)
 
 
-def _item(row: Any, layouts: list[_Layout], values: Sequence[Any], number: int, classname: str) -> ServiceItem:
-    # the checks of a sound row first, inline (they ran for every item of every answer); what fails is
-    # checked again by the functions that say what is wrong
-    if type(row) is not list or len(row) < _ROW_HEAD:
-        row = _list(row, f"item {number}", classname)
-        raise ValueError(f"malformed {classname}: item {number} has {len(row)} parts "
-                         "(service id, URI, layout, values)")
-    service_id, uri, at = row[0], row[1], row[2]
-    if type(uri) is not str:
-        raise TypeError(f"malformed {classname}: item {number}'s URI is {type(uri).__name__}")
-    try:
-        if service_id is not None and not (type(service_id) is str and 0 < len(service_id) <= MAX_NAME_LENGTH):
-            _check_service_id(service_id)
-        _checked_uri(uri)  # the proxy is made when first asked for
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"malformed {classname}: item {number}: {exc}") from None
-    if type(at) is not int or not 0 <= at < len(layouts):
-        _index(at, len(layouts), f"item {number}'s layout", classname)
-    layout = layouts[at]
-    if len(row) != layout.width:
-        raise ValueError(f"malformed {classname}: item {number} has {len(row) - _ROW_HEAD} values, "
-                         f"its layout {layout.width - _ROW_HEAD}")
-    if not _SCALARS.issuperset(map(type, itertools.islice(row, _ROW_HEAD, None))):
-        row = row[:_ROW_HEAD] + [value if type(value) in _SCALARS else _value(value, values, f"item {number}",
-                                                                             classname)
-                                 for value in row[_ROW_HEAD:]]
-    return ServiceItem._arrived(service_id, uri, layout.types, layout.type_set,
-                                tuple([make(*row[start:end]) for make, start, end in layout.makers]))
+def _items(rows: list[Any], layouts: list[_Layout], values: Sequence[Any], classname: str) -> list[ServiceItem]:
+    """The items of an answer, each row checked. A sound row's checks are inline, in one loop (they ran
+    for every item of every answer); what fails is checked again by the functions that say what is wrong."""
+    items = []
+    arrived, checked_uri, scalars, islice = ServiceItem._arrived, _checked_uri, _SCALARS, itertools.islice
+    for number, row in enumerate(rows):
+        if type(row) is not list or len(row) < _ROW_HEAD:
+            row = _list(row, f"item {number}", classname)
+            raise ValueError(f"malformed {classname}: item {number} has {len(row)} parts "
+                             "(service id, URI, layout, values)")
+        service_id, uri, at = row[0], row[1], row[2]
+        if type(uri) is not str:
+            raise TypeError(f"malformed {classname}: item {number}'s URI is {type(uri).__name__}")
+        try:
+            if service_id is not None and not (type(service_id) is str and 0 < len(service_id) <= MAX_NAME_LENGTH):
+                _check_service_id(service_id)
+            checked_uri(uri)  # the proxy is made when first asked for
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"malformed {classname}: item {number}: {exc}") from None
+        if type(at) is not int or not 0 <= at < len(layouts):
+            _index(at, len(layouts), f"item {number}'s layout", classname)
+        layout = layouts[at]
+        if len(row) != layout.width:
+            raise ValueError(f"malformed {classname}: item {number} has {len(row) - _ROW_HEAD} values, "
+                             f"its layout {layout.width - _ROW_HEAD}")
+        if not scalars.issuperset(map(type, islice(row, _ROW_HEAD, None))):
+            row = row[:_ROW_HEAD] + [value if type(value) in _SCALARS else _value(value, values, f"item {number}",
+                                                                                 classname)
+                                     for value in row[_ROW_HEAD:]]
+        items.append(arrived(service_id, uri, layout.types, layout.type_set,
+                             tuple([make(*row[start:end]) for make, start, end in layout.makers])))
+    return items
 
 
 def unpack_matches(classname: str, total: int, text: str, values: Sequence[Any]) -> ServiceMatches:
@@ -477,7 +481,7 @@ def _unpack_matches(classname: str, total: int, text: str, values: Sequence[Any]
     parts = {key: _list(table[key], key, classname) for key in TABLE_KEYS}
     lineages = _lineages(parts["lineages"], classname)
     layouts = _layouts(parts["layouts"], _shapes(parts["shapes"], lineages, classname), classname)
-    items = [_item(row, layouts, values, number, classname) for number, row in enumerate(parts["items"])]
+    items = _items(parts["items"], layouts, values, classname)
     if total < len(items):
         raise ValueError(f"malformed {classname}: total ({total}) is less than the number of items ({len(items)})")
     return ServiceMatches._made(items, total, read_expiries(table.get("expiries"), len(items), classname))
