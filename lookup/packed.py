@@ -273,8 +273,10 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
     absent = tuple(name for name in names if name not in given)
     defaults = plain_defaults(cls)
     if defaults is not None:  # as its __init__ would: its defaults, then the fields sent
-        if names == cls._entry_field_names and not absent:
-            return cls  # every field, in its order: its own __init__ takes the values as they come, quickest
+        if names == cls._entry_field_names:  # every field, in its order: its own __init__ takes them as they come
+            if not absent:
+                return cls
+            return _positional(cls, len(names), tuple(names.index(name) for name in given))
         start = {**defaults, **dict.fromkeys(absent)}
         new = object.__new__
 
@@ -302,6 +304,20 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
                 setattr(entry, key, value)
         return entry
     return known_with_non_init_fields
+
+
+def _positional(cls: type[Entry], count: int, places: tuple[int, ...]) -> _Make:
+    """How to make an entry of ``cls`` (its __init__ the one dataclass made, taking its ``count`` fields in
+    order) from the values of the fields at ``places``, the others ``None``: by that __init__, quicker than
+    filling its ``__dict__``, which the interpreter must first make a dict of."""
+    nones = [None] * count
+
+    def positional(*values: Any) -> Entry:
+        fields = nones.copy()
+        for place, value in zip(places, values):
+            fields[place] = value
+        return cls(*fields)
+    return positional
 
 
 @functools.lru_cache(maxsize=TABLES_KEPT)
