@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import figure, finite, ratio_of, table
+from harness import figure, finite, lines_of, ratio_of, table
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -90,11 +90,11 @@ TEXT_WIDTH = 0.07  # of the axis, about what a bar's printed value takes
 
 # what each family's plot compares, for its title (a plot is read on its own)
 FAMILY_TITLES = {
-    "renew": "lease renewals against a raw Pyro5 call of the same shape",
+    "renew": "renewals against raw Pyro5 calls of their shape, on serpent and msgpack",
     "etcd": "landlord against etcd (single member on loopback, data on tmpfs)",
     "lookup": "the lookup service against the Pyro5 name server",
     "expiry": "the reapers against a bare dict + SortedList + one sleeping thread",
-    "renewal": "the renewal manager's CPU against a raw renew_all call",
+    "renewal": "the renewal manager's CPU against raw calls of its calls' shape",
     "store": "the SQLite LeaseStore against a landlord in memory",
     "replicated": "a replicated landlord against in-memory, SQLite and etcd",
     "metrics": "a landlord with metrics on against one without",
@@ -125,9 +125,10 @@ class Bar:
 
 
 def bars_of(rows: Sequence[Mapping[str, Any]], prefix: str = "") -> list[Bar]:
-    """The rows that have a ratio, as bars (``prefix`` before each label); rows without a baseline are left out."""
+    """The rows that have a ratio, as bars (``prefix`` before each label), a bar per baseline (a row with two
+    is two bars, each named after its baseline and judged on its own goal); rows without a baseline are left out."""
     bars = []
-    for row in rows:
+    for row in (line for whole in rows for line in lines_of(whole)):
         ratio = ratio_of(row.get("landlord"), row.get("baseline"), row.get("unit"))
         if ratio is None:
             continue
@@ -224,7 +225,8 @@ def bar_figure(plt: Any, bars: Sequence[Bar], title: str, path: Path, footnote: 
 
 def unplotted(rows: Sequence[Mapping[str, Any]], most: int = 6) -> str:
     """The rows without a ratio (no baseline), as lines for a footnote."""
-    left = [row for row in rows if ratio_of(row.get("landlord"), row.get("baseline"), row.get("unit")) is None]
+    left = [line for row in rows for line in lines_of(row)
+            if ratio_of(line.get("landlord"), line.get("baseline"), line.get("unit")) is None]
     lines = [f"{row.get('metric')}: {figure(row.get('landlord'))} {row.get('unit') or ''}".strip()
              for row in left[:most]]
     if len(left) > most:
