@@ -392,8 +392,9 @@ def spread_text(row: Mapping[str, Any]) -> str:
 def table(results: Sequence[Mapping[str, Any]], *, names: bool = True) -> str:
     """The rows of ``results`` (each ``{"name", "rows"}``, rows as written to JSON) as one table; a row with
     two baselines is two lines, one per baseline (:func:`lines_of`)."""
-    rows = [(str(result.get("name", "?")), line) for result in results for row in result.get("rows", [])
-            for line in lines_of(row)]
+    whole = [(str(result.get("name", "?")), row) for result in results for row in result.get("rows", [])]
+    rows = [(name, line) for name, row in whole for line in lines_of(row)]
+    twice = len(rows) > len(whole)  # some row has two baselines
     # as wide as the longest metric: a label cut short reads as another measurement
     width = max([len(str(row.get("metric"))) for _, row in rows] + [6])
     header = (f"{'benchmark':<14} " if names else "") + (
@@ -409,8 +410,8 @@ def table(results: Sequence[Mapping[str, Any]], *, names: bool = True) -> str:
             f"{spread_text(row):>13} {goal_text(row):>14}  {met}"))
     lines.append("(ratio: times better than the baseline, > 1 is better" + (
         "; rounds: its min–max over the rounds, or landlord's without a baseline; the figures are the "
-        "median-ratio round's, for each baseline its own)" if any(row.get("rounds", 1) > 1 for _, row in rows)
-        else ")"))
+        f"median-ratio round's{', for each baseline its own' if twice else ''})"
+        if any(row.get("rounds", 1) > 1 for _, row in rows) else ")"))
     return "\n".join(lines)
 
 
