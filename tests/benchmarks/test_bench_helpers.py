@@ -105,6 +105,9 @@ def test_the_axis_ends_at_the_cap_past_a_goal_and_never_before_one() -> None:
     assert run_all.axis_end([run_all.Bar("goal", 1.0, goal=3.0)]) == pytest.approx(3.3)
     assert run_all.axis_end([run_all.Bar("small", 0.2, 0.1, 0.3)]) == pytest.approx(1.2)
     assert run_all.axis_end([run_all.Bar("some", 1.5, 1.4, 2.0)]) == pytest.approx(2.3)
+    # a goal far past the cap (30x) would squash every other bar: it is printed, not reached for
+    assert run_all.axis_end([run_all.Bar("far", 21.0, 16.0, 23.0, goal=30.0)]) == run_all.RATIO_CAP
+    assert run_all.axis_end([run_all.Bar("near", 1.0, goal=5.0)]) == pytest.approx(5.5)
 
 
 def test_family_names_drop_the_bench_prefix() -> None:
