@@ -16,8 +16,11 @@ what crossed in serpent crosses the same way:
   (:data:`TUPLE`, :data:`SET`, :data:`FROZENSET`) holding its items packed.
   Nesting of these is bounded (:data:`MAX_NESTING`): each level is a parse of
   its own, on the parsing thread's stack.
-- **Subclasses of the plain types travel as the plain type** (an ``IntEnum``
-  as its int, as json sends it) unless a converter is registered for them.
+- **What msgpack has no form for goes as serpent sends it**, unless a
+  converter is registered for its class: a subclass of a plain type as the
+  plain type, an enum as its value, a date or datetime as its ISO text, a
+  time as text, a timedelta as seconds. (Bytes stay bytes, where serpent
+  sends a dict of base-64 text.)
 - **A message that does not parse says so**: a ``SerializeError`` naming the
   serializer, answered to the caller, never a bare ``ValueError`` from
   msgpack; what a class's converter raises is raised as it is, as with serpent.
@@ -41,6 +44,8 @@ tables, for the whole process (servers and clients alike read with them).
 
 from __future__ import annotations
 
+import datetime
+import enum
 import json
 import struct
 import threading
@@ -135,9 +140,13 @@ class WireMsgpack(Pyro5.serializers.MsgpackSerializer):
             return msgpack.ExtType(TUPLE, self._pack(list(obj)))
         if kind is set or kind is frozenset:
             return msgpack.ExtType(SET if kind is set else FROZENSET, self._pack(list(obj)))
-        if kind not in _PLAIN and isinstance(obj, _PLAIN) and not _has_converter(kind):
-            plain: Any = next(base for base in _PLAIN if isinstance(obj, base))  # bool cannot be subclassed
-            return plain(obj)
+        converter = _converters().get(kind)  # a class of landlord's or the user's: the common case, at once
+        if converter is not None:
+            return converter(obj)
+        if not _has_converter(kind):
+            as_serpent = _as_serpent_sends(obj)
+            if as_serpent is not _NOTHING:
+                return as_serpent
         return self.default(obj)
 
     def _object_hook(self, obj: dict[str, Any]) -> Any:
@@ -164,9 +173,35 @@ class WireMsgpack(Pyro5.serializers.MsgpackSerializer):
         return tuple(items) if code == TUPLE else set(items) if code == SET else frozenset(items)
 
 
+def _converters() -> dict[type, Any]:
+    """Pyro5's converters of classes to dicts, by class (every serializer's, registered with
+    ``register_class_to_dict``)."""
+    return Pyro5.serializers.SerializerBase._SerializerBase__custom_class_to_dict_registry
+
+
 def _has_converter(kind: type) -> bool:
-    registry: dict[type, Any] = Pyro5.serializers.SerializerBase._SerializerBase__custom_class_to_dict_registry
-    return any(issubclass(kind, registered) for registered in registry)
+    return any(issubclass(kind, registered) for registered in _converters())
+
+
+_NOTHING = object()
+
+
+def _as_serpent_sends(obj: Any) -> Any:
+    """What serpent sends for ``obj``, where msgpack has no form of its own (else :data:`_NOTHING`):
+    a subclass of a plain type as the plain type, an enum as its value, dates and times as text,
+    a timedelta as seconds."""
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, _PLAIN) and type(obj) not in _PLAIN:
+        plain: Any = next(base for base in _PLAIN if isinstance(obj, base))  # bool cannot be subclassed
+        return plain(obj)
+    if isinstance(obj, (datetime.datetime, datetime.date)):
+        return obj.isoformat()
+    if isinstance(obj, datetime.time):
+        return str(obj)
+    if isinstance(obj, datetime.timedelta):
+        return obj.total_seconds()
+    return _NOTHING
 
 
 class NamedSerpent(Pyro5.serializers.SerpentSerializer):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import enum
 import math
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +18,7 @@ import Pyro5.callcontext
 import Pyro5.errors
 import Pyro5.serializers
 import pytest
+import serpent  # type: ignore[import-untyped]
 
 from landlord import LandlordLease, LeaseDeniedError, LeaseMapError, RenewResults, UnknownLeaseError, wire_proxy
 from landlord.serving import serve_object
@@ -98,6 +102,17 @@ def test_landlord_classes_and_errors_cross_as_themselves(wire: WireMsgpack) -> N
         assert isinstance(error, LeaseMapError) and isinstance(next(iter(error.failures.values())), UnknownLeaseError)
         assert color == 1 and type(color) is int  # an int subclass as its int, as json sends it
         assert big == 2**70
+
+
+class Mood(enum.Enum):
+    CALM = "calm"
+
+
+def test_what_msgpack_has_no_form_for_crosses_as_serpent_sends_it(wire: WireMsgpack) -> None:
+    value = [Mood.CALM, Color.RED, datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+             datetime.date(2026, 1, 2), datetime.time(1, 2), datetime.timedelta(seconds=90),
+             decimal.Decimal("1.5"), uuid.UUID(int=5), complex(1, 2)]
+    assert answer(wire, value, dialect=True) == serpent.loads(serpent.dumps(value))
 
 
 @pytest.mark.parametrize("data, says", [
