@@ -290,8 +290,8 @@ def record_renewals(leases: Sequence[LandlordLease], sent: tuple[float, float],
     for lease, grant in zip(leases, granted):
         if grant == -1:
             failures[lease] = next(denials, None) or LeaseError("renewal failed without a reason")
-        else:
-            lease.record_grant(sent, check_granted(grant))
+        else:  # a float of seconds passes as it is (check_granted would only return it), all else is checked
+            lease.record_grant(sent, grant if type(grant) is float and grant >= 0 else check_granted(grant))
     return failures
 
 

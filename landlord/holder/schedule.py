@@ -43,6 +43,7 @@ import dataclasses
 import heapq
 import itertools
 import math
+import operator
 import random as _random
 from collections.abc import Callable, Hashable, Mapping
 
@@ -255,7 +256,7 @@ class Call:
         finish: when it should be done by (:func:`~landlord.holder.pace.finish_by`, for its first lease to end).
     """
 
-    __slots__ = ("key", "sent", "finish", "_members", "_backoff", "_pace")
+    __slots__ = ("key", "sent", "finish", "_members", "_backoff", "_pace", "_deadline")
 
     def __init__(self, key: Hashable | None, members: list[_Kept], sent: float, backoff: Backoff | None, *,
                  pace: Pace | None = None, renew_after: float = RENEW_AFTER) -> None:
@@ -263,6 +264,8 @@ class Call:
         self.sent = sent
         self._pace = pace  # its landlord's, measured by every call to it (those before this one in its round too)
         first = min(members, key=_deadline).lease
+        # its leases' deadlines move only when it is answered: the first one's end, once for the call
+        self._deadline = first.deadline
         # as the terms say: done while (1 - renew_after) / 2 of the term (a third) is left; for a lease
         # handed over with less than that left, within the first half of what it had
         finish = finish_by(first.deadline - (1 - renew_after) * first.term, first.deadline)
@@ -285,13 +288,15 @@ class Call:
         further than its desired expiration (as seen at :attr:`sent`); ``ANY`` stays ``ANY``."""
         sent = self.sent
         leases = [kept.lease for kept in self._members]
-        durations = [kept.renew_duration if kept.renew_duration == ANY
-                     else min(kept.renew_duration, kept.desired - sent) for kept in self._members]
+        # min() spelt out: this runs once per lease of every round
+        durations = [asked if (asked := kept.renew_duration) == ANY or (left := kept.desired - sent) >= asked
+                     else left for kept in self._members]
         return leases, durations
 
     def deadline(self) -> float:
-        """When the first of its leases ends (the call must not wait past it: :func:`attempt_timeout`)."""
-        return min(kept.lease.deadline for kept in self._members)
+        """When the first of its leases ends (the call must not wait past it: :func:`attempt_timeout`),
+        as it did when the call was made."""
+        return self._deadline
 
     @property
     def expected(self) -> float:
@@ -587,44 +592,68 @@ class Schedule:
             Whom to tell what, of the leases let go.
         """
         told: list[Told] = []
-        fresh: dict[float, list[_Kept]] = {}
         retry: dict[float, list[_Kept]] = {}
         drop: dict[float, list[_Kept]] = {}
         whole = None if error is None else classify(error)  # the same for every lease in the call
         backoff, delay, last_error = call._backoff, math.nan, None
         expected, busy = self._measure(call, now, call.sent if started is None else started, error is None)
-        plan = busy or expected > 0
-        for kept in call._members:
-            if kept.batch is None:
-                continue  # removed, replaced or cleared while the call was out
-            exc = error if error is not None else failures.get(kept.lease) if failures else None
-            if exc is None:
-                lease = kept.lease
-                if lease.deadline >= kept.desired - _COVER_SLACK:
-                    drop.setdefault(kept.desired, []).append(kept)
-                else:
-                    due = renewal_time(now, lease.deadline, lease.term, renew_after=self._renew_after)
-                    if plan:  # a landlord measured: no call at all per lease before that
-                        due = planned_start(due, lease.deadline, expected, now, busy=busy)
-                    fresh.setdefault(max(due, now + _MIN_GAP), []).append(kept)
-                    if kept.warning is not None:
-                        self._alarm_unrenewed(kept, now)
-            elif (whole if whole is not None else classify(exc)) is Verdict.RETRY and now < kept.lease.deadline:
-                if math.isnan(delay):  # one draw per call: its leases back off together
-                    if backoff is None:
-                        backoff = Backoff(self._retry[0], self._retry[1], random=self._retry[2])
-                    delay = backoff.next_delay()
-                due = retry_time(now, kept.lease.deadline, delay, waited=now - call.sent)
-                retry.setdefault(min(due, kept.desired), []).append(kept)
-                last_error = exc
-            else:  # a definite answer, or retried until the lease ran out
-                self._end(kept)
-                told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, exc)))
+        if error is None and not failures:  # the usual answer: every lease renewed, one pass
+            renewed = [kept for kept in call._members if kept.batch is not None]
+        else:
+            renewed = []
+            for kept in call._members:
+                if kept.batch is None:
+                    continue  # removed, replaced or cleared while the call was out
+                exc = error if error is not None else failures.get(kept.lease) if failures else None
+                if exc is None:
+                    renewed.append(kept)
+                elif (whole if whole is not None else classify(exc)) is Verdict.RETRY and now < kept.lease.deadline:
+                    if math.isnan(delay):  # one draw per call: its leases back off together
+                        if backoff is None:
+                            backoff = Backoff(self._retry[0], self._retry[1], random=self._retry[2])
+                        delay = backoff.next_delay()
+                    due = retry_time(now, kept.lease.deadline, delay, waited=now - call.sent)
+                    retry.setdefault(min(due, kept.desired), []).append(kept)
+                    last_error = exc
+                else:  # a definite answer, or retried until the lease ran out
+                    self._end(kept)
+                    told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, exc)))
+        fresh = self._next_renewals(renewed, now, expected, busy, drop)
         for kind, by_due in ((_RENEW, fresh), (_RETRY, retry), (_DROP, drop)):
             for i, (due, members) in enumerate(_sweep(by_due, self._window if kind != _DROP else 0.0)):
                 # each batch backs off on its own
                 self._new_batch(call.key, kind, due, members, backoff if i == 0 else copy.copy(backoff), last_error)
         return told
+
+    def _next_renewals(self, renewed: list[_Kept], now: float, expected: float, busy: bool,
+                       drop: dict[float, list[_Kept]]) -> dict[float, list[_Kept]]:
+        """The next renewal of each lease just ``renewed``, as seen at ``now``, by due time (those
+        granted to their desired expiration go in ``drop`` instead), for a landlord whose calls of
+        this size take ``expected`` seconds and whose lane is ``busy`` or not.
+
+        Leases renewed in one call share their deadline and term (one grant, one moment), so
+        their due time is worked out once for each run of equal ones, not once per lease.
+        """
+        fresh: dict[float, list[_Kept]] = {}
+        plan, after, soonest = busy or expected > 0, self._renew_after, now + _MIN_GAP
+        last_deadline = last_term = math.nan  # NaN equals nothing: the first lease works its due out
+        group: list[_Kept] = []
+        for kept in renewed:
+            lease = kept.lease
+            deadline, term = lease.deadline, lease.term
+            if deadline >= kept.desired - _COVER_SLACK:
+                drop.setdefault(kept.desired, []).append(kept)
+                continue
+            if deadline != last_deadline or term != last_term:
+                due = renewal_time(now, deadline, term, renew_after=after)
+                if plan:  # a landlord measured: no call at all per lease before that
+                    due = planned_start(due, deadline, expected, now, busy=busy)
+                group = fresh.setdefault(max(due, soonest), [])
+                last_deadline, last_term = deadline, term
+            group.append(kept)
+            if kept.warning is not None:
+                self._alarm_unrenewed(kept, now)
+        return fresh
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -764,8 +793,7 @@ def _failures(backoff: Backoff) -> int:
     return backoff.failures
 
 
-def _deadline(kept: _Kept) -> float:
-    return kept.lease.deadline
+_deadline = operator.attrgetter("lease.deadline")  # of a _Kept; a key for min(), with no Python frame per lease
 
 
 def check_finite(value: object, name: str) -> float:
