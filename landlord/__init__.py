@@ -40,7 +40,7 @@ from .transport.clients import client_of_call
 from .transport.framing import FrameLimits
 from .transport.lanes import Lanes
 from .transport.proxies import discard as discard_proxy
-from .transport.proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within
+from .transport.proxies import get_call_timeout, proxy_for, set_call_timeout, timeout_within, wire_proxy
 from .wire import register_exception
 
 if TYPE_CHECKING:  # for the type checker: at run time these load on first use (__getattr__ below)
@@ -116,7 +116,8 @@ __all__ = [
     "LeaseRenewalManager", "LeaseRenewalEvent", "LeaseWarningEvent", "renewal_time",
     "LeaseRenewalService", "RenewalSetClient", "RenewalSetListener",
     "Clock", "SystemClock", "FakeClock", "SYSTEM_CLOCK", "Backoff", "OutageLog", "PeerErrors", "Lanes",
-    "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "discard_proxy", "register_exception",
+    "get_call_timeout", "set_call_timeout", "timeout_within", "proxy_for", "wire_proxy", "discard_proxy",
+    "register_exception",
     "serve_landlord", "serve_replica", "FrameLimits", "client_of_call", "IN_PROCESS_CLIENT",
     "TLSConfig", "apply_tls", "tls_settings",
 ]

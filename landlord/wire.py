@@ -29,6 +29,7 @@ from .clock import SYSTEM_CLOCK
 from .errors import LeaseDeniedError, LeaseError, LeaseMapError, NotLeaderError, StaleTokenError, UnknownLeaseError
 from .holder.landlordlease import LandlordLease
 from .results import RenewResults
+from .transport.serializers import install as install_serializers
 
 __all__ = ["register_exception", "register_converters", "checked_fields", "LEASE_CLASS", "RENEW_RESULTS_CLASS"]
 
@@ -146,7 +147,8 @@ def register_converters(cls: type, classname: str, to_dict: Callable[[Any], dict
 
 
 def register_all() -> None:
-    """Register every landlord converter (idempotent)."""
+    """Register every landlord converter, and landlord's serializers in Pyro5's tables (idempotent)."""
+    install_serializers()
     register_converters(LandlordLease, LEASE_CLASS, lease_to_dict, lease_from_dict)
     register_converters(RenewResults, RENEW_RESULTS_CLASS, results_to_dict, results_from_dict)
     register_converters(LeaseMapError, _exception_name(LeaseMapError), map_error_to_dict, map_error_from_dict)

@@ -4,14 +4,16 @@ A call takes one of two paths:
 
 * **asyncio streams** (:class:`StreamCalls`): the renewals and cancels of a
   plain remote landlord's leases (a :class:`~landlord.LandlordLease` naming a
-  ``PYRO:`` URI with host and port, the serpent serializer, no TLS) go out
+  ``PYRO:`` URI with host and port, no TLS) go out
   from the loop itself, as Pyro5 messages (``Pyro5.protocol``) on stream
   connections: up to ``max_workers`` per landlord, one call at a time on each;
 * **worker threads**: everything else (a landlord in this process, a
-  replicated landlord's group and leader, TLS, another serializer, leases of
+  replicated landlord's group and leader, TLS, leases of
   other kinds, :func:`call`, a :class:`~landlord.LeaseMap`) runs the sync code
   on a worker of a bounded :class:`CallPool`; each worker keeps its own Pyro5
   proxies, one per URI, as :mod:`landlord.transport.proxies` does for any thread.
+
+Both paths speak landlord's serializer (:mod:`landlord.transport.serializers`).
 
 **Why streams, where they can.** Both ways were measured from one loop
 against a landlord in another process (``benchmarks/bench_aio.py``; the
@@ -69,6 +71,7 @@ from Pyro5 import config as pyro_config
 from ..holder.landlordlease import LandlordLease
 from ..lease import Lease
 from ..transport import proxies
+from ..transport.serializers import WIRE_SERIALIZER
 
 __all__ = ["DEFAULT_MAX_WORKERS", "MAX_WORKERS", "CallPool", "shared_pool", "close_shared_pool", "pool_of",
            "check_timeout", "StreamCalls", "call"]
@@ -266,11 +269,11 @@ class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, object_id: str) -> None:
         self._reader, self._writer, self._object = reader, writer, object_id
         self._sequence = 0
-        self._serializer = serializers.serializers["serpent"]
+        self._serializer = serializers.serializers[WIRE_SERIALIZER]
 
     @classmethod
     async def open(cls, uri: Pyro5.core.URI) -> _Connection:
-        """Connect and greet as a Pyro5 proxy does (the ``hello`` handshake, serpent).
+        """Connect and greet as a Pyro5 proxy does (the ``hello`` handshake, in landlord's serializer).
 
         Raises:
             Pyro5.errors.CommunicationError: no connection, or the daemon refused it.
@@ -321,7 +324,8 @@ class _Connection:
         if answer.type not in accepted or answer.seq != self._sequence:
             raise Pyro5.errors.ProtocolError(f"unexpected answer: type {answer.type}, sequence {answer.seq}")
         if answer.serializer_id != self._serializer.serializer_id and answer.type == protocol.MSG_RESULT:
-            raise Pyro5.errors.SerializeError(f"answer in serializer {answer.serializer_id}, not serpent")
+            raise Pyro5.errors.SerializeError(f"answer in serializer {answer.serializer_id}, "
+                                             f"not {self._serializer.serializer_id}")
         return answer
 
     def _load(self, answer: protocol.ReceivingMessage) -> Any:
@@ -357,15 +361,14 @@ class StreamCalls:
     def usable(lease: Lease) -> str | None:
         """The URI to reach ``lease``'s landlord at over a stream, or ``None``: its calls go on a worker.
 
-        Streams carry a plain remote landlord's calls over TCP with serpent and
-        without TLS. Others take the sync path, which knows them: a landlord in
-        this process (called directly), a replicated one (its group and leader),
-        TLS (``Pyro5.config.SSL``), another serializer, a Unix socket, a lease of
-        another kind.
+        Streams carry a plain remote landlord's calls over TCP without TLS.
+        Others take the sync path, which knows them: a landlord in this process
+        (called directly), a replicated one (its group and leader), TLS
+        (``Pyro5.config.SSL``), a Unix socket, a lease of another kind.
         """
         if type(lease) is not LandlordLease or lease.replicated or not isinstance(lease.landlord, str):
             return None
-        if pyro_config.SSL or pyro_config.SERIALIZER != "serpent":
+        if pyro_config.SSL:
             return None
         return lease.landlord
 

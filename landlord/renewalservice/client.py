@@ -27,6 +27,7 @@ import Pyro5.server
 from ..duration import ANY, FOREVER, check_duration
 from ..holder.landlordlease import LandlordLease
 from ..lease import Lease
+from ..transport.proxies import wire_proxy
 
 __all__ = ["RenewalSetClient", "RenewalSetListener", "CALL_TIMEOUT"]
 
@@ -132,6 +133,6 @@ class RenewalSetListener:
 
 
 def _proxy(uri: str, timeout: float) -> Pyro5.api.Proxy:
-    proxy = Pyro5.api.Proxy(uri)
+    proxy: Pyro5.api.Proxy = wire_proxy(uri)
     proxy._pyroTimeout = timeout
     return proxy

@@ -1,7 +1,9 @@
 """The transport: how calls reach a landlord and how a server takes them, below leases and grants.
 
+- both sides: :mod:`~landlord.transport.serializers` (msgpack in landlord's
+  dialect, which landlord's own proxies speak; every serializer's parse errors named);
 - the caller's side: :mod:`~landlord.transport.proxies` (one proxy per thread and
-  URI, calls bounded in time), :mod:`~landlord.transport.lanes` (calls to one
+  URI, calls bounded in time, speaking landlord's serializer), :mod:`~landlord.transport.lanes` (calls to one
   peer in order, on bounded workers), :mod:`~landlord.transport.backoff` (when to
   try again), :mod:`~landlord.transport.verdicts` (a failure: a definite answer,
   or a reason to retry);
@@ -22,7 +24,8 @@
 It may import only the basics (errors, clock, duration) and :mod:`landlord.tls`;
 everything above it may import it. Inside, the guarded server's parts import
 downwards only: frameserver, then admission and workers, then connection,
-refusals and budget, then framing. Loggers keep the names the modules had before
-they moved here (``landlord.proxies``, ``landlord.frameserver``, ...); the guarded
-server's parts log as ``landlord.frameserver``, as they did when they were its methods.
+refusals and budget, then framing; serializers imports nothing of landlord's.
+Loggers keep the names the modules had before they moved here
+(``landlord.proxies``, ``landlord.frameserver``, ...); the guarded server's
+parts log as ``landlord.frameserver``, as they did when they were its methods.
 """

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import logging
 import selectors
 import socket
@@ -64,7 +63,6 @@ from typing import Any
 import Pyro5.api
 import Pyro5.errors
 import Pyro5.serializers
-import serpent  # type: ignore[import-untyped]
 from Pyro5.svr_multiplex import SocketServer_Multiplex
 
 from .admission import Admission
@@ -72,6 +70,7 @@ from .budget import LargeMessageBudget
 from .connection import FramedConnection, send_some
 from .framing import Frame, FrameLimits, FrameRefused
 from .refusals import Refusals, refusal_message
+from .serializers import install as install_serializers
 from .workers import WORKERS, FrameWorkers, check_workers
 
 __all__ = ["FrameServer", "guard", "WORKERS"]
@@ -392,64 +391,6 @@ def guard(daemon: Pyro5.api.Daemon, limits: FrameLimits | None = None, *, worker
         limits = FrameLimits()
     if not isinstance(limits, FrameLimits):
         raise TypeError(f"limits must be a FrameLimits, got {type(limits).__name__}")
-    _name_parse_errors()
+    install_serializers()
     return FrameServer(daemon, limits, workers)
 
-
-# -- bodies that do not parse --------------------------------------------------------------------------
-
-_PARSE_ERRORS = (SyntaxError, ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError, MemoryError)
-
-
-def _malformed(serializer: str, exc: BaseException) -> Pyro5.errors.SerializeError:
-    return Pyro5.errors.SerializeError(f"malformed {serializer} message: {type(exc).__name__}: {exc}"[:500])
-
-
-class _NamedSerpent(Pyro5.serializers.SerpentSerializer):
-    """Pyro5's serpent, whose parse errors say what they are (a ``SerializeError``, answered to the
-    caller) rather than a bare ``SyntaxError`` from Python's parser. What converters raise is unchanged."""
-
-    def loadsCall(self, data: bytes) -> Any:  # noqa: N802 (Pyro5's name)
-        try:
-            obj, method, vargs, kwargs = serpent.loads(data)
-        except _PARSE_ERRORS as exc:
-            raise _malformed("serpent", exc) from None
-        return obj, method, self.recreate_classes(vargs), self.recreate_classes(kwargs)
-
-    def loads(self, data: bytes) -> Any:
-        try:
-            parsed = serpent.loads(data)
-        except _PARSE_ERRORS as exc:
-            raise _malformed("serpent", exc) from None
-        return self.recreate_classes(parsed)
-
-
-class _NamedJson(Pyro5.serializers.JsonSerializer):
-    """Pyro5's json, whose parse errors (and calls missing their parts) say what they are."""
-
-    def loadsCall(self, data: bytes) -> Any:  # noqa: N802 (Pyro5's name)
-        try:
-            call = json.loads(bytes(data).decode("utf-8"))
-            obj, method, vargs, kwargs = call["object"], call["method"], call["params"], call["kwargs"]
-        except _PARSE_ERRORS as exc:
-            raise _malformed("json", exc) from None
-        return obj, method, self.recreate_classes(vargs), self.recreate_classes(kwargs)
-
-    def loads(self, data: bytes) -> Any:
-        try:
-            parsed = json.loads(bytes(data).decode("utf-8"))
-        except _PARSE_ERRORS as exc:
-            raise _malformed("json", exc) from None
-        return self.recreate_classes(parsed)
-
-
-def _name_parse_errors() -> None:
-    """Put the serializers that name their parse errors in Pyro5's tables (once; for the whole
-    process: a client reading a malformed answer is told the same way)."""
-    for name, named in (("serpent", _NamedSerpent), ("json", _NamedJson)):
-        current = Pyro5.serializers.serializers[name]
-        if isinstance(current, named):
-            continue
-        replacement = named()
-        Pyro5.serializers.serializers[name] = replacement
-        Pyro5.serializers.serializers_by_id[replacement.serializer_id] = replacement

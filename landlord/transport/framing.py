@@ -19,8 +19,11 @@ reads no clock, so every rule is tested without sockets or threads:
 - **A cap per serializer.** Parsing holds the GIL, and its cost per byte
   depends on the serializer: serpent (Python's own parser, about 1 ms per KiB
   at worst, measured) gets :attr:`FrameLimits.serpent_bytes`, json (a C
-  parser, about 0.25 ms per KiB at worst) :attr:`FrameLimits.json_bytes`, so
-  that the largest message parses in well under 100 ms. marshal is refused:
+  parser, about 0.25 ms per KiB at worst) :attr:`FrameLimits.json_bytes` and
+  msgpack (landlord's own clients' serializer, parsed in C but calling back
+  into Python for each class, tuple and set: about 0.2 ms per KiB at worst)
+  :attr:`FrameLimits.msgpack_bytes`, so that the largest message parses in
+  well under 100 ms. marshal is refused:
   a 58-byte marshal message can claim a list of 2**31 items. Compressed data
   is inflated only up to the same cap (:func:`inflate`).
 - **No way round the caps.** ``FLAGS_KEEPSERIALIZED`` (whose blob Pyro5
@@ -66,7 +69,7 @@ MARSHAL = 2
 JSON = 3
 MSGPACK = 4
 _SERIALIZER_NAMES = {SERPENT: "serpent", MARSHAL: "marshal", JSON: "json", MSGPACK: "msgpack"}
-ACCEPTED_SERIALIZERS = (SERPENT, JSON)
+ACCEPTED_SERIALIZERS = (SERPENT, JSON, MSGPACK)
 
 KiB = 1024
 
@@ -93,6 +96,7 @@ class FrameLimits:
         handshake_bytes: the most a message may carry (data and annotations) before the handshake.
         serpent_bytes: the most data a serpent message may carry after it (inflated).
         json_bytes: the same for json.
+        msgpack_bytes: the same for msgpack (landlord's own clients speak it).
         annotation_bytes: the most annotation bytes any message may carry.
         connections_per_host: the most connections one client address may hold open; one more is
             refused with a ``CONNECTFAIL`` naming the limit.
@@ -107,6 +111,7 @@ class FrameLimits:
     handshake_bytes: int = 8 * KiB
     serpent_bytes: int = 64 * KiB
     json_bytes: int = 256 * KiB
+    msgpack_bytes: int = 256 * KiB
     annotation_bytes: int = 4 * KiB
     connections_per_host: int = 1024
     connections: int = 16384
@@ -115,7 +120,8 @@ class FrameLimits:
         if isinstance(self.deadline, bool) or not isinstance(self.deadline, (int, float)) \
                 or not 0 < self.deadline < float("inf"):
             raise ValueError(f"deadline must be a positive number of seconds, got {self.deadline!r}")
-        for name in ("handshake_bytes", "serpent_bytes", "json_bytes", "annotation_bytes", "connections_per_host",
+        for name in ("handshake_bytes", "serpent_bytes", "json_bytes", "msgpack_bytes", "annotation_bytes",
+                     "connections_per_host",
                      "connections"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -131,13 +137,16 @@ class FrameLimits:
             return self.serpent_bytes
         if serializer_id == JSON:
             return self.json_bytes
+        if serializer_id == MSGPACK:
+            return self.msgpack_bytes
         raise FrameRefused("serializer", f"serializer {serializer_name(serializer_id)} is refused by this server: "
-                                         "use serpent or json")
+                                         "use msgpack, serpent or json")
 
     @property
     def largest(self) -> int:
         """The most bytes one message may take on the wire, header included."""
-        return HEADER_SIZE + self.annotation_bytes + max(self.handshake_bytes, self.serpent_bytes, self.json_bytes)
+        biggest = max(self.handshake_bytes, self.serpent_bytes, self.json_bytes, self.msgpack_bytes)
+        return HEADER_SIZE + self.annotation_bytes + biggest
 
 
 def serializer_name(serializer_id: int) -> str:
@@ -259,7 +268,8 @@ class FrameGatherer:
         self._started = None
         denial = None
         if msgtype == MSG_CONNECT and serializer_id not in ACCEPTED_SERIALIZERS:
-            denial = f"serializer {serializer_name(serializer_id)} is refused by this server: use serpent or json"
+            denial = (f"serializer {serializer_name(serializer_id)} is refused by this server: "
+                      "use msgpack, serpent or json")
         return Frame(raw, msgtype, serializer_id, flags, seq, data_size, annotations_size, denial)
 
     def restart(self, now: float) -> None:

@@ -4,7 +4,9 @@ Pyro5 proxies belong to the thread that made them, and a connection per lease
 would not scale, so each thread keeps its own small cache keyed by URI. Leases
 reach their landlords through it, and the lookup service its event listeners.
 Every proxy gets a call timeout: Pyro5's default is none, and a peer that
-hangs must not hang its callers forever. A caller with a deadline of its own
+hangs must not hang its callers forever. Every proxy speaks landlord's own
+serializer (:data:`~landlord.transport.serializers.WIRE_SERIALIZER`, msgpack),
+whatever ``Pyro5.config.SERIALIZER`` says. A caller with a deadline of its own
 (a renewal that is useless once its lease has run out) bounds its calls
 further with :func:`timeout_within`.
 """
@@ -20,7 +22,11 @@ from typing import Any
 
 import Pyro5.api
 
-__all__ = ["proxy_for", "discard", "set_call_timeout", "get_call_timeout", "timeout_within", "current_timeout"]
+from .serializers import WIRE_SERIALIZER
+from .serializers import install as install_serializers
+
+__all__ = ["wire_proxy", "proxy_for", "discard", "set_call_timeout", "get_call_timeout", "timeout_within",
+           "current_timeout"]
 
 log = logging.getLogger("landlord.proxies")  # its name before it moved into transport/
 
@@ -92,12 +98,24 @@ def _cache() -> dict[str, Any]:
         return _local.proxies  # type: ignore[no-any-return]
 
 
+def wire_proxy(uri: Any) -> Any:
+    """A new Pyro5 proxy for ``uri`` (a str or ``Pyro5.core.URI``) that speaks landlord's serializer.
+
+    For a landlord's, a lookup service's or a renewal service's objects, all of
+    which take it; a user's own service keeps Pyro5's configured serializer.
+    """
+    install_serializers()
+    proxy = Pyro5.api.Proxy(uri)
+    proxy._pyroSerializer = WIRE_SERIALIZER
+    return proxy
+
+
 def proxy_for(uri: str) -> Any:
-    """This thread's proxy for the object at ``uri``, made on first use."""
+    """This thread's proxy for the object at ``uri``, made on first use (speaking landlord's serializer)."""
     cache = _cache()
     proxy = cache.get(uri)
     if proxy is None:
-        proxy = cache[uri] = Pyro5.api.Proxy(uri)
+        proxy = cache[uri] = wire_proxy(uri)
     timeout = _timeout()
     if proxy._pyroTimeout != timeout:  # new, or the timeout or its bound changed since
         proxy._pyroTimeout = timeout

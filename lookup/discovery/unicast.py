@@ -19,7 +19,7 @@ from typing import Any
 import Pyro5.api
 import Pyro5.errors
 
-from landlord import call_group, replica_uris, timeout_within
+from landlord import call_group, replica_uris, timeout_within, wire_proxy
 from landlord.transport.addresses import uri_host
 
 __all__ = [
@@ -86,7 +86,7 @@ def locate(host: str | Sequence[str | tuple[str, int]] = DEFAULT_HOST, port: int
     if not isinstance(host, str) or "," in host:
         return _with_a_leader(LookupGroup(replica_uris(host, object_id=LOOKUP_OBJECT_ID), timeout=timeout))
     uri = lookup_uri(host, port)
-    proxy = Pyro5.api.Proxy(uri)
+    proxy = wire_proxy(uri)
     proxy._pyroTimeout = timeout
     try:
         proxy._pyroBind()  # connects and fetches the metadata: the object's exposed methods

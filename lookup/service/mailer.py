@@ -68,9 +68,9 @@ class EventMailer:
     Three threads, made at the first post: one that takes the attempts due
     from the outbox (on ``clock``), one asyncio loop that makes every remote
     call over asyncio streams (``landlord.aio.StreamCalls``: plain ``PYRO:``
-    listeners, serpent, no TLS), so a dead listener costs a socket, never a
+    listeners, no TLS), so a dead listener costs a socket, never a
     thread, and a pool of ``workers`` threads for the rest (in-process
-    listeners, and every listener when TLS or another serializer is in force:
+    listeners, and every listener when TLS is in force:
     then no more attempts are out at once than there are workers, the same
     share of them kept for live listeners).
 
@@ -306,8 +306,8 @@ _UNREACHED = (Pyro5.errors.CommunicationError, asyncio.TimeoutError, TimeoutErro
 
 
 def _streams_usable() -> bool:
-    """Whether calls may go over asyncio streams: serpent, and no TLS (``landlord.aio.StreamCalls``'s terms)."""
-    return not pyro_config.SSL and pyro_config.SERIALIZER == "serpent"
+    """Whether calls may go over asyncio streams: no TLS (``landlord.aio.StreamCalls``'s terms)."""
+    return not pyro_config.SSL
 
 
 def _call_notify(listener: Any, event: ServiceEvent) -> None:

@@ -18,6 +18,7 @@ from landlord.transport.framing import (
     MSG_CONNECT,
     MSG_INVOKE,
     MSG_PING,
+    MSGPACK,
     SERPENT,
     FrameGatherer,
     FrameLimits,
@@ -25,7 +26,8 @@ from landlord.transport.framing import (
     inflate,
 )
 
-LIMITS = FrameLimits(deadline=5.0, handshake_bytes=100, serpent_bytes=1000, json_bytes=4000, annotation_bytes=64)
+LIMITS = FrameLimits(deadline=5.0, handshake_bytes=100, serpent_bytes=1000, json_bytes=4000, msgpack_bytes=3000,
+                     annotation_bytes=64)
 
 
 def message(msgtype: int, data: bytes, *, serializer: int = SERPENT, flags: int = 0, seq: int = 7,
@@ -178,7 +180,7 @@ def test_a_header_claiming_gigabytes_is_refused_at_once(claimed: int) -> None:
     assert refusal(gatherer(greeted=True), bytes(header)).reason == "too large"
 
 
-@pytest.mark.parametrize("serializer, cap", [(SERPENT, 1000), (JSON, 4000)])
+@pytest.mark.parametrize("serializer, cap", [(SERPENT, 1000), (JSON, 4000), (MSGPACK, 3000)])
 def test_each_serializer_has_its_own_cap(serializer: int, cap: int) -> None:
     gathering = gatherer(greeted=True)
     gathering.feed(message(MSG_INVOKE, b"x" * cap, serializer=serializer), 0.0)
@@ -195,6 +197,9 @@ def test_a_marshal_call_is_refused_and_a_marshal_handshake_is_denied_with_an_ans
     frame = gathering.take()
     assert frame is not None and frame.denial is not None and "marshal is refused" in frame.denial
     gathering.feed(message(MSG_CONNECT, b"x", serializer=JSON), 0.0)
+    accepted = gathering.take()
+    assert accepted is not None and accepted.denial is None
+    gathering.feed(message(MSG_CONNECT, b"x", serializer=MSGPACK), 0.0)
     accepted = gathering.take()
     assert accepted is not None and accepted.denial is None
 
@@ -269,7 +274,8 @@ def test_an_uncompressed_frame_is_passed_through_as_it_is() -> None:
 # -- the limits themselves -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad", [{"deadline": 0}, {"deadline": float("inf")}, {"deadline": "5"},
-                                 {"serpent_bytes": 0}, {"json_bytes": True}, {"handshake_bytes": 1.5}])
+                                 {"serpent_bytes": 0}, {"json_bytes": True}, {"msgpack_bytes": -1},
+                                 {"handshake_bytes": 1.5}])
 def test_bad_limits_are_refused_by_name(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         FrameLimits(**bad)  # type: ignore[arg-type]

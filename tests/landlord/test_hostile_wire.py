@@ -44,6 +44,7 @@ from Pyro5 import config as pyro_config
 
 from landlord import Landlord, LandlordLease, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError
 from landlord.transport import proxies
+from landlord.transport.serializers import WIRE_SERIALIZER
 from landlord.wire import LEASE_CLASS, RENEW_RESULTS_CLASS
 
 MAXIMUM = 600.0       # the policy's longest grant
@@ -105,6 +106,10 @@ by_serializer: dict[str, st.SearchStrategy[Any]] = {
     "json": st.recursive(st.none() | st.booleans() | durations | st.text(max_size=100),
                          lambda inner: st.lists(inner, max_size=4)
                          | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8),
+    # Pyro5's own msgpack (tuples arrive as lists), and landlord's dialect of it (tuples and sets kept)
+    "msgpack": anything | forged,
+    WIRE_SERIALIZER: anything | forged | st.frozensets(st.integers(), max_size=3) | st.sets(st.text(max_size=3),
+                                                                                          max_size=3),
 }
 
 
@@ -264,7 +269,7 @@ def test_batches_with_garbage_change_nothing(served: Served, batch: tuple[Any, A
 
 @pytest.mark.parametrize("serializer", sorted(by_serializer))
 def test_other_serializers_carry_garbage_to_the_same_clear_errors(served: Served, serializer: str) -> None:
-    """A client chooses the serializer; Pyro5's daemon accepts every one it has (serpent, marshal, json)."""
+    """A client chooses the serializer; Pyro5's daemon accepts every one it has (serpent, marshal, json, msgpack)."""
     proxy = served.hostile_proxy(serializer)
 
     @settings(max_examples=50, deadline=None)
