@@ -233,7 +233,7 @@ class LandlordLease(AbstractLease, BatchableLease):
                 failures.update(self.renew_batch(leases[start:start + CALL_BATCH],
                                                  durations[start:start + CALL_BATCH]))
             return failures
-        cookies = [lease.cookie for lease in leases]
+        cookies = [lease._cookie for lease in leases]  # not the property: this runs for every lease
         sent = sent_now(self._clock)
         return record_renewals(leases, sent, self._call("renew_all", cookies, list(durations)))
 

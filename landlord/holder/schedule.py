@@ -594,36 +594,48 @@ class Schedule:
         told: list[Told] = []
         retry: dict[float, list[_Kept]] = {}
         drop: dict[float, list[_Kept]] = {}
-        whole = None if error is None else classify(error)  # the same for every lease in the call
-        backoff, delay, last_error = call._backoff, math.nan, None
         expected, busy = self._measure(call, now, call.sent if started is None else started, error is None)
-        if error is None and not failures:  # the usual answer: every lease renewed, one pass
-            renewed = [kept for kept in call._members if kept.batch is not None]
+        if error is None and not failures:  # the usual answer: every lease renewed
+            renewed, backoff, last_error = call._members, call._backoff, None
         else:
-            renewed = []
-            for kept in call._members:
-                if kept.batch is None:
-                    continue  # removed, replaced or cleared while the call was out
-                exc = error if error is not None else failures.get(kept.lease) if failures else None
-                if exc is None:
-                    renewed.append(kept)
-                elif (whole if whole is not None else classify(exc)) is Verdict.RETRY and now < kept.lease.deadline:
-                    if math.isnan(delay):  # one draw per call: its leases back off together
-                        if backoff is None:
-                            backoff = Backoff(self._retry[0], self._retry[1], random=self._retry[2])
-                        delay = backoff.next_delay()
-                    due = retry_time(now, kept.lease.deadline, delay, waited=now - call.sent)
-                    retry.setdefault(min(due, kept.desired), []).append(kept)
-                    last_error = exc
-                else:  # a definite answer, or retried until the lease ran out
-                    self._end(kept)
-                    told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, exc)))
+            renewed, backoff, last_error = self._failed(call, now, failures, error, retry, told)
         fresh = self._next_renewals(renewed, now, expected, busy, drop)
         for kind, by_due in ((_RENEW, fresh), (_RETRY, retry), (_DROP, drop)):
             for i, (due, members) in enumerate(_sweep(by_due, self._window if kind != _DROP else 0.0)):
                 # each batch backs off on its own
                 self._new_batch(call.key, kind, due, members, backoff if i == 0 else copy.copy(backoff), last_error)
         return told
+
+    def _failed(self, call: Call, now: float, failures: Mapping[Lease, BaseException] | None,
+                error: BaseException | None, retry: dict[float, list[_Kept]],
+                told: list[Told]) -> tuple[list[_Kept], Backoff | None, BaseException | None]:
+        """Sort out a call that failed in whole (``error``) or in part (``failures``): the leases
+        renewed all the same; those to retry go in ``retry`` by due time, those let go in ``told``.
+
+        Returns:
+            The leases renewed, the backoff the retries share, and the last error to retry after.
+        """
+        renewed: list[_Kept] = []
+        whole = None if error is None else classify(error)  # the same for every lease in the call
+        backoff, delay, last_error = call._backoff, math.nan, None
+        for kept in call._members:
+            if kept.batch is None:
+                continue  # removed, replaced or cleared while the call was out
+            exc = error if error is not None else failures.get(kept.lease) if failures else None
+            if exc is None:
+                renewed.append(kept)
+            elif (whole if whole is not None else classify(exc)) is Verdict.RETRY and now < kept.lease.deadline:
+                if math.isnan(delay):  # one draw per call: its leases back off together
+                    if backoff is None:
+                        backoff = Backoff(self._retry[0], self._retry[1], random=self._retry[2])
+                    delay = backoff.next_delay()
+                due = retry_time(now, kept.lease.deadline, delay, waited=now - call.sent)
+                retry.setdefault(min(due, kept.desired), []).append(kept)
+                last_error = exc
+            else:  # a definite answer, or retried until the lease ran out
+                self._end(kept)
+                told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, exc)))
+        return renewed, backoff, last_error
 
     def _next_renewals(self, renewed: list[_Kept], now: float, expected: float, busy: bool,
                        drop: dict[float, list[_Kept]]) -> dict[float, list[_Kept]]:
@@ -639,6 +651,8 @@ class Schedule:
         last_deadline = last_term = math.nan  # NaN equals nothing: the first lease works its due out
         group: list[_Kept] = []
         for kept in renewed:
+            if kept.batch is None:
+                continue  # removed, replaced or cleared while the call was out
             lease = kept.lease
             deadline, term = lease.deadline, lease.term
             if deadline >= kept.desired - _COVER_SLACK:
