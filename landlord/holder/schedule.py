@@ -773,21 +773,34 @@ def _collect(batches: list[_Batch], now: float, told: list[Told], kept_by_lease:
     come, or their deadline after failed renewals) leave ``kept_by_lease``, and ``told`` says so."""
     members: list[_Kept] = []
     for batch in batches:
+        live = [kept for kept in batch.members if kept.batch is batch]
+        if len(live) != batch.live:  # one taken out and placed back in the same batch is listed twice
+            live = list(dict.fromkeys(live))
         error = batch.error
-        for kept in batch.members:
-            if kept.batch is not batch:
-                continue
-            if now >= kept.desired:
-                told.append((kept.on_desired, LeaseRenewalEvent(kept.lease, kept.desired_wall, None)))
-            elif error is not None and now >= kept.lease.deadline:  # retried until it actually expired
-                told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, error)))
-            else:
-                members.append(kept)
-                continue
-            del kept_by_lease[kept.lease]
-            kept.batch = None
+        if error is None:
+            staying = [kept for kept in live if now < kept.desired]
+        else:  # retried until it actually expired: let go
+            staying = [kept for kept in live if now < kept.desired and now < kept.lease.deadline]
+        if len(staying) != len(live):
+            _let_go(live, now, error, told, kept_by_lease)
+        members += staying
         batch.taken, batch.members = True, []
     return members
+
+
+def _let_go(live: list[_Kept], now: float, error: BaseException | None, told: list[Told],
+            kept_by_lease: dict[Lease, _Kept]) -> None:
+    """Of the leases of a batch taken at ``now``, let go those whose desired expiration has come
+    (``on_desired``), or whose deadline has after failed renewals (``listener``, with ``error``)."""
+    for kept in live:
+        if now >= kept.desired:
+            told.append((kept.on_desired, LeaseRenewalEvent(kept.lease, kept.desired_wall, None)))
+        elif error is not None and now >= kept.lease.deadline:
+            told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, error)))
+        else:
+            continue
+        del kept_by_lease[kept.lease]
+        kept.batch = None
 
 
 def _sweep(by_due: dict[float, list[_Kept]], window: float) -> list[tuple[float, list[_Kept]]]:

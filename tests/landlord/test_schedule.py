@@ -341,6 +341,19 @@ def test_remove_and_set_expiration(clock: FakeClock) -> None:
     assert s.remove(b) and len(s) == 0 and s.queued() == 0 and s.next_due() == math.inf
 
 
+def test_a_lease_given_a_new_desired_expiration_goes_once_in_its_next_call(clock: FakeClock) -> None:
+    s = schedule()
+    a, b, lost = Held(clock), Held(clock), Listener()
+    add(s, a, 0.0, listener=lost)
+    add(s, b, 0.0, listener=lost)
+    assert s.set_expiration(a, desired=100, desired_wall=1100, now=0.0)  # due as before: back in with b
+    calls, _ = s.take_due(to(clock, THIRD))
+    assert sorted(len(call) for call in calls) == [1, 1] or [len(call) for call in calls] == [2]
+    assert sorted(id(lease) for call in calls for lease in members(call)) == sorted([id(a), id(b)])
+    told = [t for call in calls for t in s.finished(call, clock.monotonic(), error=LeaseDeniedError("no"))]
+    assert sorted(id(event.lease) for _, event in told) == sorted([id(a), id(b)]) and len(s) == 0
+
+
 def test_leases_removed_or_replaced_while_their_call_is_out_are_left_alone(clock: FakeClock) -> None:
     s = schedule()
     removed, replaced, kept, lost = Held(clock), Held(clock), Held(clock), Listener()
