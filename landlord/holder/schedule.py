@@ -17,8 +17,9 @@ last error). A lease is so renewed at its own due time or up to
 ``batch_window`` sooner, never later: the same rule by which leases soon due
 join a call that goes to their landlord anyway. Leases renewed in one call get
 the same grant at the same moment, so they come back as one batch: a round of
-10,000 leases is one queue entry, not 10,000. Leases without a batch key (not
-batchable) are batches of one.
+10,000 leases is one queue entry, not 10,000, and their next renewal time is
+worked out once for each run of leases with equal deadlines and terms, not
+once per lease. Leases without a batch key (not batchable) are batches of one.
 
 The timing rules, on the holder's monotonic clock:
 
