@@ -16,14 +16,17 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 
+import msgpack
 import Pyro5.protocol
 import Pyro5.serializers
 
 from landlord import Lease
+from landlord.transport.serializers import TUPLE
 
 SERPENT = Pyro5.serializers.SerpentSerializer.serializer_id
 JSON = Pyro5.serializers.JsonSerializer.serializer_id
 MARSHAL = Pyro5.serializers.MarshalSerializer.serializer_id
+MSGPACK = Pyro5.serializers.MsgpackSerializer.serializer_id
 SERPENT_HEADER = b"# serpent utf-8 python3.2\n"
 
 
@@ -109,6 +112,14 @@ def json_bomb(size: int) -> bytes:
     """Json of at most ``size`` bytes that is as costly to parse as json gets: a list of empty lists."""
     count = (size - 4) // 3
     return b"[" + b"[]," * count + b"[]]"
+
+
+def msgpack_bomb(size: int) -> bytes:
+    """msgpack of at most ``size`` bytes that is as costly to parse as landlord's dialect gets (measured):
+    a list of tuples of three empty tuples, each tuple a parse of its own called back in Python."""
+    inner = msgpack.ExtType(TUPLE, msgpack.packb([msgpack.ExtType(TUPLE, msgpack.packb([]))] * 3))
+    count = (size - 5) // len(msgpack.packb(inner))
+    return msgpack.packb([inner] * count)
 
 
 def deflated(data: bytes) -> bytes:

@@ -32,6 +32,7 @@ import pytest
 from attacks import (
     JSON,
     MARSHAL,
+    MSGPACK,
     SERPENT,
     Canary,
     answer_text,
@@ -43,6 +44,7 @@ from attacks import (
     json_bomb,
     memory_of,
     message,
+    msgpack_bomb,
     read_message,
     serpent_bomb,
 )
@@ -59,6 +61,7 @@ WORST_RENEWAL = 0.25   # seconds: the most one of the canary's renewals may take
 DEADLINE = FrameLimits().deadline
 SERPENT_CAP = FrameLimits().serpent_bytes
 JSON_CAP = FrameLimits().json_bytes
+MSGPACK_CAP = FrameLimits().msgpack_bytes
 SERVICE_URI = "PYRO:quotes@127.0.0.1:9"
 KEPT_MEMORY = 64 * 1024 * 1024   # what an attack may leave the server holding once it ends
 PEAK_MEMORY = 256 * 1024 * 1024  # what it may make the server take at its worst
@@ -245,12 +248,13 @@ def test_a_decompression_bomb_after_the_handshake_is_inflated_only_to_the_cap(ta
                 assert f"inflating beyond {SERPENT_CAP} bytes" in answer_text(refused)
 
 
-@pytest.mark.parametrize("serializer", [SERPENT, JSON], ids=["serpent", "json"])
+@pytest.mark.parametrize("serializer", [SERPENT, JSON, MSGPACK], ids=["serpent", "json", "msgpack"])
 def test_parse_bombs_at_the_cap_from_four_clients_at_once_hold_nobody_up(target: Target, serializer: int) -> None:
     """2 MiB of serpent stalled a server 2.9 s at 1 GB; at the cap, the costliest parse is a few tens of ms,
     and only one such runs at a time. Each bomb is answered with an error naming it, and its connection
     closed: the bombers connect again."""
-    bomb = serpent_bomb(SERPENT_CAP) if serializer == SERPENT else json_bomb(JSON_CAP)
+    bomb = {SERPENT: lambda: serpent_bomb(SERPENT_CAP), JSON: lambda: json_bomb(JSON_CAP),
+            MSGPACK: lambda: msgpack_bomb(MSGPACK_CAP)}[serializer]()
     answered = [0] * 4
     failures: list[BaseException] = []
 
