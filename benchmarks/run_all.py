@@ -40,6 +40,7 @@ IMAGES = ROOT / "docs" / "img"
 # (script, extra arguments): in the order of the list
 BENCHMARKS: list[tuple[str, list[str]]] = [
     ("bench_renew.py", []),
+    ("bench_wire.py", []),
     ("bench_etcd.py", []),
     ("bench_lookup.py", []),
     ("bench_expiry.py", []),
