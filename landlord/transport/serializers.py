@@ -103,11 +103,32 @@ class WireMsgpack(Pyro5.serializers.MsgpackSerializer):
     def dumps(self, data: Any) -> bytes:
         if getattr(self._local, "dialect", False):
             return self._pack(data)
-        return msgpack.packb(data, use_bin_type=True, default=self.default)  # type: ignore[no-any-return]
+        return self._packer(-1).pack(data)  # type: ignore[no-any-return]
 
     def _pack(self, data: Any) -> bytes:
-        return msgpack.packb(data, use_bin_type=True, strict_types=True,  # type: ignore[no-any-return]
-                             default=self._default)
+        local = self._local
+        depth = getattr(local, "packing", 0)
+        local.packing = depth + 1
+        try:
+            return self._packer(depth).pack(data)  # type: ignore[no-any-return]
+        finally:
+            local.packing = depth
+
+    def _packer(self, depth: int) -> Any:
+        """This thread's packer for a tuple or set nested ``depth`` deep in the dialect (-1: plain msgpack).
+
+        Packers are kept, one per level (a level's extension is packed while the level above is being
+        packed): ``msgpack.packb`` makes one per call, and each starts by allocating a buffer of 1 MiB,
+        which took most of the time of packing a small answer (a proxy: 100 µs against 15 µs).
+        """
+        packers: dict[int, Any] | None = getattr(self._local, "packers", None)
+        if packers is None:
+            packers = self._local.packers = {}
+        packer = packers.get(depth)
+        if packer is None:
+            packer = packers[depth] = (msgpack.Packer(use_bin_type=True, default=self.default) if depth < 0 else
+                                       msgpack.Packer(use_bin_type=True, strict_types=True, default=self._default))
+        return packer
 
     def loadsCall(self, data: Any) -> Any:  # noqa: N802 (Pyro5's name)
         self._local.dialect = False
