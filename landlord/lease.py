@@ -20,14 +20,14 @@ import abc
 import math
 import time
 from collections.abc import Hashable, Iterator, MutableMapping, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from .clock import SYSTEM_CLOCK, Clock
 from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseError, LeaseMapError
 
 __all__ = ["Lease", "AbstractLease", "BatchableLease", "LeaseMap", "batch_key_of", "renew_together",
-           "cancel_together", "sent_now", "check_granted"]
+           "cancel_together", "sent_now", "check_granted", "record_grants"]
 
 
 class Lease(abc.ABC):
@@ -191,6 +191,39 @@ class AbstractLease(Lease):
         """Renew at the landlord; return the granted seconds."""
 
 
+def record_grants(leases: Sequence[AbstractLease], sent: tuple[float, float], granted: Sequence[float]) -> bool:
+    """Record the grants of a batch at once, if all were granted: each lease ends its grant after
+    ``sent``, as :meth:`AbstractLease.record_grant` would have it, without a call per lease.
+
+    Args:
+        leases: the leases renewed, in order.
+        sent: when the request went out (:func:`sent_now`).
+        granted: the seconds granted to each, as the landlord answered them (unchecked).
+
+    Returns:
+        Whether it recorded them: not when a grant is not a float of at least 0 (``-1``, a
+        refusal), nor when a lease's class records its grants its own way. Then nothing is
+        recorded: the caller goes through them one by one.
+    """
+    if not (set(map(type, granted)) <= _FLOAT and min(granted, default=0.0) >= 0.0 and not math.isnan(sum(granted))
+            and all(_records_plainly(kind) for kind in set(map(type, leases)))):
+        return False
+    wall, monotonic = sent
+    for lease, grant in zip(leases, granted):
+        lease._expiration = wall + grant
+        lease._deadline = monotonic + grant
+        lease._term = grant
+    return True
+
+
+_FLOAT = frozenset({float})
+
+
+def _records_plainly(kind: type) -> bool:
+    """Whether leases of ``kind`` record a grant as :class:`AbstractLease` does (their class does not override it)."""
+    return issubclass(kind, AbstractLease) and kind.record_grant is AbstractLease.record_grant
+
+
 def sent_now(clock: Clock) -> tuple[float, float]:
     """The moment a request is sent, on the wall clock and on the monotonic clock."""
     return clock.time(), clock.monotonic()
@@ -271,7 +304,23 @@ class BatchableLease(Lease):
 def batch_key_of(lease: Lease) -> Hashable | None:
     """The key ``lease`` is batched under: its :meth:`BatchableLease.batch_key`; ``None`` (renewed
     on its own) for a lease that is not a :class:`BatchableLease`."""
-    return lease.batch_key() if isinstance(lease, BatchableLease) else None
+    batchable = _BATCHABLE.get(type(lease))
+    if batchable is None:
+        batchable = _batchable_class(type(lease))
+    return cast("BatchableLease", lease).batch_key() if batchable else None
+
+
+# whether a class of lease is a BatchableLease, by class: an ABC's isinstance costs a Python call
+# per lease, and a batch is thousands of leases of a class or two
+_BATCHABLE: dict[type, bool] = {}
+_BATCHABLE_LIMIT = 256  # classes made on the fly cannot make it grow without end
+
+
+def _batchable_class(kind: type) -> bool:
+    if len(_BATCHABLE) >= _BATCHABLE_LIMIT:
+        _BATCHABLE.clear()
+    _BATCHABLE[kind] = batchable = issubclass(kind, BatchableLease)
+    return batchable
 
 
 def renew_together(leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
@@ -320,8 +369,11 @@ def cancel_together(leases: Sequence[Lease]) -> dict[Lease, Exception]:
 
 def _batchable(leases: Sequence[Lease]) -> list[BatchableLease] | None:
     """``leases`` as one batch, if every one is a :class:`BatchableLease` and they have a key."""
-    batch = [lease for lease in leases if isinstance(lease, BatchableLease)]
-    return batch if batch and len(batch) == len(leases) and batch[0].batch_key() is not None else None
+    # checked once per class, not once per lease: a batch of 10,000 is usually of one class
+    if not leases or not all(issubclass(kind, BatchableLease) for kind in set(map(type, leases))):
+        return None
+    batch = cast("list[BatchableLease]", list(leases))
+    return batch if batch[0].batch_key() is not None else None
 
 
 class LeaseMap(MutableMapping[Lease, float]):
@@ -375,8 +427,8 @@ class LeaseMap(MutableMapping[Lease, float]):
             LeaseMapError: some renewals failed; those leases were removed from the map.
         """
         failures: dict[Lease, BaseException] = {}
-        for group in self._groups():
-            failures.update(renew_together(group, [self._durations[lease] for lease in group]))
+        for group, durations in self._groups():
+            failures.update(renew_together(group, durations))
         for lease in failures:
             del self._durations[lease]
         if failures:
@@ -389,20 +441,25 @@ class LeaseMap(MutableMapping[Lease, float]):
             LeaseMapError: some cancellations failed (the map is emptied all the same).
         """
         failures: dict[Lease, BaseException] = {}
-        for group in self._groups():
+        for group, _ in self._groups():
             failures.update(cancel_together(group))
         self._durations.clear()
         if failures:
             raise LeaseMapError(failures)
 
-    def _groups(self) -> list[list[Lease]]:
-        """The leases by batch key (:func:`batch_key_of`), then each without one on its own."""
-        batches: dict[Hashable, list[Lease]] = {}
-        singles: list[list[Lease]] = []
-        for lease in self._durations:
+    def _groups(self) -> list[tuple[list[Lease], list[float]]]:
+        """The leases by batch key (:func:`batch_key_of`), then each without one on its own; each
+        group with its leases' durations, in the same order."""
+        batches: dict[Hashable, tuple[list[Lease], list[float]]] = {}
+        singles: list[tuple[list[Lease], list[float]]] = []
+        for lease, duration in self._durations.items():  # no lease hashed again to find its duration
             key = batch_key_of(lease)
             if key is None:
-                singles.append([lease])
-            else:
-                batches.setdefault(key, []).append(lease)
+                singles.append(([lease], [duration]))
+                continue
+            group = batches.get(key)
+            if group is None:
+                group = batches[key] = ([], [])
+            group[0].append(lease)
+            group[1].append(duration)
         return list(batches.values()) + singles

@@ -364,6 +364,16 @@ def test_a_batchable_lease_class_of_ones_own_goes_in_one_call_per_key(clock: Fak
     assert [office.calls[-1] for office in offices] == [("cancel_batch", 2), ("cancel_batch", 3)]
 
 
+def test_each_lease_of_a_map_is_renewed_for_its_own_duration(clock: FakeClock) -> None:
+    offices = [Office(clock, "north"), Office(clock, "south")]
+    desks: list[Desk] = [BatchedDesk(offices[i % 2]) if i % 3 else Desk(offices[0]) for i in range(12)]
+    lease_map = LeaseMap({desk: float(i + 1) for i, desk in enumerate(desks)})  # the keys interleaved
+    lease_map.renew_all()
+    assert [desk.term for desk in desks] == [float(i + 1) for i in range(12)]
+    assert sorted(offices[0].calls) == [("renew", 1)] * 4 + [("renew_batch", 4)]
+    assert offices[1].calls == [("renew_batch", 4)]
+
+
 def test_a_lease_that_is_not_batchable_is_renewed_and_cancelled_one_by_one(clock: FakeClock) -> None:
     office = Office(clock)
     desks = [Desk(office) for _ in range(3)]
