@@ -28,7 +28,8 @@ holders of all processes starting together; each round is ``--warm-up`` s
 not counted, then ``--seconds`` s counted. Latency is measured in the
 holder's thread, so it includes waiting for the client process's GIL: on 2
 cores with 1,000 threads, scheduling. Rows: throughput (flat out), p50 and
-p99 (both ways), landlord against etcd and the lookup service against etcd.
+p99 (both ways), landlord against etcd and the lookup service against etcd;
+issue 26's goal: the landlord's renewals/s flat out >= 3x etcd's.
 Every answer is checked; a landlord or lookup renewal that fails is a problem
 (exit status 1).
 
@@ -70,6 +71,7 @@ START_DELAY = 0.3          # from sending a round's command to its start: every 
 SETUP_TIMEOUT = 180.0      # a client's holders all set up (1,000 x three leases on a busy 2-core machine)
 RESULT_TIMEOUT = 60.0      # after a round's end, for a client's figures (a renewal in flight may take a while)
 ERRORS_KEPT = 3            # error messages a client sends back per round
+GOAL = 3.0                 # the landlord's renewals/s, holders flat out, >= 3x etcd's (issue 26)
 
 def non_negative(text: str) -> float:
     """An argparse type: a finite number, 0 or more."""
@@ -483,7 +485,8 @@ def rows_of(per_round: Rounds, args: argparse.Namespace) -> list[Row]:
             for side in ("landlord", "lookup"):
                 ours = [getattr(measured, field) for measured in per_round.get((mode, side), [])]
                 theirs = [getattr(measured, field) for measured in per_round.get((mode, "etcd"), [])] or None
-                rows.append(compare(f"{side}: {what}, {how}", unit, ours, theirs, extra={"mode": mode}))
+                goal = GOAL if (side, field) == ("landlord", "rate") else None
+                rows.append(compare(f"{side}: {what}, {how}", unit, ours, theirs, goal=goal, extra={"mode": mode}))
     return rows
 
 

@@ -9,10 +9,13 @@ grants at ``--term`` and hands every lease to one manager (defaults) with
 share of a core and per renewal), the rounds and calls, the tightest margin,
 and the leases lost (must be 0).
 
-The baseline, in the same run: the same cookies and durations, in calls of
-exactly the sizes the manager's had, as a raw Pyro5 call to a method that only
-answers as many floats. The holder's CPU is also projected to longer terms
-with the manager's own schedule. The method in full: ``benchmarks/README.md``;
+The baselines, in the same run: the same cookies and durations, in calls of
+exactly the sizes the manager's had, as raw Pyro5 calls to a method that only
+answers as many floats, through a plain proxy on Pyro5's default serializer
+(serpent: what a user would otherwise run), then through one on Pyro5's own
+msgpack (the serializer landlord's calls speak, in landlord's dialect: the
+limit of its wire). The holder's CPU is also projected to longer terms with
+the manager's own schedule. The method in full: ``benchmarks/README.md``;
 the options, table and JSON: ``harness.py``. Exit status 1 if a lease was
 lost. Not a test: pytest collects only ``tests/``.
 """
@@ -28,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import harness
+import msgpack  # type: ignore[import-untyped]
 import Pyro5
 import Pyro5.api
 import serpent
@@ -56,6 +60,11 @@ CALL_TIMEOUT = 120.0         # renting or replaying 100,000 leases in one call t
 QUIET_INTERVAL = 0.1         # both processes idle this long: no renewal round in flight
 QUIET_CPU = 0.005            # "idle": less CPU than this per process over QUIET_INTERVAL
 QUIET_TIMEOUT = 60.0         # give up waiting for a quiet moment after this long
+
+# The second baseline's serializer: Pyro5's own msgpack, of which landlord's calls speak a dialect
+SAME_SERIALIZER = "msgpack"
+BASELINES = {"baseline_name": f"raw Pyro5, {Pyro5.config.SERIALIZER}",
+             "baseline2_name": f"raw Pyro5, {SAME_SERIALIZER}"}
 
 
 # -- the landlord process ----------------------------------------------------------------
@@ -239,7 +248,8 @@ class Results:
     config: dict[str, Any]
     setup: Setup
     manager: Window
-    baseline: Window
+    baseline: Window       # the raw replay on Pyro5's default serializer
+    baseline_same: Window  # the same on SAME_SERIALIZER
     rounds_by_renewals: float
     rounds_observed: int
     renew_all_calls_per_round: float
@@ -284,12 +294,13 @@ def wait_for_calls(landlord_proxy: Any, calls: int, timeout: float) -> None:
         time.sleep(QUIET_INTERVAL)
 
 
-def replay_raw(landlord_proxy: Any, cookies: list[str], sizes: list[int]) -> Window:
-    """The baseline: one raw ``echo_durations`` call per recorded ``renew_all`` call, same sizes.
+def replay_raw(landlord_proxy: Any, raw: Any, cookies: list[str], sizes: list[int]) -> Window:
+    """A baseline: one raw ``echo_durations`` call through ``raw`` per recorded ``renew_all`` call, same sizes.
 
     Each call sends ``size`` real cookies and as many FOREVER durations (what
     the manager asks for here); the lists are built before the clock starts,
-    so only the calls themselves are timed.
+    so only the calls themselves are timed (both processes' CPU read through
+    ``landlord_proxy``).
     """
     requests = []
     offset = 0
@@ -300,7 +311,7 @@ def replay_raw(landlord_proxy: Any, cookies: list[str], sizes: list[int]) -> Win
         offset += size
     start = snapshot(landlord_proxy)
     for call_cookies, durations in requests:
-        answer = landlord_proxy.echo_durations(call_cookies, durations)
+        answer = raw.echo_durations(call_cookies, durations)
         if len(answer) != len(call_cookies):
             raise RuntimeError(f"echo_durations answered {len(answer)} floats for {len(call_cookies)} cookies")
     end = snapshot(landlord_proxy)
@@ -364,15 +375,21 @@ def keep_alive(landlord_proxy: Any, args: argparse.Namespace) -> Results:
     if managed + len(lost) != args.leases:
         raise RuntimeError(f"the manager holds {managed} leases and lost {len(lost)}, of {args.leases}")
 
-    progress(f"replaying the {len(calls)} renew_all calls as raw Pyro5 calls...")
+    progress(f"replaying the {len(calls)} renew_all calls as raw Pyro5 calls, on {Pyro5.config.SERIALIZER} "
+             f"then on {SAME_SERIALIZER}...")
     sizes = [int(call[2]) for call in calls]
-    baseline = replay_raw(landlord_proxy, [lease.cookie for lease in leases], sizes)
+    cookies = [lease.cookie for lease in leases]
+    baseline = replay_raw(landlord_proxy, landlord_proxy, cookies, sizes)
+    with Pyro5.api.Proxy(landlord_proxy._pyroUri) as same:
+        same._pyroSerializer = SAME_SERIALIZER
+        same._pyroTimeout = CALL_TIMEOUT
+        baseline_same = replay_raw(landlord_proxy, same, cookies, sizes)
 
     config = {"leases": args.leases, "seconds": args.seconds, "term": args.term, "chunk": args.chunk,
               "renew_after": args.renew_after, "batch_window": 1.0, "max_batch": CALL_BATCH}
     rounds_by_renewals = window.renewals / args.leases
     return Results(
-        config=config, setup=setup, manager=window, baseline=baseline,
+        config=config, setup=setup, manager=window, baseline=baseline, baseline_same=baseline_same,
         rounds_by_renewals=rounds_by_renewals,
         rounds_observed=len(rounds),
         renew_all_calls_per_round=len(calls) / rounds_by_renewals if rounds_by_renewals else math.nan,
@@ -391,7 +408,13 @@ def notes(r: Results) -> list[str]:
     """What the table does not say: set-up, rounds, margins, both sides' CPU, the projection."""
     m, b, c = r.manager, r.baseline, r.config
     holder_us, landlord_us = m.us_per_renewal(m.holder_cpu), m.us_per_renewal(m.landlord_cpu)
-    raw_holder_us, raw_landlord_us = b.us_per_renewal(b.holder_cpu), b.us_per_renewal(b.landlord_cpu)
+    raw_lines = []
+    for name, raw in ((Pyro5.config.SERIALIZER, b), (SAME_SERIALIZER, r.baseline_same)):
+        raw_holder_us, raw_landlord_us = raw.us_per_renewal(raw.holder_cpu), raw.us_per_renewal(raw.landlord_cpu)
+        raw_lines += [f"{f'raw Pyro5 call on {name}, CPU us per lease':<44} {raw_holder_us:>10.2f} "
+                      f"{raw_landlord_us:>10.2f}",
+                      f"{f'ratio renewal / raw call on {name}':<44} {ratio(holder_us, raw_holder_us):>10} "
+                      f"{ratio(landlord_us, raw_landlord_us):>10}"]
     lines = [
         f"setup: rented {c['leases']:,} leases in {r.setup.rent_calls} calls in {r.setup.rent_seconds:.1f} s, "
         f"renewed them to end together in {r.setup.sync_term:.1f} s; renew_for x{c['leases']:,} took "
@@ -404,15 +427,14 @@ def notes(r: Results) -> list[str]:
         f"leases lost: {r.leases_lost}" + ("  <-- SHOULD BE 0; e.g. " + "; ".join(r.lost_examples)
                                            if r.leases_lost else ""),
         "",
-        f"{'':<36} {'holder':>10} {'landlord':>10}",
-        f"{'CPU % of one core':<36} {m.percent_of_core(m.holder_cpu):>9.1f}% "
+        f"{'':<44} {'holder':>10} {'landlord':>10}",
+        f"{'CPU % of one core':<44} {m.percent_of_core(m.holder_cpu):>9.1f}% "
         f"{m.percent_of_core(m.landlord_cpu):>9.1f}%",
-        f"{'CPU us per lease renewal':<36} {holder_us:>10.2f} {landlord_us:>10.2f}",
-        f"{'raw Pyro5 call, CPU us per lease':<36} {raw_holder_us:>10.2f} {raw_landlord_us:>10.2f}",
-        f"{'ratio renewal / raw call':<36} {ratio(holder_us, raw_holder_us):>10} "
-        f"{ratio(landlord_us, raw_landlord_us):>10}",
+        f"{'CPU us per lease renewal':<44} {holder_us:>10.2f} {landlord_us:>10.2f}",
+        *raw_lines,
         f"(raw: the same {b.calls} calls of the same sizes, {b.renewals:,} cookies + FOREVER durations, "
-        f"to a method returning as many floats; {b.seconds:.1f} s back to back)",
+        f"to a method returning as many floats; {b.seconds:.1f} s back to back on {Pyro5.config.SERIALIZER}, "
+        f"then {r.baseline_same.seconds:.1f} s on {SAME_SERIALIZER})",
         "",
         "holder CPU projected to longer terms (same us per renewal, the manager's schedule):",
     ]
@@ -436,6 +458,7 @@ def measure(args: argparse.Namespace) -> Report:
     finally:
         server.stop()
     m, b, c = results.manager, results.baseline, results.config
+    same = results.baseline_same
     figures = {
         "holder_percent_of_core": m.percent_of_core(m.holder_cpu),
         "landlord_percent_of_core": m.percent_of_core(m.landlord_cpu),
@@ -443,11 +466,14 @@ def measure(args: argparse.Namespace) -> Report:
         "landlord_us_per_renewal": m.us_per_renewal(m.landlord_cpu),
         "raw_holder_us_per_lease": b.us_per_renewal(b.holder_cpu),
         "raw_landlord_us_per_lease": b.us_per_renewal(b.landlord_cpu),
+        "raw_same_holder_us_per_lease": same.us_per_renewal(same.holder_cpu),
+        "raw_same_landlord_us_per_lease": same.us_per_renewal(same.landlord_cpu),
     }
     rows = [Row(f"keep {c['leases']:,} leases alive: holder CPU", figures["holder_percent_of_core"], None,
                 "% of a core"),
-            Row("holder CPU per renewal vs raw call", figures["holder_us_per_renewal"],
-                figures["raw_holder_us_per_lease"], "µs"),
+            Row("holder CPU per renewal", figures["holder_us_per_renewal"],
+                figures["raw_holder_us_per_lease"], "µs", baseline2=figures["raw_same_holder_us_per_lease"],
+                **BASELINES),
             Row("leases lost", results.leases_lost, None, "leases", limit=0)]
     return Report(
         rows, notes=notes(results), extra=dict(asdict(results), figures=figures),
@@ -459,8 +485,9 @@ def measure(args: argparse.Namespace) -> Report:
 
 BENCH = harness.Benchmark(
     "renewal", "CPU cost of a LeaseRenewalManager keeping many leases on one landlord (in another process) alive, "
-    "on both sides, against a raw Pyro5 call of the same shape measured in the same run.", rounds=None,
-    modules=(landlord, Pyro5, serpent), quick={"leases": 5000, "seconds": 4.0, "term": 3.0})
+    "on both sides, against raw Pyro5 calls of the same shape (on Pyro5's default serializer and on msgpack) "
+    "measured in the same run.", rounds=None,
+    modules=(landlord, Pyro5, serpent, msgpack), quick={"leases": 5000, "seconds": 4.0, "term": 3.0})
 BENCH.option("--leases", positive_int, 100_000, "leases to keep alive")
 BENCH.option("--seconds", positive_seconds, 30.0, "length of the measured steady state")
 BENCH.option("--term", positive_seconds, 5.0, "the landlord's longest grant, in seconds; short, so that several "

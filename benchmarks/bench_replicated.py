@@ -61,6 +61,7 @@ import harness
 import Pyro5
 import Pyro5.api
 import Pyro5.errors
+import Pyro5.serializers
 import serpent
 from harness import Report, Row, compare, positive_seconds, progress, rate
 
@@ -94,7 +95,6 @@ HOLDER_TIMEOUT = 1.0        # seconds one renewal call of the failover holder ma
 RETRY_PAUSE = 0.02          # the failover holder's pause after a call that must be retried
 BEFORE_KILL = 1.0           # seconds of renewals recorded before the kill
 AFTER_FAILOVER = 1.0        # ... and after the successor's first
-FAILOVER_WAIT = 15.0        # seconds to wait for the successor's first renewal before calling it lost
 LEADER_WAIT = 20.0          # seconds for a group to show a leader (a cold start on a busy machine)
 STATUS_TIMEOUT = 1.0        # seconds one status poll may take
 POLL = 0.05                 # seconds between status polls
@@ -104,6 +104,10 @@ GRANT_CHUNK = 1000          # leases granted per call while setting up
 WARM_UP = 0.2               # seconds each side runs before the rounds
 ETCD_MAX_IN_FLIGHT = 1000   # pipelined LeaseGrants at once (etcd answers "too many requests" far beyond)
 BIN = 0.1                   # seconds per bar of the failover plot
+SEED_TERM = 3600.0          # seconds each lease written straight to etcd has (--failover-held): none ends in the run
+SEED_BATCH = 127            # leases a seeding transaction writes (etcd's --max-txn-ops is 128)
+SEED_THREADS = 4            # seeding transactions at once
+LOADED_PER_SECOND = 10_000  # leases a replica loads from etcd per second, cold, at the least (waits scale with it)
 UNBUFFERED = {"PYTHONUNBUFFERED": "1"}
 # every landlord here is served the same way (serve_replica's default, the guarded server: its workers serve
 # renewals while a grant waits for etcd); the baselines on the same server type, so that only the store differs.
@@ -160,6 +164,7 @@ def serve_a_replica(args: argparse.Namespace) -> int:
 
     endpoints, group, port, addresses = args.replica
     logging.basicConfig(level=logging.WARNING, format="replica %(name)s %(levelname)s %(message)s")
+    logging.getLogger("landlord.replicated").setLevel(logging.INFO)  # each term's start: its leases, whence, how fast
     replica = BenchReplica(connect(endpoints), group=group, replicas=replica_uris(addresses, group), policy=policy(),
                            commit_interval=COMMIT_INTERVAL)
     landlord.serve_replica(replica, "127.0.0.1", int(port), server_type=SERVER_TYPE)
@@ -198,15 +203,19 @@ def stop(child: ChildProcess | None, what: str) -> None:
 
 
 class Group:
-    """Three replica processes of one group over the cluster; ``children[i]`` serves ``uris[i]``."""
+    """Three replica processes of one group over the cluster; ``children[i]`` serves ``uris[i]``. With
+    ``held``, the group holds that many leases more, written to etcd before the replicas start."""
 
-    def __init__(self, cluster: EtcdCluster) -> None:
+    def __init__(self, cluster: EtcdCluster, held: int = 0) -> None:
         self.name = f"bench{uuid.uuid4().hex[:10]}"
         self.ports = [free_port() for _ in range(3)]
         self.addresses = ",".join(f"127.0.0.1:{port}" for port in self.ports)
         self.uris = replica_uris(self.addresses, self.name)
         self.endpoints = ",".join(cluster.endpoints)
         self.children: list[ChildProcess | None] = [None, None, None]
+        self.wait = LEADER_WAIT + held / LOADED_PER_SECOND  # a cold load of every lease, on a busy machine
+        if held:
+            seed(cluster, self.name, held)
         try:
             for index in range(3):
                 self._spawn(index)
@@ -236,7 +245,25 @@ class Group:
         Raises:
             WaitFailed: none does within ``timeout`` seconds.
         """
-        return leading_replica(self.uris, excluding=excluding, timeout=timeout, poll=POLL)
+        return leading_replica(self.uris, excluding=excluding, timeout=max(timeout, self.wait), poll=POLL)
+
+    def wait_warm(self, leader: int) -> float:
+        """Wait until every follower holds a warm copy (read once, then following etcd's watch; a replica
+        that keeps none, as before hot followers, says nothing and counts as ready); the seconds it took.
+
+        Raises:
+            RuntimeError: a follower did not within the group's wait.
+        """
+        started = time.monotonic()
+        for index in range(3):
+            while index != leader:
+                status = self.status(index)
+                if status is not None and ("warm" not in status or (status["warm"] or 0) > 0):
+                    break
+                if time.monotonic() - started > self.wait:
+                    raise RuntimeError(f"replica {index} keeps no warm copy after {self.wait:.0f} s: {status}")
+                time.sleep(POLL)
+        return time.monotonic() - started
 
     def proxy(self, index: int) -> Pyro5.api.Proxy:
         proxy = Pyro5.api.Proxy(self.uris[index])
@@ -264,7 +291,7 @@ class Group:
             child.close()
         self._spawn(index)
         self._started(index)
-        deadline = time.monotonic() + LEADER_WAIT
+        deadline = time.monotonic() + self.wait
         while (status := self.status(index)) is None or status["leader"] != self.uris[leader]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"replica {index}, started again, does not follow replica {leader}: {status}")
@@ -278,6 +305,36 @@ class Group:
                 child.process.terminate()
         for index, child in enumerate(self.children):
             stop(child, f"replica {index}")
+
+
+def seed(cluster: EtcdCluster, group: str, count: int) -> None:
+    """Write ``count`` leases of SEED_TERM straight into the group's keys in etcd, as a leader stores them
+    (one key each, SEED_BATCH a transaction, SEED_THREADS transactions at once): granting them one etcd
+    transaction at a time would take minutes a hundred thousand."""
+    from landlord.grantor.landlord import new_cookie
+    from landlord.replication.etcdstore import pack_record
+
+    prefix = f"/landlord/{group}/leases/"
+    now = time.time()
+    dumps = Pyro5.serializers.SerpentSerializer().dumps
+    started = time.monotonic()
+
+    def write(first: int) -> None:
+        client = cluster.client(timeout=30.0)
+        try:
+            tx = client.transactions
+            for start in range(first, count, SEED_BATCH * SEED_THREADS):
+                puts = [tx.put(prefix + new_cookie(), pack_record(now + SEED_TERM, now, dumps(f"held {number}")))
+                        for number in range(start, min(start + SEED_BATCH, count))]
+                client.transaction(compare=[], success=puts, failure=[])
+        finally:
+            client.close()
+    threads = [threading.Thread(target=write, args=(n * SEED_BATCH,)) for n in range(SEED_THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    progress(f"  {count:,} leases written to etcd for the group in {time.monotonic() - started:.1f} s")
 
 
 def grant(proxy: Any, count: int, what: str) -> list[LandlordLease]:
@@ -364,6 +421,7 @@ class Holder:
 def failover_round(group: Group, leases: Sequence[LandlordLease], number: int) -> dict[str, Any]:
     """One kill -9 of the leader under a renewing holder: what was seen, times relative to the kill."""
     leader = group.leader()
+    warmed = group.wait_warm(leader)
     holder = Holder(leases, group.uris)
     try:
         started = time.monotonic()
@@ -371,7 +429,7 @@ def failover_round(group: Group, leases: Sequence[LandlordLease], number: int) -
                            and time.monotonic() - started >= BEFORE_KILL, LEADER_WAIT):
             raise RuntimeError(f"round {number}: the holder's renewals were not served by replica {leader}")
         killed_at = group.kill(leader)
-        served = holder.wait(lambda: bool(holder.granted(after=killed_at, not_by=leader)), FAILOVER_WAIT)
+        served = holder.wait(lambda: bool(holder.granted(after=killed_at, not_by=leader)), group.wait)
         if served:
             first = holder.granted(after=killed_at, not_by=leader)[0]
             holder.wait(lambda: time.monotonic() > first + AFTER_FAILOVER, AFTER_FAILOVER + 1)
@@ -385,6 +443,7 @@ def failover_round(group: Group, leases: Sequence[LandlordLease], number: int) -
     last_before = max((at for at, kind, _ in answers if kind == "granted" and at <= 0), default=math.nan)
     result = {
         "round": number, "killed": leader, "successor": successor, "failover_seconds": failover,
+        "warm_wait_seconds": warmed,  # waited before the kill, for the followers' warm copies
         "gap_seconds": failover - last_before,  # from the old leader's last renewal to the successor's first
         "retries": sum(1 for at, kind, _ in answers if kind == "retry" and at > 0),
         "retry_kinds": dict(collections.Counter(detail for at, kind, detail in answers if kind == "retry" and at > 0)),
@@ -410,14 +469,15 @@ def measure_failover(group: Group, args: argparse.Namespace) -> tuple[Row, list[
         if outcome["denied"]:
             problems.append(f"failover round {number}: {outcome['denied']} renewal(s) refused (a definite answer)")
         if outcome["successor"] is None:
-            problems.append(f"failover round {number}: no renewal served within {FAILOVER_WAIT:g} s of the kill")
+            problems.append(f"failover round {number}: no renewal served within {group.wait:g} s of the kill")
             break  # the group is not whole again: the other rounds would not mean the same
     try:  # every cookie still renews, then the batch goes: the throughput rows' leader holds their leases alone
         renew_all(leases)()
         leases[0].call_landlord("cancel_all", [lease.cookie for lease in leases])
     except Exception as exc:
         problems.append(f"after the failovers, the batch did not renew: {type(exc).__name__}: {exc}")
-    row = compare(f"failover: kill -9 of leader → successor's 1st renewal ({args.failover_leases:,} leases)", "s",
+    row = compare(f"failover: kill -9 of leader → successor's 1st renewal ({args.failover_leases:,} renewed, "
+                  f"{args.failover_leases + args.failover_held:,} held)", "s",
                   [r["failover_seconds"] for r in rounds], limit=FAILOVER_GOAL)
     return row, rounds, problems
 
@@ -620,7 +680,7 @@ def measure(args: argparse.Namespace) -> Report:
     try:
         if cluster is not None:
             progress("starting three replicas...")
-            group = Group(cluster)
+            group = Group(cluster, args.failover_held)
             row, rounds, found = measure_failover(group, args)
             rows.append(row)
             problems += found
@@ -738,6 +798,9 @@ BENCH.option("--batch", harness.at_most(MAX_BATCH), CALL_BATCH,
 BENCH.option("--seconds", positive_seconds, 2.0, "seconds per side per round of the renewal and grant rows")
 BENCH.option("--failover-leases", harness.at_most(MAX_BATCH), 1000,
              "leases the failover holder renews in each call, at most a landlord's MAX_BATCH")
+BENCH.option("--failover-held", harness.at_most(10_000_000), 0,
+             "leases the group holds besides the renewed batch, written straight to etcd before the replicas "
+             "start (each replica loads them; a new leader takes them from its warm copy)")
 BENCH.parser.add_argument("--plot", type=Path, default=PLOT, help="where the failover plot goes, if matplotlib is "
                           "installed (default: benchmarks/replicated_failover.png)")
 BENCH.parser.add_argument("--no-etcd", action="store_true", help="measure the SQLite and in-memory landlords alone")

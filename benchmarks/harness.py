@@ -21,6 +21,15 @@ with the median ratio, with the min and max of each side and of the ratio.
 landlord / baseline for rates (a unit ending in ``/s``), baseline / landlord
 for costs and delays.
 
+Two baselines: a row may also carry a second baseline measured in the same
+rounds (raw Pyro5 on Pyro5's default serializer, and on the serializer
+landlord's own calls speak), with its own goal: JSON keys ``baseline2``,
+``ratio2``, ``goal2``, ``met2`` (that goal alone; ``met`` is every goal of the
+row), ``landlord2`` (landlord's figure in the second ratio's median round),
+``baseline2_min``/``max``, ``ratio2_min``/``max`` and the names
+``baseline_name``, ``baseline2_name``. The table and the plots show such a row
+as two lines, one per baseline (:func:`lines_of`).
+
 Why not pyperf: every figure is a pair, landlord and its baseline measured in
 turns in one process on one population (a million leases, servers in child
 processes), judged on their ratio. pyperf times one function at a time in
@@ -185,6 +194,24 @@ def ratio_of(landlord: Any, baseline: Any, unit: Any) -> float | None:
     return float(landlord / baseline if higher_is_better(unit) else baseline / landlord)
 
 
+def all_met(verdicts: Sequence[bool | None]) -> bool | None:
+    """False if one verdict is a miss, True if there are some and all are met, else None (nothing to judge)."""
+    if False in verdicts:
+        return False
+    return True if verdicts and None not in verdicts else None
+
+
+def verdict(ratio: Any, goal: Any, landlord: Any = None, limit: Any = None, unit: Any = "") -> bool | None:
+    """True if ``ratio`` reaches ``goal`` and ``landlord`` keeps within ``limit`` (at least that much of a rate,
+    at most that much of anything else), False if either misses, None if there is neither (or no figure)."""
+    verdicts: list[bool | None] = []
+    if goal is not None:
+        verdicts.append(ratio >= goal if finite(ratio) else None)
+    if limit is not None and finite(landlord):
+        verdicts.append(landlord >= limit if higher_is_better(unit) else landlord <= limit)
+    return all_met(verdicts)
+
+
 @dataclass
 class Row:
     """One line of the table and of the JSON: landlord's figure against the baseline's, and the verdict.
@@ -193,6 +220,12 @@ class Row:
     much of a rate, at most that much of anything else). ``spread`` holds the
     min and max over the rounds (from :func:`compare`); ``extra`` more keys
     for the JSON row.
+
+    A row may have a second baseline measured in the same rounds
+    (``baseline2``, its own ``goal2``): its ratio is judged on its own median
+    round, whose landlord figure is ``landlord2`` (None: ``landlord``).
+    ``baseline_name`` and ``baseline2_name`` say which is which in the table
+    and the plots, where such a row is two lines (:func:`lines_of`).
     """
 
     metric: str
@@ -203,55 +236,115 @@ class Row:
     limit: float | None = None
     spread: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    baseline2: float | None = None
+    goal2: float | None = None
+    landlord2: float | None = None
+    baseline_name: str = ""
+    baseline2_name: str = ""
 
     @property
     def ratio(self) -> float | None:
         return ratio_of(self.landlord, self.baseline, self.unit)
 
     @property
+    def ratio2(self) -> float | None:
+        """How many times better landlord does than the second baseline, in that baseline's median round."""
+        return ratio_of(self.landlord if self.landlord2 is None else self.landlord2, self.baseline2, self.unit)
+
+    @property
+    def met2(self) -> bool | None:
+        """The verdict on ``goal2`` alone."""
+        return verdict(self.ratio2, self.goal2)
+
+    @property
     def met(self) -> bool | None:
         """True if every goal is met, False if one is missed, None if there is none (or no figure to judge)."""
-        verdicts: list[bool | None] = []
-        if self.goal is not None:
-            verdicts.append(None if self.ratio is None else self.ratio >= self.goal)
-        if self.limit is not None and finite(self.landlord):
-            assert self.landlord is not None
-            verdicts.append(self.landlord >= self.limit if higher_is_better(self.unit) else self.landlord <= self.limit)
-        if False in verdicts:
-            return False
-        return True if verdicts and None not in verdicts else None
+        verdicts = []
+        if self.goal is not None or self.limit is not None:
+            verdicts.append(verdict(self.ratio, self.goal, self.landlord, self.limit, self.unit))
+        if self.goal2 is not None:
+            verdicts.append(self.met2)
+        return all_met(verdicts)
+
+    @property
+    def two_baselines(self) -> bool:
+        return self.baseline2 is not None or self.goal2 is not None or bool(self.baseline2_name)
 
     def as_json(self) -> dict[str, Any]:
         row = {"metric": self.metric, "landlord": self.landlord, "baseline": self.baseline, "unit": self.unit,
                "ratio": self.ratio, "goal": self.goal, "met": self.met, **self.spread, **self.extra}
         if self.limit is not None:
             row["limit"] = self.limit
+        if self.two_baselines:
+            row.update(baseline_name=self.baseline_name, baseline2_name=self.baseline2_name,
+                       landlord2=self.landlord if self.landlord2 is None else self.landlord2,
+                       baseline2=self.baseline2, ratio2=self.ratio2, goal2=self.goal2, met2=self.met2)
         return {key: value if finite(value) or not isinstance(value, float) else None for key, value in row.items()}
 
 
-def compare(metric: str, unit: str, landlord: Sequence[float], baseline: Sequence[float] | None = None,
-            **row: Any) -> Row:
-    """One row from per-round figures (``landlord[i]`` and ``baseline[i]`` measured in the same round).
+def median_round(landlord: Sequence[float], baseline: Sequence[float] | None,
+                 unit: str) -> tuple[float, float, list[float]] | None:
+    """Of the rounds with both figures, the one with the median ratio (of an even count, the less favourable
+    middle one): landlord's figure, the baseline's, and every round's ratio in order. None: no such round."""
+    pairs = [(a, b) for a, b in zip(landlord, baseline or []) if ratio_of(a, b, unit) is not None]
+    if not pairs:
+        return None
+    pairs.sort(key=lambda pair: ratio_of(*pair, unit) or 0.0)
+    ours, theirs = pairs[(len(pairs) - 1) // 2]
+    return ours, theirs, [ratio_of(a, b, unit) or 0.0 for a, b in pairs]
 
-    The figures are those of the round with the median ratio (of an even count,
-    the less favourable middle one), so a noisy neighbour slows both sides and one
-    lucky round decides nothing; ``spread`` has the min and max of each side
-    and of the ratio over the rounds. Without a baseline: landlord's median.
+
+def compare(metric: str, unit: str, landlord: Sequence[float], baseline: Sequence[float] | None = None,
+            baseline2: Sequence[float] | None = None, **row: Any) -> Row:
+    """One row from per-round figures (``landlord[i]``, ``baseline[i]`` and ``baseline2[i]`` measured in the
+    same round).
+
+    The figures are those of the round with the median ratio (:func:`median_round`),
+    so a noisy neighbour slows both sides and one lucky round decides nothing;
+    ``spread`` has the min and max of each side and of the ratio over the
+    rounds. The second baseline's ratio is the median of its own (its round's
+    landlord figure is ``landlord2``). Without a baseline: landlord's median.
     Rounds with no figure (NaN) are left out. ``row``: more :class:`Row` fields.
     """
     ours = [x for x in landlord if finite(x)]
     spread: dict[str, float] = {"rounds": len(landlord)}
     if ours:
         spread.update(landlord_min=min(ours), landlord_max=max(ours))
-    pairs = [(a, b) for a, b in zip(landlord, baseline or []) if ratio_of(a, b, unit) is not None]
-    if not pairs:
-        return Row(metric, statistics.median_low(ours) if ours else None, None, unit, spread=spread, **row)
-    pairs.sort(key=lambda pair: ratio_of(*pair, unit) or 0.0)
-    ratios = [ratio_of(a, b, unit) or 0.0 for a, b in pairs]
-    theirs = [x for x in baseline or [] if finite(x)]
-    spread.update(baseline_min=min(theirs), baseline_max=max(theirs), ratio_min=ratios[0], ratio_max=ratios[-1])
-    ours_mid, theirs_mid = pairs[(len(pairs) - 1) // 2]
-    return Row(metric, ours_mid, theirs_mid, unit, spread=spread, **row)
+    middle: float | None = statistics.median_low(ours) if ours else None
+    middles: dict[str, tuple[float, float] | None] = {"": None, "2": None}
+    for suffix, theirs in (("", baseline), ("2", baseline2)):
+        found = median_round(landlord, theirs, unit)
+        if found is None:
+            continue
+        mine, theirs_mid, ratios = found
+        measured = [x for x in theirs or [] if finite(x)]
+        spread.update({f"baseline{suffix}_min": min(measured), f"baseline{suffix}_max": max(measured),
+                       f"ratio{suffix}_min": ratios[0], f"ratio{suffix}_max": ratios[-1]})
+        middles[suffix] = (mine, theirs_mid)
+    first, second = middles[""], middles["2"]
+    if first is not None:
+        middle = first[0]
+    if second is not None:
+        row.update(landlord2=second[0], baseline2=second[1])
+    return Row(metric, middle, first[1] if first else None, unit, spread=spread, **row)
+
+
+def lines_of(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A JSON row as the lines of a table or the bars of a plot, each with one baseline, one ratio and its
+    verdict: the row itself, or two lines for a row with a second baseline (each named after its baseline)."""
+    if "baseline2" not in row and "goal2" not in row:
+        return [dict(row)]
+    common = {key: row.get(key) for key in ("unit", "rounds") if key in row}
+    first = {key: value for key, value in row.items()
+             if not key.startswith(("baseline2", "ratio2", "goal2", "met2", "landlord2"))}
+    first.update(metric=f"{row.get('metric')}, vs {row.get('baseline_name') or 'baseline'}",
+                 met=verdict(ratio_of(row.get("landlord"), row.get("baseline"), row.get("unit")), row.get("goal"),
+                             row.get("landlord"), row.get("limit"), row.get("unit")))
+    second = {**common, "metric": f"{row.get('metric')}, vs {row.get('baseline2_name') or 'baseline 2'}",
+              "landlord": row.get("landlord2"), "baseline": row.get("baseline2"), "goal": row.get("goal2"),
+              "met": row.get("met2"), "ratio_min": row.get("ratio2_min"), "ratio_max": row.get("ratio2_max"),
+              "baseline_min": row.get("baseline2_min"), "baseline_max": row.get("baseline2_max")}
+    return [first, second]
 
 
 @dataclass
@@ -297,8 +390,11 @@ def spread_text(row: Mapping[str, Any]) -> str:
 
 
 def table(results: Sequence[Mapping[str, Any]], *, names: bool = True) -> str:
-    """The rows of ``results`` (each ``{"name", "rows"}``, rows as written to JSON) as one table."""
-    rows = [(str(result.get("name", "?")), row) for result in results for row in result.get("rows", [])]
+    """The rows of ``results`` (each ``{"name", "rows"}``, rows as written to JSON) as one table; a row with
+    two baselines is two lines, one per baseline (:func:`lines_of`)."""
+    whole = [(str(result.get("name", "?")), row) for result in results for row in result.get("rows", [])]
+    rows = [(name, line) for name, row in whole for line in lines_of(row)]
+    twice = len(rows) > len(whole)  # some row has two baselines
     # as wide as the longest metric: a label cut short reads as another measurement
     width = max([len(str(row.get("metric"))) for _, row in rows] + [6])
     header = (f"{'benchmark':<14} " if names else "") + (
@@ -314,7 +410,8 @@ def table(results: Sequence[Mapping[str, Any]], *, names: bool = True) -> str:
             f"{spread_text(row):>13} {goal_text(row):>14}  {met}"))
     lines.append("(ratio: times better than the baseline, > 1 is better" + (
         "; rounds: its min–max over the rounds, or landlord's without a baseline; the figures are the "
-        "median-ratio round's)" if any(row.get("rounds", 1) > 1 for _, row in rows) else ")"))
+        f"median-ratio round's{', for each baseline its own' if twice else ''})"
+        if any(row.get("rounds", 1) > 1 for _, row in rows) else ")"))
     return "\n".join(lines)
 
 

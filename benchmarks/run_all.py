@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import figure, finite, ratio_of, table
+from harness import figure, finite, lines_of, ratio_of, table
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -40,6 +40,7 @@ IMAGES = ROOT / "docs" / "img"
 # (script, extra arguments): in the order of the issue's list
 BENCHMARKS: list[tuple[str, list[str]]] = [
     ("bench_renew.py", []),
+    ("bench_wire.py", []),
     ("bench_etcd.py", []),
     ("bench_lookup.py", []),
     ("bench_expiry.py", []),
@@ -83,6 +84,7 @@ def run(script: str, args: list[str], out: Path, timeout: float) -> tuple[dict[s
 
 
 RATIO_CAP = 3.0  # the ratio axes end here (linear); a longer bar is cut, and its value printed on it
+GOAL_REACH = 2.0  # a goal up to this many times RATIO_CAP moves the axis' end; a further one (30x) is printed
 COLOURS = {True: "tab:green", False: "tab:red", None: "tab:blue"}  # met, missed, no goal
 LABEL_WIDTH = 46  # characters per line of a bar's label
 TEXT_WIDTH = 0.07  # of the axis, about what a bar's printed value takes
@@ -90,11 +92,11 @@ TEXT_WIDTH = 0.07  # of the axis, about what a bar's printed value takes
 
 # what each family's plot compares, for its title (a plot is read on its own)
 FAMILY_TITLES = {
-    "renew": "lease renewals against a raw Pyro5 call of the same shape",
+    "renew": "renewals against raw Pyro5 calls of their shape, on serpent and msgpack",
     "etcd": "landlord against etcd (single member on loopback, data on tmpfs)",
     "lookup": "the lookup service against the Pyro5 name server",
     "expiry": "the reapers against a bare dict + SortedList + one sleeping thread",
-    "renewal": "the renewal manager's CPU against a raw renew_all call",
+    "renewal": "the renewal manager's CPU against raw calls of its calls' shape",
     "store": "the SQLite LeaseStore against a landlord in memory",
     "replicated": "a replicated landlord against in-memory, SQLite and etcd",
     "metrics": "a landlord with metrics on against one without",
@@ -125,9 +127,10 @@ class Bar:
 
 
 def bars_of(rows: Sequence[Mapping[str, Any]], prefix: str = "") -> list[Bar]:
-    """The rows that have a ratio, as bars (``prefix`` before each label); rows without a baseline are left out."""
+    """The rows that have a ratio, as bars (``prefix`` before each label), a bar per baseline (a row with two
+    is two bars, each named after its baseline and judged on its own goal); rows without a baseline are left out."""
     bars = []
-    for row in rows:
+    for row in (line for whole in rows for line in lines_of(whole)):
         ratio = ratio_of(row.get("landlord"), row.get("baseline"), row.get("unit"))
         if ratio is None:
             continue
@@ -141,10 +144,11 @@ def bars_of(rows: Sequence[Mapping[str, Any]], prefix: str = "") -> list[Bar]:
 
 
 def axis_end(bars: Sequence[Bar], cap: float = RATIO_CAP) -> float:
-    """Where a ratio axis ends: ``cap``, or further if a goal lies beyond it, or closer if every bar and whisker
-    ends well before it (but never before 1.2: 1, the baseline, is always in sight)."""
+    """Where a ratio axis ends: ``cap``, or further if a goal lies beyond it (up to ``GOAL_REACH`` times
+    ``cap``: a goal of 30x would squash every other bar), or closer if every bar and whisker ends well before
+    it (but never before 1.2: 1, the baseline, is always in sight)."""
     reach = max([bar.ratio for bar in bars] + [bar.high or 0 for bar in bars] + [1.0])
-    goals = [bar.goal for bar in bars if bar.goal]
+    goals = [bar.goal for bar in bars if bar.goal and bar.goal <= GOAL_REACH * cap]
     return max(min(cap, reach * 1.15), 1.2, max(goals, default=0) * 1.1)
 
 
@@ -163,17 +167,19 @@ def draw_bars(ax: Any, bars: Sequence[Bar], end: float) -> list[Any]:
             ax.plot([low, high], [i, i], color="black", linewidth=1, zorder=3)
             for x in (low, high):
                 ax.plot([x, x], [i - 0.15, i + 0.15], color="black", linewidth=1, zorder=3)
-        if bar.goal is not None:
+        if bar.goal is not None and bar.goal <= end:
             ax.plot([bar.goal, bar.goal], [i - 0.45, i + 0.45], color="black", linewidth=3, zorder=4)
         text = f"{bar.ratio:.2f}x" if bar.ratio < 100 else f"{bar.ratio:,.0f}x"
+        goal_off = f", goal {bar.goal:g}x" if bar.goal is not None and bar.goal > end else ""  # said in words
         inside = {"va": "center", "ha": "right", "color": "white", "fontsize": 8, "fontweight": "bold", "zorder": 5,
                   "bbox": {"facecolor": COLOURS[bar.met], "edgecolor": "none", "pad": 1}}  # hides a whisker
         if bar.ratio > end:  # cut: the value on the bar's end, where the bar would go on
             spread = f" ({bar.low:.3g}–{bar.high:.3g})" if bar.low is not None and bar.high is not None else ""
-            ax.text(end * 0.98, i, f"{text}{spread} →", **inside)
+            ax.text(end * 0.98, i, f"{text}{spread}{goal_off} →", **inside)
             continue
         if bar.high is not None and bar.high > end:  # the whisker is cut: say where it ends
             text += f" (max {bar.high:.3g})"
+        text += goal_off
         # right of the bar and its whisker; past the goal if the goal would cross it
         right = max(bar.ratio, min(bar.high or 0, end)) + end * 0.01
         if bar.goal is not None and right - end * 0.01 <= bar.goal <= right + end * TEXT_WIDTH:
@@ -224,7 +230,8 @@ def bar_figure(plt: Any, bars: Sequence[Bar], title: str, path: Path, footnote: 
 
 def unplotted(rows: Sequence[Mapping[str, Any]], most: int = 6) -> str:
     """The rows without a ratio (no baseline), as lines for a footnote."""
-    left = [row for row in rows if ratio_of(row.get("landlord"), row.get("baseline"), row.get("unit")) is None]
+    left = [line for row in rows for line in lines_of(row)
+            if ratio_of(line.get("landlord"), line.get("baseline"), line.get("unit")) is None]
     lines = [f"{row.get('metric')}: {figure(row.get('landlord'))} {row.get('unit') or ''}".strip()
              for row in left[:most]]
     if len(left) > most:

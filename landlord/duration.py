@@ -30,8 +30,10 @@ def check_duration(duration: object, *, name: str = "duration", allow_any: bool 
         ValueError: for a non-number (including ``bool``), NaN, ``-inf``, or a
             negative number other than ``ANY``.
     """
+    if type(duration) is float and duration >= 0.0:  # the common case first: on every grant and renewal (NaN fails)
+        return duration
     kind = type(duration)
-    if kind is not float and kind is not int:  # the common cases first: this is on every renewal
+    if kind is not float and kind is not int:
         if kind is bool or not isinstance(duration, numbers.Real):
             raise ValueError(f"{name} must be a number of seconds, got {kind.__name__} {duration!r:.50}")
     try:

@@ -171,7 +171,9 @@ class AbstractLease(Lease):
         landlord making its own lease from parts it has checked: see
         :meth:`~landlord.LandlordLease.granted`)."""
         self._clock = clock
-        self.record_grant(sent_now(clock), granted)
+        self._expiration = clock.time() + granted  # record_grant(sent_now(clock), granted), two calls less
+        self._deadline = clock.monotonic() + granted
+        self._term = granted
 
     def record_grant(self, sent: tuple[float, float], granted: float) -> None:
         """Record a grant of ``granted`` seconds to a request sent at ``sent`` (:func:`sent_now` on

@@ -151,15 +151,14 @@ class LeaseDurationPolicy(LeasePolicy):
         now = self._clock.monotonic()
         granted = self.grant_for(requested)
         left = resource.expiration - now
-        asked_for_less = requested != ANY and requested < left
-        if granted < left and not asked_for_less:
+        if granted < left and (requested == ANY or requested >= left):  # shortened only if asked for less
             granted = left
-        deadline = resource.deadline
-        if now + granted > deadline:
-            if resource.expiration >= deadline:  # nothing left to give: say so, rather than grant 0 s
+        extra = resource.extra  # its lifetime cap: most leases have none
+        if extra is not None and now + granted > extra.deadline:
+            if resource.expiration >= extra.deadline:  # nothing left to give: say so, rather than grant 0 s
                 raise LeaseDeniedError(f"this lease has reached the landlord's lifetime cap of "
                                        f"{self.lifetime:g} s since its grant; ask for a new lease")
-            granted = deadline - now
+            granted = extra.deadline - now
         resource.expiration = now + granted
         return granted
 

@@ -102,6 +102,13 @@ class SleeperReaper(_ThreadedReaper):
         self._sleeping_until = math.inf
 
     def expiration_added(self, expiration: float) -> None:
+        # Read without the lock first: most leases end after the one slept for. A finite
+        # value here was written after the thread last read the table (it reads it while
+        # this is -inf or inf), and the lease was filed before this call, so the thread
+        # sees it when it wakes, by ``expiration`` at the latest: no notice needed.
+        sleeping_until = self._sleeping_until
+        if -math.inf < sleeping_until <= expiration:
+            return
         with self._condition:
             if expiration < self._sleeping_until:
                 self._condition.notify_all()
@@ -165,7 +172,8 @@ class LazyReaper(Reaper):
         self._manager: Reaped | None = None
         self._lock = threading.Lock()
         self._earliest = -math.inf  # nothing can expire before this
-        self._arrivals = 0  # bumped by every expiration_added, to detect races with on_use
+        self._arrivals = 0  # bumped by every expiration_added that takes the lock, to detect races with on_use
+        self._updating = 0  # on_use calls between reading the table and setting _earliest from it
 
     def start(self, manager: Reaped) -> None:
         if self._manager is not None:
@@ -173,6 +181,10 @@ class LazyReaper(Reaper):
         self._manager = manager
 
     def expiration_added(self, expiration: float) -> None:
+        # Without the lock when no on_use is under way and the bound already covers the lease:
+        # an on_use starting later reads the table after the lease was filed (read in this order).
+        if not self._updating and self._earliest <= expiration:
+            return
         with self._lock:
             self._arrivals += 1
             if expiration < self._earliest:
@@ -185,11 +197,16 @@ class LazyReaper(Reaper):
             return
         with self._lock:
             arrivals = self._arrivals
-        manager.reap()  # outside our lock: on_expire may add leases
-        earliest = manager.next_expiration()
-        with self._lock:
-            if self._arrivals == arrivals:  # else a new lease may be earlier: keep the old, lower bound
-                self._earliest = earliest
+            self._updating += 1
+        earliest = -math.inf  # if reaping fails: the next use tries again
+        try:
+            manager.reap()  # outside our lock: on_expire may add leases
+            earliest = manager.next_expiration()
+        finally:
+            with self._lock:
+                self._updating -= 1
+                if self._arrivals == arrivals:  # else a new lease may be earlier: keep the old, lower bound
+                    self._earliest = earliest
 
 
 REAPERS: dict[str, type[Reaper]] = {

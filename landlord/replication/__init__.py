@@ -9,6 +9,9 @@
 - :mod:`~landlord.replication.terms`: a replica's terms (the one its election wants,
   the one loaded, whether it answers), shared by the election's callbacks, the
   thread that loads terms and the calls; no etcd.
+- :mod:`~landlord.replication.warmcopy`: a follower's warm copy of the group's
+  leases (:class:`~landlord.replication.warmcopy.WarmCopy`), read once and kept
+  up to date by watching etcd, which a new leader takes instead of reading etcd.
 
 It may import the grantor, the holder side, the transport and the basics, never
 serving or the renewal service. The etcd client (the ``etcd`` extra) is imported

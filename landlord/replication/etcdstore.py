@@ -82,8 +82,9 @@ if TYPE_CHECKING:
     from pyetcd.etcdrpc import RangeResponse, ResponseOp
 
 __all__ = [
-    "Leadership", "EtcdLeaseStore", "Record", "Chunk", "Folded", "pack_record", "unpack_record",
-    "pack_renewals", "pack_ended", "unpack_chunk", "fold",
+    "Leadership", "EtcdLeaseStore", "Record", "Chunk", "Folded", "Warm", "WarmSource", "pack_record",
+    "unpack_record", "read_record", "read_group", "group_prefix", "range_end", "pack_renewals", "pack_ended",
+    "unpack_chunk", "fold",
 ]
 
 log = logging.getLogger("landlord.etcdstore")  # its name before it moved into replication/
@@ -145,6 +146,28 @@ class Chunk:
 
     renewals: Mapping[str, tuple[float, float]]
     ended: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Warm:
+    """The group's leases as a new leader takes them in: each live lease's ``(cookie, expiration,
+    written, resource data)`` in the order first written, the log's chunk keys with how many entries
+    each holds, the ended cookies whose keys are still there, and how to read a resource's data
+    (serpent's ``loads`` for what etcd holds; as it is for a warm copy's, read as it came)."""
+
+    leases: list[tuple[str, float, float, Any]]
+    chunks: dict[str, int]
+    ended: set[str]
+    load: Callable[[Any], Any]
+
+
+class WarmSource(Protocol):
+    """Where a new leader's store may take the group's leases from instead of reading etcd: a
+    follower's warm copy (:class:`~landlord.replication.warmcopy.WarmCopy`)."""
+
+    def take(self, revision: int) -> Warm | None:
+        """The leases as they were when the leader key was created at ``revision`` (every write of
+        an earlier term applied), handed over once; ``None``: not to be had, read etcd."""
 
 
 @dataclass(frozen=True)
@@ -660,6 +683,9 @@ class EtcdLeaseStore:
             (more if a commit fails: it is retried each interval).
         clock: the monotonic clock the committer waits on, and the wall clock
             that says a renewal is no longer worth writing.
+        warm: a follower's warm copy of the group's leases, which the first
+            :meth:`leases` takes instead of reading etcd, if it has caught up
+            with the store's term (see :class:`WarmSource`).
 
     Raises:
         LeadershipLost: ``leadership`` does not lead now.
@@ -669,7 +695,7 @@ class EtcdLeaseStore:
     """
 
     def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, leadership: Leadership, *,
-                 commit_interval: float = 0.1, clock: Clock = SYSTEM_CLOCK) -> None:
+                 commit_interval: float = 0.1, clock: Clock = SYSTEM_CLOCK, warm: WarmSource | None = None) -> None:
         require_pyetcd()
         if not 0 < commit_interval < math.inf:
             raise ValueError(f"commit_interval must be positive and finite, not {commit_interval!r}")
@@ -682,6 +708,8 @@ class EtcdLeaseStore:
         self._serializer = SerpentSerializer()
         self._closed = False
         self._log = _RenewalLog(self._keys, self._calls, clock, float(commit_interval))
+        self._warm = warm
+        self.source = "nowhere yet"  # where leases() took the leases from: "etcd" or "the warm copy"
 
     def __repr__(self) -> str:
         return f"EtcdLeaseStore({self._keys.root!r})"
@@ -739,22 +767,32 @@ class EtcdLeaseStore:
         """Every stored lease, in the order first written, with its time left at wall time ``now``
         (never more than it had when last written); renewals not yet written count.
 
-        Read at one etcd revision. Call it before writing (as a landlord
-        does): it replaces what the store knew. Malformed keys, and
+        Read at one etcd revision, or, the first time, taken from the
+        store's warm copy if it has caught up with the store's term (every
+        write of an earlier term in it). Call it before writing (as a
+        landlord does): it replaces what the store knew. Malformed keys, and
         resources serpent cannot read, are logged and skipped.
 
         Raises:
             pyetcd.Etcd3Exception, grpc.RpcError: etcd could not be read.
         """
         with self._log.io:  # no commit or compaction while the log is read and taken in
-            records, chunks = _read(self._calls, self._keys, repr(self))
-            folded = fold(records, [(revision, chunk) for revision, _, chunk in chunks])
+            warm, self._warm = self._warm.take(self._calls.term) if self._warm is not None else None, None
+            self.source = "etcd" if warm is None else "the warm copy"
+            if warm is None:
+                warm = self._read_warm()
             with self._log.changed:
                 pending = dict(self._log.pending)
-            stored, known = _take_in(folded, pending, now, self._serializer, repr(self))
-            self._log.replace(known, {key: len(chunk.renewals) + len(chunk.ended) for _, key, chunk in chunks},
-                              folded.ended)
+            stored, known = _take_in(warm.leases, pending, now, warm.load, repr(self))
+            self._log.replace(known, warm.chunks, warm.ended)
         return stored
+
+    def _read_warm(self) -> Warm:
+        """The group's leases and log as read from etcd now, their resources still serpent's."""
+        records, chunks, _ = _read(self._calls, self._keys, repr(self))
+        folded = fold(records, [(revision, chunk) for revision, _, chunk in chunks])
+        return Warm(folded.leases, {key: len(chunk.renewals) + len(chunk.ended) for _, key, chunk in chunks},
+                    folded.ended, self._serializer.loads)
 
     def put(self, cookie: str, expiration: float, resource: Any, now: float) -> None:
         """Write a lease (a new one, or a new resource for one already stored): one guarded transaction.
@@ -913,15 +951,17 @@ def _claim(calls: _Calls, key: str, landlord_id: str, name: str) -> str:
     return landlord_id
 
 
-def _take_in(folded: Folded, pending: Mapping[str, tuple[float, float]], now: float,
-             serializer: SerpentSerializer, name: str) -> tuple[list[StoredLease], dict[str, tuple[float, float]]]:
-    """The stored leases ``folded`` comes to at wall time ``now`` (a renewal still ``pending`` counting),
-    and each one's expiration and written time; a resource serpent cannot read is logged and skipped."""
+def _take_in(leases: Iterable[tuple[str, float, float, Any]], pending: Mapping[str, tuple[float, float]],
+             now: float, load: Callable[[Any], Any],
+             name: str) -> tuple[list[StoredLease], dict[str, tuple[float, float]]]:
+    """The stored leases that ``leases`` (each ``(cookie, expiration, written, resource data)``) come to
+    at wall time ``now`` (a renewal still ``pending`` counting), and each one's expiration and written
+    time; each resource is ``load(data)``, and one it cannot read is logged and skipped."""
     stored, known = [], {}
-    for cookie, expiration, written, data in folded.leases:
+    for cookie, expiration, written, data in leases:
         expiration, written = pending.get(cookie, (expiration, written))
         try:
-            resource = serializer.loads(data)
+            resource = load(data)
         except Exception as exc:
             log.warning("%s: skipped lease %s: its resource cannot be read (%s)", name, cookie, exc)
             continue
@@ -932,9 +972,9 @@ def _take_in(folded: Folded, pending: Mapping[str, tuple[float, float]], now: fl
     return stored, known
 
 
-def _read(calls: _Calls, keys: _Keys, name: str) -> tuple[dict[str, Record], list[tuple[int, str, Chunk]]]:
+def _read(calls: _Calls, keys: _Keys, name: str) -> tuple[dict[str, Record], list[tuple[int, str, Chunk]], int]:
     """The leases (by cookie) and the log's chunks (each with its revision and key), read at one
-    revision; malformed ones are logged (naming the store ``name``) and left out.
+    revision, and that revision; malformed ones are logged (naming the store ``name``) and left out.
 
     Raises:
         pyetcd.Etcd3Exception, grpc.RpcError: etcd could not be read.
@@ -951,20 +991,70 @@ def _read(calls: _Calls, keys: _Keys, name: str) -> tuple[dict[str, Record], lis
     records: dict[str, Record] = {}
     for kv in leases:
         try:
-            cookie = kv.key[len(keys.leases):].decode()
-            _cookie_bytes(cookie)
-            expiration, written, resource = unpack_record(kv.value)
+            cookie, record = read_record(keys.leases, kv)
         except ValueError as exc:
             log.warning("%s: skipped malformed key %r: %s", name, kv.key, exc)
             continue
-        records[cookie] = Record(kv.mod_revision, kv.create_revision, expiration, written, resource)
+        records[cookie] = record
     found: list[tuple[int, str, Chunk]] = []
     for kv in chunks:
         try:
             found.append((kv.mod_revision, kv.key.decode(), unpack_chunk(kv.value)))
         except ValueError as exc:
             log.warning("%s: skipped malformed key %r: %s", name, kv.key, exc)
-    return records, found
+    return records, found, revision
+
+
+class _Reading:
+    """The leadership of a replica that only reads: it never leads, so a write would be refused unsent."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.revision: int | None = None
+
+
+def read_group(client: pyetcd.MultiEndpointEtcd3Client, election_key: str,
+               name: str) -> tuple[dict[str, Record], list[tuple[int, str, Chunk]], int]:
+    """Every lease (by cookie) and log chunk (with its revision and key) of the group whose election key
+    is ``election_key``, read at one revision, and that revision: what a follower's warm copy starts
+    from. Malformed keys are logged (naming ``name``) and left out.
+
+    Raises:
+        ValueError: ``election_key`` is not ``/<prefix>/<group>/leader``.
+        pyetcd.Etcd3Exception, grpc.RpcError: etcd could not be read.
+    """
+    keys = _Keys(election_key)
+    return _read(_Calls(client, _Reading(election_key), election_key, 0), keys, name)
+
+
+def group_prefix(election_key: str) -> str:
+    """Where every key of the group of ``election_key`` lives, the election key too: ``/<prefix>/<group>/``.
+
+    Raises:
+        ValueError: ``election_key`` is not ``/<prefix>/<group>/leader``.
+    """
+    return _Keys(election_key).root
+
+
+def range_end(prefix: str) -> bytes:
+    """The end of the key range of everything under ``prefix`` (which ends in '/')."""
+    return _range_end(prefix)
+
+
+def read_record(prefix: str, kv: Any) -> tuple[str, Record]:
+    """A lease's cookie and record from its etcd key-value (``kv.key`` under ``prefix``, the group's
+    ``leases/``).
+
+    Raises:
+        ValueError: a key that is not a cookie's, or a value that is not a record.
+    """
+    try:
+        cookie = kv.key[len(prefix):].decode()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"a lease's key is not text: {exc}") from None
+    _cookie_bytes(cookie)
+    expiration, written, resource = unpack_record(kv.value)
+    return cookie, Record(kv.mod_revision, kv.create_revision, expiration, written, resource)
 
 
 def _scan(calls: _Calls, prefix: str, revision: int) -> tuple[list[Any], int]:

@@ -12,8 +12,11 @@ group follows on its own (its ``landlords`` name every replica).
 A leadership is a *term*: from its election to its end. At the start of
 each, the new leader makes a landlord of its own for the term (an ordinary
 :class:`~landlord.Landlord` over a store guarded by the term) and loads every
-lease from etcd into it, on a thread of its own, so that the election's
-keep-alives go on meanwhile. A lease keeps its cookie and its remaining time
+lease into it, on a thread of its own, so that the election's keep-alives go
+on meanwhile. A replica that does not lead keeps a warm copy of the group's
+leases, following etcd (:class:`~landlord.replication.warmcopy.WarmCopy`): the
+new leader takes its leases from that copy once it has caught up with the
+term, instead of reading them all from etcd. A lease keeps its cookie and its remaining time
 (stored as a wall-clock deadline), less at most the commit interval plus the
 clocks' skew; expiry is then decided on the new leader's monotonic clock.
 
@@ -53,6 +56,7 @@ from ..results import RenewResults
 from .election import Election, LeadershipLost, etcd_errors, leader_key, require_pyetcd
 from .etcdstore import EtcdLeaseStore
 from .terms import Term, Terms
+from .warmcopy import WarmCopy
 
 if TYPE_CHECKING:
     import pyetcd
@@ -112,6 +116,9 @@ class ReplicatedLandlord:
         ready_wait: seconds a call to a new leader waits for it to load.
         landlord_id: the group's landlord id; ``None``: the one stored in
             etcd, or a new one the first leader stores.
+        warm: keep a warm copy of the group's leases while not leading, so
+            that a new term takes its leases from it rather than from etcd
+            (``False``: every term reads them all from etcd).
         policy, reaper, clock, on_expire, on_cancel, codec: as for
             :class:`~landlord.Landlord`, for the landlord of each term (one
             policy serves them all; ``reaper`` a name, as each term makes its
@@ -130,7 +137,7 @@ class ReplicatedLandlord:
 
     def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, *, group: str, replicas: Sequence[str],
                  prefix: str = "landlord", ttl: int = 2, commit_interval: float = 0.1,
-                 ready_wait: float = READY_WAIT, landlord_id: str | None = None,
+                 ready_wait: float = READY_WAIT, landlord_id: str | None = None, warm: bool = True,
                  policy: LeasePolicy | None = None, reaper: str = "sleeper", clock: Clock = SYSTEM_CLOCK,
                  on_expire: FreeCallback | None = None, on_cancel: FreeCallback | None = None,
                  codec: ResourceCodec | None = None) -> None:
@@ -153,6 +160,7 @@ class ReplicatedLandlord:
         self._terms = Terms()  # the term wanted, the term loaded, closing: shared with the election and the loader
         self._election: Election | None = None
         self._loader: threading.Thread | None = None
+        self._warm = WarmCopy(client, self.key) if warm else None
         self._errors = etcd_errors()
 
     # -- local ----------------------------------------------------------------------------------
@@ -177,6 +185,11 @@ class ReplicatedLandlord:
         """The lease manager of this replica's term while it leads (its leases, on its clock), else ``None``."""
         term = self._terms.term
         return term.landlord.manager if term is not None else None
+
+    @property
+    def warm_copy(self) -> WarmCopy | None:
+        """This replica's warm copy of the group's leases (``None``: made with ``warm=False``)."""
+        return self._warm
 
     @property
     def election(self) -> Election | None:
@@ -235,6 +248,8 @@ class ReplicatedLandlord:
                                       ttl=self.ttl, clock=self.clock, on_elected=self._terms.elected,
                                       on_deposed=self._terms.deposed)
             self._loader = threading.Thread(target=self._load_terms, name=f"terms {self.key}", daemon=True)
+        if self._warm is not None:
+            self._warm.start()
         self._loader.start()
         self._election.start()
         return self
@@ -266,9 +281,11 @@ class ReplicatedLandlord:
             term, election = self._terms.term, self._election
             self._terms.changed.notify_all()
         if term is not None:
-            self._flush(term)
+            _flush(term, self.key)
         if election is not None:
             election.close()
+        if self._warm is not None:
+            self._warm.close()
         if self._loader is not None and self._loader is not threading.current_thread():
             self._loader.join(JOIN_TIMEOUT)
         with self._terms.changed:
@@ -374,9 +391,13 @@ class ReplicatedLandlord:
 
     @Pyro5.server.expose
     def replica_status(self) -> dict[str, Any]:
-        """``{"leading": bool, "leader": uri or None, "group": name, "held": leases}``, answered by every
-        replica, leading or not: for operators, and for clients that look for the leader."""
-        return {"leading": self.leading, "leader": self.leader(), "group": self.group, "held": len(self)}
+        """``{"leading": bool, "leader": uri or None, "group": name, "held": leases, "warm": revision or None}``,
+        answered by every replica, leading or not: for operators, and for clients that look for the leader.
+        ``warm``: the revision up to which a follower's warm copy has applied etcd's events (``None``:
+        it holds none now: it leads, is reading the group, or keeps no copy)."""
+        warm = self._warm.revision if self._warm is not None else None
+        return {"leading": self.leading, "leader": self.leader(), "group": self.group, "held": len(self),
+                "warm": warm}
 
     # -- answering ------------------------------------------------------------------------------
 
@@ -459,6 +480,8 @@ class ReplicatedLandlord:
             wanted, old = change
             if old is not None:
                 old.landlord.close()  # its store writes what was renewed first (kept, if the term goes on)
+            if wanted is None and self._warm is not None:
+                self._warm.resume()  # a follower again: the copy reads the group afresh
             if wanted is not None and not self._open(wanted):
                 self._terms.pause_unless_changed(wanted)
 
@@ -483,8 +506,9 @@ class ReplicatedLandlord:
         if not self._terms.begin(revision, landlord):
             landlord.close()
             return True
-        log.info("%s: leading from revision %d with %d lease(s), loaded in %.3f s", self.key, revision,
-                 len(landlord), time.monotonic() - started)
+        store = landlord.store
+        log.info("%s: leading from revision %d with %d lease(s), loaded in %.3f s from %s", self.key, revision,
+                 len(landlord), time.monotonic() - started, getattr(store, "source", "its store"))
         return True
 
     def _new_landlord(self, election: Election) -> Landlord:
@@ -494,7 +518,8 @@ class ReplicatedLandlord:
         Raises:
             as :meth:`make_landlord`.
         """
-        store = EtcdLeaseStore(self._client, election, commit_interval=self.commit_interval, clock=self.clock)
+        store = EtcdLeaseStore(self._client, election, commit_interval=self.commit_interval, clock=self.clock,
+                               warm=self._warm)
         try:
             landlord = self.make_landlord(store=store, landlord_id=self._landlord_id)
         except BaseException:
@@ -508,10 +533,12 @@ class ReplicatedLandlord:
             raise
         return landlord
 
-    def _flush(self, term: Term) -> None:
-        store = term.landlord.store
-        if isinstance(store, EtcdLeaseStore):
-            try:
-                store.flush()
-            except Exception as exc:
-                log.warning("%s: renewals not written before the term closed: %s", self.key, exc)
+
+def _flush(term: Term, key: str) -> None:
+    """Write the renewals ``term``'s store has not written yet (a failure is logged)."""
+    store = term.landlord.store
+    if isinstance(store, EtcdLeaseStore):
+        try:
+            store.flush()
+        except Exception as exc:
+            log.warning("%s: renewals not written before the term closed: %s", key, exc)

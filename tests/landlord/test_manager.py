@@ -11,6 +11,7 @@ import pytest
 
 from landlord import (
     FakeClock,
+    LazyReaper,
     LeaseDeniedError,
     LeasedResource,
     LeaseDurationPolicy,
@@ -350,6 +351,64 @@ def test_lazy_reaper_frees_a_lease_that_arrives_earlier_than_all_others(clock: F
     assert len(manager) == 1 and freed.calls == {"early": 1}
     clock.advance(95)
     assert len(manager) == 0 and freed.calls == {"early": 1, "late": 1}
+
+
+@pytest.mark.parametrize("reaper", ["sleeper", "lazy"])
+def test_a_lease_renewed_for_less_than_it_had_left_is_freed_at_its_new_end(clock: FakeClock, reaper: str) -> None:
+    freed = Freed()
+    manager = make_manager(clock, reaper=reaper, freed=freed)
+    grant(manager, "a", 100)
+    if reaper == "sleeper":
+        clock.wait_for_sleeper(100)
+    else:
+        assert len(manager) == 1  # the reaper now knows nothing expires before t=100
+    assert manager.renewed("a", 10) == 10  # asked for less than it had left: granted
+    if reaper == "sleeper":
+        clock.wait_for_sleeper(10)  # told of the earlier end
+    clock.advance(10)
+    if reaper == "lazy":
+        assert len(manager) == 0
+    freed.wait_for("a")
+    manager.close()
+
+
+class StubTable:
+    """What a reaper serves (:class:`~landlord.grantor.reapers.Reaped`), whose table gains a lease just after
+    the reaper has read it: ``arrive`` runs once, between the read and its answer."""
+
+    def __init__(self, clock: FakeClock, earliest: float) -> None:
+        self.clock = clock
+        self.earliest = earliest
+        self.reaps = 0
+        self.arrive: Any = None
+
+    def reap(self) -> int:
+        self.reaps += 1
+        return 0
+
+    def next_expiration(self) -> float:
+        earliest = self.earliest
+        arrive, self.arrive = self.arrive, None
+        if arrive is not None:
+            arrive()
+        return earliest
+
+
+def test_lazy_reaper_is_not_misled_by_a_lease_filed_while_it_reads_the_table(clock: FakeClock) -> None:
+    reaper = LazyReaper()
+    table = StubTable(clock, earliest=100)
+    reaper.start(table)
+
+    def early_lease() -> None:
+        table.earliest = 10
+        reaper.expiration_added(10)
+
+    table.arrive = early_lease
+    reaper.on_use()  # reads 100, but a lease ending at 10 was filed meanwhile
+    assert table.reaps == 1
+    clock.advance(10)
+    reaper.on_use()
+    assert table.reaps == 2  # not put off until t=100
 
 
 def test_a_mass_expiry_is_freed_chunk_by_chunk(clock: FakeClock) -> None:

@@ -103,12 +103,16 @@ def test_a_lease_that_ran_out_while_the_landlord_was_down_is_freed_once(path: pa
     assert len(again.store) == 1  # the freed one is gone from the file too
 
 
-def test_renewals_cancels_and_expiries_are_written(path: pathlib.Path, landlords: Any) -> None:
+@pytest.mark.parametrize("batch", [True, False], ids=["renew_all", "renew"])
+def test_renewals_cancels_and_expiries_are_written(path: pathlib.Path, landlords: Any, batch: bool) -> None:
     clock = FakeClock()
     first = landlords(path, clock)
     renewed, cancelled, expiring = (first.new_lease(name, 10) for name in ("renewed", "cancelled", "expiring"))
     clock.advance(5)
-    first.renew_all([renewed.cookie], [100.0])
+    if batch:
+        first.renew_all([renewed.cookie], [100.0])
+    else:  # one lease takes a way of its own (LeaseManager.renewed)
+        first.renew(renewed.cookie, 100.0)
     first.cancel(cancelled.cookie)
     clock.advance(6)
     assert first.manager.reap() == 1  # "expiring"

@@ -7,7 +7,8 @@ this one serves at ``HOST:PORT`` (HOST: 127.0.0.1 unless given), which must be o
 ``replica at <uri> (...)`` once serving, ``freed <room>`` when a lease
 expires on it (while it leads). Remote methods beside a landlord's:
 ``rent(room, duration)`` (a lease; only the leader grants), ``left(cookie)``
-(seconds the leader gives the lease, on its own clock), and every replica's ``replica_status()``.
+(seconds the leader gives the lease, on its own clock), ``term_source()`` (whence the leader's term took its
+leases: "the warm copy" or "etcd"), and every replica's ``replica_status()``.
 (The lock tests' replicas are the safety checker's: landlord.testing.replicacheck.)
 """
 
@@ -39,6 +40,10 @@ class ReplicatedRooms(landlord.ReplicatedLandlord):
             return held.manager.get(cookie).expiration - self.clock.monotonic()
         seconds: float = self.answer(seconds_left)
         return seconds
+
+    @Pyro5.api.expose
+    def term_source(self) -> str:
+        return str(self.answer(lambda held: getattr(held.store, "source", "")))
 
 
 def main(endpoints: str, group: str, port: str, addresses: str, host: str = "127.0.0.1") -> None:
