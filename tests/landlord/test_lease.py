@@ -128,6 +128,12 @@ def test_a_landlord_answering_nonsense_is_a_lease_error(clock: FakeClock, answer
     assert lease.expiration == before
 
 
+def test_a_grant_in_whole_seconds_is_recorded_as_a_float(clock: FakeClock) -> None:
+    lease = ScriptedLease(clock, [30])
+    granted = lease.renew(5)
+    assert granted == 30.0 and type(granted) is float and type(lease.term) is float
+
+
 def test_forever(clock: FakeClock) -> None:
     lease = ScriptedLease(clock, [FOREVER])
     lease.renew(FOREVER)
