@@ -1,4 +1,4 @@
-"""Lookups at 10,000 registrations: the lookup service against the Pyro5 name server (issue 5, item 4).
+"""Lookups at 10,000 registrations: the lookup service against the Pyro5 name server (issue 5, item 4; issue 26).
 
 Two child processes on loopback: the lookup service as ``python -m lookup
 serve`` runs it (``--child lookup``) and Pyro5's name server (``--child
@@ -10,12 +10,21 @@ as metadata strings). One client then makes sequential lookups from random
 queries drawn beforehand, the two servers taking turns: by unique name
 (against ``lookup(name)``), by type (against ``yplookup(meta_all={"type:T"})``)
 and by type and floor. Both hand back everything they know about every
-match, and a sample of answers is compared first. Goal >= 1x on each.
+match, and a sample of answers is compared first. Each side is used as a
+user would: the lookup service through :func:`lookup.locate` (landlord's
+wire, msgpack in its dialect), the name server through a plain Pyro5 proxy
+(its default serializer, serpent). Goals: :data:`GOALS`. A last row, with
+no goal, is each server's floor: a ``ping()`` of its Pyro5 daemon, through
+the same kind of proxy.
 
-Printed besides: each answer's size and decoding time, and the same lookups
-on an in-process ``LookupService`` (``--profile``: with a cProfile of those,
-and one of the client reading the answers). The
-method in full: ``benchmarks/README.md``; the options, rounds, table and JSON:
+Printed besides: each answer's size and decoding time (a ``lookup_all``
+answer of 1, 200 and 1,000 matches in both its forms, packed and dict, on
+the wire's serializer and on serpent), and the same lookups on an
+in-process ``LookupService`` (``--profile``: with a cProfile of those, and
+one of the client reading the answers). ``--matches dict`` serves
+``lookup_all`` answers in the dict form (``lookup.wire.register_all(
+packed_matches=False)``), to weigh the packed form end to end. The method
+in full: ``benchmarks/README.md``; the options, rounds, table and JSON:
 ``harness.py``. Not a test: pytest collects only ``tests/``.
 """
 
@@ -37,17 +46,27 @@ from typing import Any
 import harness
 import Pyro5
 import Pyro5.api
+import Pyro5.core
 import Pyro5.nameserver
 import Pyro5.serializers
 import serpent
 from harness import Report, Row, ServerProcess, compare, positive_int, positive_seconds, progress
 
 import landlord
+import lookup.wire
+from landlord import wire_proxy
 from lookup import Comment, Location, LookupService, Name, ServiceInfo, ServiceItem, ServiceTemplate, locate
 from lookup.item import MAX_MATCHES
 
 FLOORS = 20
-GOAL = 1.0              # lookup service / name server
+GOALS = {  # lookup service / name server (issue 26)
+    "lookup by unique name": 1.5,
+    "lookup_all by type": 4.0,
+    "lookup_all by type and attribute": 3.0,
+}
+PING = "daemon ping (each server's floor)"
+ANSWER_SIZES = (1, 200, 1000)   # matches of the lookup_all answers weighed in both forms
+MATCH_FORMS = ("packed", "dict")
 
 HOST = "127.0.0.1"
 TYPE_PREFIX = "benchsvc"
@@ -68,6 +87,8 @@ BENCH.option("--services", positive_int, 10_000, "registrations in each server")
 BENCH.option("--kinds", positive_int, 50, "distinct service types")
 BENCH.option("--seconds", positive_seconds, 3.0, "timed seconds per server and kind of lookup, split over the rounds")
 BENCH.parser.add_argument("--seed", type=int, default=1, help="seed of the random queries")
+BENCH.parser.add_argument("--matches", choices=MATCH_FORMS, default="packed",
+                          help="the form the lookup service sends lookup_all answers in (default: packed)")
 BENCH.parser.add_argument("--profile", action="store_true",
                           help="also print a cProfile of the lookups on the in-process lookup service, "
                           "and one of the client reading the lookup service's answers")
@@ -132,6 +153,12 @@ class Service:
 
 
 # -- the server processes -------------------------------------------------------------------
+
+
+def serve_lookup_dict(args: argparse.Namespace) -> int:
+    """:func:`serve_lookup`, sending ``lookup_all`` answers in the dict form (``--matches dict``)."""
+    lookup.wire.register_all(packed_matches=False)
+    return serve_lookup(args)
 
 
 def serve_lookup(args: argparse.Namespace) -> int:
@@ -219,10 +246,10 @@ def query_kinds(lookup_proxy: Any, ns_proxy: Any, services: int, kinds: int, see
     ]
 
 
-def answer_cost(answer: Any) -> tuple[int, float]:
-    """An answer's size as the client's serializer writes it, and the microseconds the
+def answer_cost(answer: Any, serializer_name: str) -> tuple[int, float]:
+    """An answer's size as the serializer named writes it, and the microseconds the
     client takes to read it back into objects (the best of a few tries)."""
-    serializer = Pyro5.serializers.serializers[Pyro5.config.SERIALIZER]
+    serializer = Pyro5.serializers.serializers[serializer_name]
     data = serializer.dumps(answer)
     best = math.inf
     for _ in range(5):
@@ -232,11 +259,11 @@ def answer_cost(answer: Any) -> tuple[int, float]:
     return len(data), 1e6 * best
 
 
-def reading_profile(answer: Any) -> str:
-    """A cProfile of the client reading ``answer`` back into objects, again and again (the top
-    functions by internal time): where an answer costs the client, as the in-process profile
-    is where the matching costs the service."""
-    serializer = Pyro5.serializers.serializers[Pyro5.config.SERIALIZER]
+def reading_profile(answer: Any, serializer_name: str) -> str:
+    """A cProfile of the client reading ``answer`` back into objects on the serializer named, again and
+    again (the top functions by internal time): where an answer costs the client, as the in-process
+    profile is where the matching costs the service."""
+    serializer = Pyro5.serializers.serializers[serializer_name]
     data = serializer.dumps(answer)
     profiler = cProfile.Profile()
     started = time.perf_counter()
@@ -340,7 +367,15 @@ class Measured:
     answers: tuple[Any, Any]  # the lookup service's, the name server's
 
 
-def measure_kind(kind: QueryKind, seconds: float, rounds: int) -> Measured:
+@dataclass(frozen=True)
+class Serializers:
+    """The serializer each side's proxy speaks (by name, as in Pyro5's table)."""
+
+    ours: str
+    theirs: str
+
+
+def measure_kind(kind: QueryKind, seconds: float, rounds: int, serializers: Serializers) -> Measured:
     """One kind: compare sample answers, then time windows of both sides in turns; the row and its answers' cost."""
     for query in kind.queries[:CHECKED_QUERIES]:
         kind.check(query, kind.landlord_call(query), kind.baseline_call(query))
@@ -352,42 +387,81 @@ def measure_kind(kind: QueryKind, seconds: float, rounds: int) -> Measured:
     figures = harness.alternate({"lookup": lambda: window(kind.landlord_call),
                                  "ns": lambda: window(kind.baseline_call)}, rounds)
     answers = (kind.landlord_call(kind.queries[0]), kind.baseline_call(kind.queries[0]))
-    ours, theirs = answer_cost(answers[0]), answer_cost(answers[1])
-    return Measured(kind.metric, compare(kind.metric, "lookups/s", figures["lookup"], figures["ns"], goal=GOAL),
+    ours, theirs = answer_cost(answers[0], serializers.ours), answer_cost(answers[1], serializers.theirs)
+    row = compare(kind.metric, "lookups/s", figures["lookup"], figures["ns"], goal=GOALS[kind.metric])
+    return Measured(kind.metric, row,
                     f"  {kind.metric:<34} {ours[0]:>9,} B {ours[1]:>7,.0f} us {theirs[0]:>9,} B {theirs[1]:>7,.0f} us",
                     answers)
+
+
+def measure_ping(lookup_uri: str, ns_uri: str, seconds: float, rounds: int) -> Row:
+    """Each server's floor: ``ping()`` of its Pyro5 daemon, through the kind of proxy each side's lookups use
+    (no goal: what a call costs on each server before any lookup work)."""
+    daemon = Pyro5.core.DAEMON_NAME
+    with wire_proxy(lookup_uri.replace(lookup.LOOKUP_OBJECT_ID, daemon)) as ours, \
+            Pyro5.api.Proxy(ns_uri.replace(Pyro5.core.NAMESERVER_NAME, daemon)) as theirs:
+        ours._pyroTimeout = theirs._pyroTimeout = CALL_TIMEOUT
+        figures = harness.alternate({"lookup": lambda: harness.rate(ours.ping, seconds / rounds),
+                                     "ns": lambda: harness.rate(theirs.ping, seconds / rounds)}, rounds)
+    return compare(PING, "calls/s", figures["lookup"], figures["ns"])
+
+
+def answer_forms(lookup_proxy: Any, serializers: Serializers) -> list[str]:
+    """The lines on ``lookup_all`` answers of :data:`ANSWER_SIZES` matches in both forms: bytes and the
+    client's microseconds to read one, on the wire's serializer and on serpent (what a plain client speaks)."""
+    lines = [f"a lookup_all answer in either form: bytes, and the client's us to read it "
+             f"({serializers.ours}; serpent):", f"  {'matches':>9} {'packed':>30} {'dict':>30}"]
+    for size in ANSWER_SIZES:
+        template = ServiceTemplate(types=[kind_type(0) if size <= 200 else BASE_TYPE])
+        answer = lookup_proxy.lookup_all(template, size)
+        figures = []
+        for form in MATCH_FORMS:
+            lookup.wire.register_all(packed_matches=form == "packed")
+            try:
+                wire, plain = answer_cost(answer, serializers.ours), answer_cost(answer, "serpent")
+            finally:
+                lookup.wire.register_all()
+            figures.append(f"{wire[0]:>9,} B {wire[1]:>7,.0f}; {plain[1]:>7,.0f} us")
+        lines.append(f"  {len(answer.items):>9,} {figures[0]:>30} {figures[1]:>30}")
+    return lines
 
 
 def served(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
     """Start both servers, fill them, measure, stop them; the rows and the lines on set-up and answers
     (with ``--profile``, a profile of the client reading the lookup service's answers)."""
-    servers = [ServerProcess(__file__, "lookup", "lookup service"), ServerProcess(__file__, "ns", "name server")]
+    role = "lookup" if args.matches == "packed" else "lookup-dict"
+    servers = [ServerProcess(__file__, role, "lookup service"), ServerProcess(__file__, "ns", "name server")]
     try:
         lookup_uri, ns_uri = servers[0].uri(), servers[1].uri()
         port = int(lookup_uri.rsplit(":", 1)[1])
         with locate(HOST, port, timeout=CALL_TIMEOUT) as lookup_proxy, Pyro5.api.Proxy(ns_uri) as ns_proxy:
             ns_proxy._pyroTimeout = CALL_TIMEOUT
+            serializers = Serializers(lookup_proxy._pyroSerializer or Pyro5.config.SERIALIZER,
+                                      ns_proxy._pyroSerializer or Pyro5.config.SERIALIZER)
             services = [Service(i, args.kinds) for i in range(args.services)]
             progress(f"registering {args.services:,} services with the lookup service and the name server...")
             setup = register_all(lookup_proxy, ns_proxy, services)
             if ns_proxy.count() != args.services + 1:  # the name server lists itself too
                 raise RuntimeError(f"the name server holds {ns_proxy.count()} names")
             progress(f"measuring ({args.rounds} rounds of {args.seconds / args.rounds:.2f} s per side and kind)...")
-            measured = [measure_kind(kind, args.seconds, args.rounds)
+            measured = [measure_kind(kind, args.seconds, args.rounds, serializers)
                         for kind in query_kinds(lookup_proxy, ns_proxy, args.services, args.kinds, args.seed)]
+            ping = measure_ping(lookup_uri, ns_uri, args.seconds, args.rounds)
+            forms = answer_forms(lookup_proxy, serializers)
     finally:
         for server in servers:
             server.stop()
     notes = [f"setup: registered in {setup.lookup_seconds:.1f} s (lookup service), {setup.ns_seconds:.1f} s "
-             f"(name server), one call each",
-             f"one answer, as the client's serializer ({Pyro5.config.SERIALIZER}) writes it, and the client's time "
-             "to read it back into objects:", f"  {'':<34} {'lookup service':>22} {'name server':>22}"]
-    notes += [each.line for each in measured]
+             f"(name server), one call each; lookup_all answers sent {args.matches}",
+             f"one answer, as each side's serializer writes it (lookup service: {serializers.ours}, name server: "
+             f"{serializers.theirs}), and the client's time to read it back into objects:",
+             f"  {'':<34} {'lookup service':>22} {'name server':>22}"]
+    notes += [each.line for each in measured] + [""] + forms
     if args.profile:
         for each in measured:
             notes += ["", f"cProfile of the client reading a lookup service answer ({each.metric}) back into "
-                      "objects (by internal time):", reading_profile(each.answers[0])]
-    return [each.row for each in measured], notes
+                      "objects (by internal time):", reading_profile(each.answers[0], serializers.ours)]
+    return [each.row for each in measured] + [ping], notes
 
 
 def measure(args: argparse.Namespace) -> Report:
@@ -410,4 +484,5 @@ def measure(args: argparse.Namespace) -> Report:
 
 
 if __name__ == "__main__":
-    raise SystemExit(BENCH.main(measure, children={"lookup": serve_lookup, "ns": serve_ns}))
+    raise SystemExit(BENCH.main(measure, children={"lookup": serve_lookup, "lookup-dict": serve_lookup_dict,
+                                                   "ns": serve_ns}))

@@ -316,9 +316,13 @@ def manager_round(manager: landlord.LeaseRenewalManager, clock: WatchedClock, la
     """
     count = len(cookies)
     wait = SETUP_FACTOR * per_lease * count + DUE_MARGIN
-    expiration = time.time() + remaining_for_due_in(wait)
+    term = remaining_for_due_in(wait)
+    expiration = time.time() + term
     started = time.time()
-    leases = [LandlordLease(cookie, uri, landlord_id, expiration) for cookie in cookies]
+    # one term for all: by default each lease's would be the time left when it was made, and on a
+    # busy machine making 100,000 takes seconds, which spreads their renewals past the batch window
+    # (two calls, the second still out when the thread first sleeps far ahead: not one round)
+    leases = [LandlordLease(cookie, uri, landlord_id, expiration, term=term) for cookie in cookies]
     first_added = time.time()
     for lease in leases:
         # FOREVER renewals: each granted the landlord's hour, so the manager sleeps

@@ -43,6 +43,7 @@ from typing import Any
 
 from .entry import (
     MAX_FIELDS,
+    MAX_NAME_LENGTH,
     Entry,
     UnknownEntry,
     check_class_name,
@@ -67,6 +68,7 @@ _KEEP = object()  # an item's _packing: kept once made
 _SCALARS = frozenset({str, int, float, bool})
 _NUMBERS = frozenset({int, float})
 _new_tuple = tuple.__new__  # an Expiry of a pair checked already, without a call of its __new__
+_INFINITY = math.inf
 
 
 def _refuse_constant(name: str) -> Any:
@@ -207,8 +209,9 @@ def _expiries(expiries: list[Expiry | None] | None) -> str:
     (formatted here: JSON's float repr was most of the cost), ``null`` for one not known or not finite."""
     if expiries is None:
         return ""
-    return ',"expiries":[' + ",".join([f"[{expiry[0]:.3f},{expiry[1]!r}]" if expiry is not None and expiry.bounded
-                                       else "null" for expiry in expiries]) + "]"
+    # bounded without the property's call: neither is infinite, so their sum is not (both are 0 or more)
+    return ',"expiries":[' + ",".join([f"[{expiry[0]:.3f},{expiry[1]!r}]" if expiry is not None
+                                       and expiry[0] + expiry[1] < _INFINITY else "null" for expiry in expiries]) + "]"
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -229,7 +232,7 @@ def _index(value: Any, size: int, where: str, classname: str) -> int:
 
 
 def _all(kind: type, values: list[Any]) -> bool:
-    return all(type(value) is kind for value in values)
+    return {kind}.issuperset(map(type, values))  # in C: a generator's steps were a tenth of reading a small answer
 
 
 @functools.lru_cache(maxsize=TABLES_KEPT)
@@ -240,8 +243,9 @@ def _lineage(names: tuple[Any, ...]) -> tuple[str, ...]:
 
 def _lineages(table: list[Any], classname: str) -> list[tuple[str, ...]]:
     lineages = []
-    for number, lineage in enumerate(table):
-        names = _list(lineage, f"lineage {number}", classname)
+    for number, names in enumerate(table):
+        if type(names) is not list:
+            _list(names, f"lineage {number}", classname)
         try:
             lineages.append((_lineage if _all(str, names) else _lineage.__wrapped__)(tuple(names)))
         except (TypeError, ValueError) as exc:
@@ -249,7 +253,7 @@ def _lineages(table: list[Any], classname: str) -> list[tuple[str, ...]]:
     return lineages
 
 
-_Make = Callable[[list[Any]], Entry]
+_Make = Callable[..., Entry]  # an entry of one shape, from its values given as arguments
 
 
 def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, ...],
@@ -257,7 +261,7 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
     """How to make an entry of one shape from its values: as its class if registered here, else unknown."""
     class_name = lineage[0]
     if cls is None:
-        def unknown(values: list[Any]) -> Entry:
+        def unknown(*values: Any) -> Entry:
             fields = dict.fromkeys(names)
             fields.update(zip(given, values))
             return UnknownEntry._checked(class_name, lineage, fields)
@@ -269,10 +273,14 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
     absent = tuple(name for name in names if name not in given)
     defaults = plain_defaults(cls)
     if defaults is not None:  # as its __init__ would: its defaults, then the fields sent
+        if names == cls._entry_field_names:  # every field, in its order: its own __init__ takes them as they come
+            if not absent:
+                return cls
+            return _positional(cls, len(names), tuple(names.index(name) for name in given))
         start = {**defaults, **dict.fromkeys(absent)}
         new = object.__new__
 
-        def plain(values: list[Any]) -> Entry:
+        def plain(*values: Any) -> Entry:
             entry = new(cls)
             fields = entry.__dict__
             fields.update(start)
@@ -280,14 +288,14 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
             return entry
         return plain
     if all(name in cls._entry_init_names for name in names):
-        def known(values: list[Any]) -> Entry:
+        def known(*values: Any) -> Entry:
             fields = dict.fromkeys(absent)
             fields.update(zip(given, values))
             return cls(**fields)
         return known
     init = cls._entry_init_names
 
-    def known_with_non_init_fields(values: list[Any]) -> Entry:
+    def known_with_non_init_fields(*values: Any) -> Entry:
         fields = dict.fromkeys(absent)
         fields.update(zip(given, values))
         entry = cls(**{key: value for key, value in fields.items() if key in init})
@@ -296,6 +304,20 @@ def _maker(cls: type[Entry] | None, lineage: tuple[str, ...], names: tuple[str, 
                 setattr(entry, key, value)
         return entry
     return known_with_non_init_fields
+
+
+def _positional(cls: type[Entry], count: int, places: tuple[int, ...]) -> _Make:
+    """How to make an entry of ``cls`` (its __init__ the one dataclass made, taking its ``count`` fields in
+    order) from the values of the fields at ``places``, the others ``None``: by that __init__, quicker than
+    filling its ``__dict__``, which the interpreter must first make a dict of."""
+    nones = [None] * count
+
+    def positional(*values: Any) -> Entry:
+        fields = nones.copy()
+        for place, value in zip(places, values):
+            fields[place] = value
+        return cls(*fields)
+    return positional
 
 
 @functools.lru_cache(maxsize=TABLES_KEPT)
@@ -320,24 +342,34 @@ def _shape(cls: type[Entry] | None, plain: bool, lineage: tuple[str, ...], names
     return _maker(cls, lineage, names, tuple(names[place] for place in given)), len(given)
 
 
+def _shape_parts(shape: Any, number: int, lineages: int, classname: str) -> tuple[int, list[Any], list[Any]]:
+    """A shape's lineage (its place), field names and fields given, each checked (saying what is wrong)."""
+    where = f"shape {number}"
+    parts = _list(shape, where, classname)
+    if len(parts) != 3:
+        raise ValueError(f"malformed {classname}: {where} has {len(parts)} parts, not 3 "
+                         "(lineage, field names, fields given)")
+    return (_index(parts[0], lineages, f"{where}'s lineage", classname),
+            _list(parts[1], f"{where}'s names", classname), _list(parts[2], f"{where}'s fields given", classname))
+
+
 def _shapes(table: list[Any], lineages: list[tuple[str, ...]], classname: str) -> list[tuple[_Make, int]]:
     shapes = []
     for number, shape in enumerate(table):
-        where = f"shape {number}"
-        parts = _list(shape, where, classname)
-        if len(parts) != 3:
-            raise ValueError(f"malformed {classname}: {where} has {len(parts)} parts, not 3 "
-                             "(lineage, field names, fields given)")
-        lineage = lineages[_index(parts[0], len(lineages), f"{where}'s lineage", classname)]
-        names = _list(parts[1], f"{where}'s names", classname)
-        given = _list(parts[2], f"{where}'s fields given", classname)
+        # a sound shape's parts checked inline (this ran for every shape of every answer)
+        if (type(shape) is list and len(shape) == 3 and type(shape[0]) is int and 0 <= shape[0] < len(lineages)
+                and type(shape[1]) is list and type(shape[2]) is list):
+            at, names, given = shape
+        else:
+            at, names, given = _shape_parts(shape, number, len(lineages), classname)
+        lineage = lineages[at]
         make = _shape if _all(str, names) and _all(int, given) else _shape.__wrapped__  # hashable: kept
         cls = entry_class(lineage[0])
         try:
             shapes.append(make(cls, cls is not None and plain_defaults(cls) is not None,  # type: ignore[arg-type]
                                lineage, tuple(names), tuple(given)))
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"malformed {classname}: {where}: {exc}") from None
+            raise type(exc)(f"malformed {classname}: shape {number}: {exc}") from None
     return shapes
 
 
@@ -368,7 +400,7 @@ class _Layout:
 def _layouts(table: list[Any], shapes: list[tuple[_Make, int]], classname: str) -> list[_Layout]:
     layouts = []
     for number, layout in enumerate(table):
-        where = f"layout {number}"
+        where = f"layout {number}"  # few per answer, however many items
         parts = _list(layout, where, classname)
         if len(parts) != 2:
             raise ValueError(f"malformed {classname}: {where} has {len(parts)} parts, not 2 (types, shapes)")
@@ -381,8 +413,9 @@ def _layouts(table: list[Any], shapes: list[tuple[_Make, int]], classname: str) 
         if len(entries) > MAX_ATTRIBUTES:
             raise ValueError(f"malformed {classname}: {where} has {len(entries)} entries "
                              f"(at most {MAX_ATTRIBUTES})")
-        layouts.append(_Layout(types, [shapes[_index(shape, len(shapes), f"{where}'s shape", classname)]
-                                       for shape in entries]))
+        if not (_all(int, entries) and all(0 <= shape < len(shapes) for shape in entries)):
+            entries = [_index(shape, len(shapes), f"{where}'s shape", classname) for shape in entries]
+        layouts.append(_Layout(types, [shapes[shape] for shape in entries]))
     return layouts
 
 
@@ -401,29 +434,38 @@ def _checked_uri(uri: str) -> str:
     return uri_of(uri)
 
 
-def _item(row: Any, layouts: list[_Layout], values: Sequence[Any], number: int, classname: str) -> ServiceItem:
-    where = f"item {number}"
-    row = _list(row, where, classname)
-    if len(row) < _ROW_HEAD:
-        raise ValueError(f"malformed {classname}: {where} has {len(row)} parts (service id, URI, layout, values)")
-    service_id, uri = row[0], row[1]
-    if type(uri) is not str:
-        raise TypeError(f"malformed {classname}: {where}'s URI is {type(uri).__name__}")
-    try:
-        if service_id is not None:
-            _check_service_id(service_id)
-        _checked_uri(uri)  # the proxy is made when first asked for
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"malformed {classname}: {where}: {exc}") from None
-    layout = layouts[_index(row[2], len(layouts), f"{where}'s layout", classname)]
-    if len(row) != layout.width:
-        raise ValueError(f"malformed {classname}: {where} has {len(row) - _ROW_HEAD} values, "
-                         f"its layout {layout.width - _ROW_HEAD}")
-    if not _SCALARS.issuperset(map(type, itertools.islice(row, _ROW_HEAD, None))):
-        row = row[:_ROW_HEAD] + [value if type(value) in _SCALARS else _value(value, values, where, classname)
-                                 for value in row[_ROW_HEAD:]]
-    return ServiceItem._arrived(service_id, uri, layout.types, layout.type_set,
-                                tuple([make(row[start:end]) for make, start, end in layout.makers]))
+def _items(rows: list[Any], layouts: list[_Layout], values: Sequence[Any], classname: str) -> list[ServiceItem]:
+    """The items of an answer, each row checked. A sound row's checks are inline, in one loop (they ran
+    for every item of every answer); what fails is checked again by the functions that say what is wrong."""
+    items = []
+    arrived, checked_uri, scalars, islice = ServiceItem._arrived, _checked_uri, _SCALARS, itertools.islice
+    for number, row in enumerate(rows):
+        if type(row) is not list or len(row) < _ROW_HEAD:
+            row = _list(row, f"item {number}", classname)
+            raise ValueError(f"malformed {classname}: item {number} has {len(row)} parts "
+                             "(service id, URI, layout, values)")
+        service_id, uri, at = row[0], row[1], row[2]
+        if type(uri) is not str:
+            raise TypeError(f"malformed {classname}: item {number}'s URI is {type(uri).__name__}")
+        try:
+            if service_id is not None and not (type(service_id) is str and 0 < len(service_id) <= MAX_NAME_LENGTH):
+                _check_service_id(service_id)
+            checked_uri(uri)  # the proxy is made when first asked for
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"malformed {classname}: item {number}: {exc}") from None
+        if type(at) is not int or not 0 <= at < len(layouts):
+            _index(at, len(layouts), f"item {number}'s layout", classname)
+        layout = layouts[at]
+        if len(row) != layout.width:
+            raise ValueError(f"malformed {classname}: item {number} has {len(row) - _ROW_HEAD} values, "
+                             f"its layout {layout.width - _ROW_HEAD}")
+        if not scalars.issuperset(map(type, islice(row, _ROW_HEAD, None))):
+            row = row[:_ROW_HEAD] + [value if type(value) in _SCALARS else _value(value, values, f"item {number}",
+                                                                                 classname)
+                                     for value in row[_ROW_HEAD:]]
+        items.append(arrived(service_id, uri, layout.types, layout.type_set,
+                             tuple([make(*row[start:end]) for make, start, end in layout.makers])))
+    return items
 
 
 def unpack_matches(classname: str, total: int, text: str, values: Sequence[Any]) -> ServiceMatches:
@@ -455,10 +497,10 @@ def _unpack_matches(classname: str, total: int, text: str, values: Sequence[Any]
     parts = {key: _list(table[key], key, classname) for key in TABLE_KEYS}
     lineages = _lineages(parts["lineages"], classname)
     layouts = _layouts(parts["layouts"], _shapes(parts["shapes"], lineages, classname), classname)
-    items = [_item(row, layouts, values, number, classname) for number, row in enumerate(parts["items"])]
+    items = _items(parts["items"], layouts, values, classname)
     if total < len(items):
         raise ValueError(f"malformed {classname}: total ({total}) is less than the number of items ({len(items)})")
-    return ServiceMatches(items, total, read_expiries(table.get("expiries"), len(items), classname))
+    return ServiceMatches._made(items, total, read_expiries(table.get("expiries"), len(items), classname))
 
 
 def read_expiries(expiries: Any, count: int, classname: str) -> list[Expiry | None] | None:

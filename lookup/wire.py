@@ -74,9 +74,13 @@ before them ignores them, and a receiver then knows nothing of when the
 registration ends (a cache keeps such items as it did, for its ``orphan_timeout``).
 A malformed one is a ``TypeError`` or ``ValueError``, as anything else malformed.
 
-Pyro5 recreates classes top-down: when a converter here runs, the dicts
-nested in its own are still raw, and it converts them itself, accepting only
-the tag it expects there (an item's attributes must be entries, not leases).
+Serpent and json recreate classes top-down: when a converter here runs, the
+dicts nested in its own are still raw, and it converts them itself,
+accepting only the tag it expects there (an item's attributes must be
+entries, not leases). msgpack (landlord's wire) recreates them bottom-up,
+innermost first: the nested ones arrive made, and a converter accepts only
+the class it expects there. Either way a class where a plain value belongs
+is refused (a field value must be a wire value).
 """
 
 from __future__ import annotations

@@ -233,7 +233,7 @@ class LandlordLease(AbstractLease, BatchableLease):
                 failures.update(self.renew_batch(leases[start:start + CALL_BATCH],
                                                  durations[start:start + CALL_BATCH]))
             return failures
-        cookies = [lease._cookie for lease in leases]
+        cookies = [lease._cookie for lease in leases]  # not the property: this runs for every lease
         sent = sent_now(self._clock)
         return record_renewals(leases, sent, self._call("renew_all", cookies, list(durations)))
 
@@ -292,8 +292,8 @@ def record_renewals(leases: Sequence[LandlordLease], sent: tuple[float, float],
     for lease, grant in zip(leases, granted):
         if grant == -1:
             failures[lease] = next(denials, None) or LeaseError("renewal failed without a reason")
-        else:
-            lease.record_grant(sent, check_granted(grant))
+        else:  # a float of seconds passes as it is (check_granted would only return it), all else is checked
+            lease.record_grant(sent, grant if type(grant) is float and grant >= 0 else check_granted(grant))
     return failures
 
 

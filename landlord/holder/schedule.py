@@ -17,8 +17,9 @@ last error). A lease is so renewed at its own due time or up to
 ``batch_window`` sooner, never later: the same rule by which leases soon due
 join a call that goes to their landlord anyway. Leases renewed in one call get
 the same grant at the same moment, so they come back as one batch: a round of
-10,000 leases is one queue entry, not 10,000. Leases without a batch key (not
-batchable) are batches of one.
+10,000 leases is one queue entry, not 10,000, and their next renewal time is
+worked out once for each run of leases with equal deadlines and terms, not
+once per lease. Leases without a batch key (not batchable) are batches of one.
 
 The timing rules, on the holder's monotonic clock:
 
@@ -43,6 +44,7 @@ import dataclasses
 import heapq
 import itertools
 import math
+import operator
 import random as _random
 from collections.abc import Callable, Hashable, Mapping
 
@@ -255,7 +257,7 @@ class Call:
         finish: when it should be done by (:func:`~landlord.holder.pace.finish_by`, for its first lease to end).
     """
 
-    __slots__ = ("key", "sent", "finish", "_members", "_backoff", "_pace")
+    __slots__ = ("key", "sent", "finish", "_members", "_backoff", "_pace", "_deadline")
 
     def __init__(self, key: Hashable | None, members: list[_Kept], sent: float, backoff: Backoff | None, *,
                  pace: Pace | None = None, renew_after: float = RENEW_AFTER) -> None:
@@ -263,6 +265,8 @@ class Call:
         self.sent = sent
         self._pace = pace  # its landlord's, measured by every call to it (those before this one in its round too)
         first = min(members, key=_deadline).lease
+        # its leases' deadlines move only when it is answered: the first one's end, once for the call
+        self._deadline = first.deadline
         # as the terms say: done while (1 - renew_after) / 2 of the term (a third) is left; for a lease
         # handed over with less than that left, within the first half of what it had
         finish = finish_by(first.deadline - (1 - renew_after) * first.term, first.deadline)
@@ -285,13 +289,15 @@ class Call:
         further than its desired expiration (as seen at :attr:`sent`); ``ANY`` stays ``ANY``."""
         sent = self.sent
         leases = [kept.lease for kept in self._members]
-        durations = [kept.renew_duration if kept.renew_duration == ANY
-                     else min(kept.renew_duration, kept.desired - sent) for kept in self._members]
+        # min() spelt out: this runs once per lease of every round
+        durations = [asked if (asked := kept.renew_duration) == ANY or (left := kept.desired - sent) >= asked
+                     else left for kept in self._members]
         return leases, durations
 
     def deadline(self) -> float:
-        """When the first of its leases ends (the call must not wait past it: :func:`attempt_timeout`)."""
-        return min(kept.lease.deadline for kept in self._members)
+        """When the first of its leases ends (the call must not wait past it: :func:`attempt_timeout`),
+        as it did when the call was made."""
+        return self._deadline
 
     @property
     def expected(self) -> float:
@@ -587,28 +593,38 @@ class Schedule:
             Whom to tell what, of the leases let go.
         """
         told: list[Told] = []
-        fresh: dict[float, list[_Kept]] = {}
         retry: dict[float, list[_Kept]] = {}
         drop: dict[float, list[_Kept]] = {}
+        expected, busy = self._measure(call, now, call.sent if started is None else started, error is None)
+        if error is None and not failures:  # the usual answer: every lease renewed
+            renewed, backoff, last_error = call._members, call._backoff, None
+        else:
+            renewed, backoff, last_error = self._failed(call, now, failures, error, retry, told)
+        fresh = self._next_renewals(renewed, now, expected, busy, drop)
+        for kind, by_due in ((_RENEW, fresh), (_RETRY, retry), (_DROP, drop)):
+            for i, (due, members) in enumerate(_sweep(by_due, self._window if kind != _DROP else 0.0)):
+                # each batch backs off on its own
+                self._new_batch(call.key, kind, due, members, backoff if i == 0 else copy.copy(backoff), last_error)
+        return told
+
+    def _failed(self, call: Call, now: float, failures: Mapping[Lease, BaseException] | None,
+                error: BaseException | None, retry: dict[float, list[_Kept]],
+                told: list[Told]) -> tuple[list[_Kept], Backoff | None, BaseException | None]:
+        """Sort out a call that failed in whole (``error``) or in part (``failures``): the leases
+        renewed all the same; those to retry go in ``retry`` by due time, those let go in ``told``.
+
+        Returns:
+            The leases renewed, the backoff the retries share, and the last error to retry after.
+        """
+        renewed: list[_Kept] = []
         whole = None if error is None else classify(error)  # the same for every lease in the call
         backoff, delay, last_error = call._backoff, math.nan, None
-        expected, busy = self._measure(call, now, call.sent if started is None else started, error is None)
-        plan = busy or expected > 0
         for kept in call._members:
             if kept.batch is None:
                 continue  # removed, replaced or cleared while the call was out
             exc = error if error is not None else failures.get(kept.lease) if failures else None
             if exc is None:
-                lease = kept.lease
-                if lease.deadline >= kept.desired - _COVER_SLACK:
-                    drop.setdefault(kept.desired, []).append(kept)
-                else:
-                    due = renewal_time(now, lease.deadline, lease.term, renew_after=self._renew_after)
-                    if plan:  # a landlord measured: no call at all per lease before that
-                        due = planned_start(due, lease.deadline, expected, now, busy=busy)
-                    fresh.setdefault(max(due, now + _MIN_GAP), []).append(kept)
-                    if kept.warning is not None:
-                        self._alarm_unrenewed(kept, now)
+                renewed.append(kept)
             elif (whole if whole is not None else classify(exc)) is Verdict.RETRY and now < kept.lease.deadline:
                 if math.isnan(delay):  # one draw per call: its leases back off together
                     if backoff is None:
@@ -620,11 +636,39 @@ class Schedule:
             else:  # a definite answer, or retried until the lease ran out
                 self._end(kept)
                 told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, exc)))
-        for kind, by_due in ((_RENEW, fresh), (_RETRY, retry), (_DROP, drop)):
-            for i, (due, members) in enumerate(_sweep(by_due, self._window if kind != _DROP else 0.0)):
-                # each batch backs off on its own
-                self._new_batch(call.key, kind, due, members, backoff if i == 0 else copy.copy(backoff), last_error)
-        return told
+        return renewed, backoff, last_error
+
+    def _next_renewals(self, renewed: list[_Kept], now: float, expected: float, busy: bool,
+                       drop: dict[float, list[_Kept]]) -> dict[float, list[_Kept]]:
+        """The next renewal of each lease just ``renewed``, as seen at ``now``, by due time (those
+        granted to their desired expiration go in ``drop`` instead), for a landlord whose calls of
+        this size take ``expected`` seconds and whose lane is ``busy`` or not.
+
+        Leases renewed in one call share their deadline and term (one grant, one moment), so
+        their due time is worked out once for each run of equal ones, not once per lease.
+        """
+        fresh: dict[float, list[_Kept]] = {}
+        plan, after, soonest = busy or expected > 0, self._renew_after, now + _MIN_GAP
+        last_deadline = last_term = math.nan  # NaN equals nothing: the first lease works its due out
+        group: list[_Kept] = []
+        for kept in renewed:
+            if kept.batch is None:
+                continue  # removed, replaced or cleared while the call was out
+            lease = kept.lease
+            deadline, term = lease.deadline, lease.term
+            if deadline >= kept.desired - _COVER_SLACK:
+                drop.setdefault(kept.desired, []).append(kept)
+                continue
+            if deadline != last_deadline or term != last_term:
+                due = renewal_time(now, deadline, term, renew_after=after)
+                if plan:  # a landlord measured: no call at all per lease before that
+                    due = planned_start(due, deadline, expected, now, busy=busy)
+                group = fresh.setdefault(max(due, soonest), [])
+                last_deadline, last_term = deadline, term
+            group.append(kept)
+            if kept.warning is not None:
+                self._alarm_unrenewed(kept, now)
+        return fresh
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -730,21 +774,34 @@ def _collect(batches: list[_Batch], now: float, told: list[Told], kept_by_lease:
     come, or their deadline after failed renewals) leave ``kept_by_lease``, and ``told`` says so."""
     members: list[_Kept] = []
     for batch in batches:
+        live = [kept for kept in batch.members if kept.batch is batch]
+        if len(live) != batch.live:  # one taken out and placed back in the same batch is listed twice
+            live = list(dict.fromkeys(live))
         error = batch.error
-        for kept in batch.members:
-            if kept.batch is not batch:
-                continue
-            if now >= kept.desired:
-                told.append((kept.on_desired, LeaseRenewalEvent(kept.lease, kept.desired_wall, None)))
-            elif error is not None and now >= kept.lease.deadline:  # retried until it actually expired
-                told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, error)))
-            else:
-                members.append(kept)
-                continue
-            del kept_by_lease[kept.lease]
-            kept.batch = None
+        if error is None:
+            staying = [kept for kept in live if now < kept.desired]
+        else:  # retried until it actually expired: let go
+            staying = [kept for kept in live if now < kept.desired and now < kept.lease.deadline]
+        if len(staying) != len(live):
+            _let_go(live, now, error, told, kept_by_lease)
+        members += staying
         batch.taken, batch.members = True, []
     return members
+
+
+def _let_go(live: list[_Kept], now: float, error: BaseException | None, told: list[Told],
+            kept_by_lease: dict[Lease, _Kept]) -> None:
+    """Of the leases of a batch taken at ``now``, let go those whose desired expiration has come
+    (``on_desired``), or whose deadline has after failed renewals (``listener``, with ``error``)."""
+    for kept in live:
+        if now >= kept.desired:
+            told.append((kept.on_desired, LeaseRenewalEvent(kept.lease, kept.desired_wall, None)))
+        elif error is not None and now >= kept.lease.deadline:
+            told.append((kept.listener, LeaseRenewalEvent(kept.lease, kept.desired_wall, error)))
+        else:
+            continue
+        del kept_by_lease[kept.lease]
+        kept.batch = None
 
 
 def _sweep(by_due: dict[float, list[_Kept]], window: float) -> list[tuple[float, list[_Kept]]]:
@@ -764,8 +821,7 @@ def _failures(backoff: Backoff) -> int:
     return backoff.failures
 
 
-def _deadline(kept: _Kept) -> float:
-    return kept.lease.deadline
+_deadline = operator.attrgetter("lease.deadline")  # of a _Kept; a key for min(), with no Python frame per lease
 
 
 def check_finite(value: object, name: str) -> float:

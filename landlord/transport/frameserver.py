@@ -12,8 +12,8 @@ it likes (measured: a canary's 6 s lease lost 5 s into such a trickle).
 - **One thread gathers.** It waits on every socket (the OS's selector),
   accepts, does TLS handshakes without blocking, and reads whatever a
   socket has into that connection's :class:`~landlord.transport.framing.FrameGatherer`,
-  which checks each message's header before its body is read (type,
-  serializer, flags, size against the caps) and refuses a message not whole
+  which checks each message's header before more than 4 KiB of its body is read
+  (type, serializer, flags, size against the caps; a small message comes in one read) and refuses a message not whole
   within its deadline. It never parses a body and never blocks on a socket.
 - **Workers serve.** A whole message goes to a worker, which inflates it
   (capped), parses it and calls the object through the daemon's own code
@@ -78,6 +78,7 @@ __all__ = ["FrameServer", "guard", "WORKERS"]
 log = logging.getLogger("landlord.frameserver")  # its name before it moved into transport/
 
 _READ_CHUNK = 256 * 1024     # the most one read takes
+_SMALL_READ = 4 * 1024       # the least one read asks for: a small message's header and body at once
 _TURN = 1.0                  # longest wait of the selector when no deadline is nearer
 
 
@@ -208,8 +209,10 @@ class FrameServer:
         if conn.tls_deadline is not None and not self._tls_handshake(conn, now):
             return
         while True:
+            # a small message (a renewal) comes in one read; beyond it at most _SMALL_READ bytes are held
+            size = min(max(conn.gatherer.wanted(), _SMALL_READ - conn.gatherer.buffered), _READ_CHUNK)
             try:
-                data = conn.sock.recv(min(conn.gatherer.wanted(), _READ_CHUNK))
+                data = conn.sock.recv(size)
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError:
@@ -228,8 +231,8 @@ class FrameServer:
             if frame is not None:
                 self._dispatch(conn, frame)
                 return
-            if not (isinstance(conn.sock, ssl.SSLSocket) and conn.sock.pending()):
-                break  # TLS may hold decrypted bytes the selector cannot see: read those at once
+            if len(data) < size and not (isinstance(conn.sock, ssl.SSLSocket) and conn.sock.pending()):
+                break  # drained (TLS may hold decrypted bytes the selector cannot see: those are read at once)
         deadline = conn.gatherer.deadline()
         if deadline is not None:
             self._deadlines[conn] = deadline

@@ -67,7 +67,7 @@ SET = 0x41
 FROZENSET = 0x42
 MAX_NESTING = 32  # tuples in tuples (or sets) a message may hold, level upon level
 # A packer is kept for reuse only while its buffer has not grown past this: a packer made for
-# every message (what msgpack.packb does) costs a buffer of 256 KiB each time, and a tuple
+# every message (what msgpack.packb does) allocates a buffer of 256 KiB each time, and a tuple
 # packed inside a message another, both at once: 20 to 40 us for a one-lease call, against
 # 2 us on kept packers
 PACKER_BUFFER = 64 * 1024
@@ -104,7 +104,9 @@ class WireMsgpack(Pyro5.serializers.MsgpackSerializer):
     _local = threading.local()  # per thread: the nesting being read, and the form of the call served last
 
     def __init__(self) -> None:
-        self._idle: list[Any] = []  # packers not in use, any thread's (a list's pop and append are atomic)
+        # packers not in use, any thread's (a list's pop and append are atomic): the dialect's, plain msgpack's
+        self._idle: list[Any] = []
+        self._idle_plain: list[Any] = []
 
     def dumpsCall(self, obj: str, method: str, vargs: Any, kwargs: Any) -> bytes:  # noqa: N802 (Pyro5's name)
         return self._pack([obj, method, tuple(vargs), kwargs])
@@ -112,15 +114,20 @@ class WireMsgpack(Pyro5.serializers.MsgpackSerializer):
     def dumps(self, data: Any) -> bytes:
         if getattr(self._local, "dialect", False):
             return self._pack(data)
-        return msgpack.packb(data, use_bin_type=True, default=self.default)  # type: ignore[no-any-return]
+        return self._kept(data, self._idle_plain, plain=True)
 
     def _pack(self, data: Any) -> bytes:
-        idle = self._idle
+        return self._kept(data, self._idle, plain=False)
+
+    def _kept(self, data: Any, idle: list[Any], *, plain: bool) -> bytes:
+        """``data`` packed on an idle packer of ``idle`` (or a new one), given back after if it is
+        still small: plain Pyro5 msgpack, or the dialect (see ``PACKER_BUFFER``)."""
         try:  # one packer per message under way: a tuple's items are packed while its message is
             packer = idle.pop()
         except IndexError:  # none idle (or another thread took the last)
-            packer = msgpack.Packer(use_bin_type=True, strict_types=True, default=self._default,
-                                    buf_size=PACKER_BUFFER)
+            packer = (msgpack.Packer(use_bin_type=True, default=self.default, buf_size=PACKER_BUFFER) if plain else
+                      msgpack.Packer(use_bin_type=True, strict_types=True, default=self._default,
+                                     buf_size=PACKER_BUFFER))
         packed: bytes = packer.pack(data)  # a packer that raised is dropped
         if len(packed) <= PACKER_BUFFER and len(idle) < IDLE_PACKERS:
             idle.append(packer)

@@ -15,6 +15,7 @@ of a call, the worker watches it again itself: :meth:`FrameWorkers._read_on`).
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import selectors
@@ -39,7 +40,50 @@ WORKERS = 16                 # workers for small messages: enough that calls wai
 _REST_AFTER = 0.02           # a large message that took longer than this makes its worker rest
 _MOST_REST = 0.1             # the longest the large-message worker rests after a message
 
-_Lane = queue.SimpleQueue[tuple[FramedConnection, Frame] | None]
+_Item = tuple[FramedConnection, Frame] | None
+_Lane = queue.SimpleQueue[_Item]
+
+
+class _Crew:
+    """The small-message workers' lane: a message wakes exactly one idle worker, the last to go idle.
+
+    A :class:`queue.SimpleQueue` waited on by many threads wakes two of them per message (a getter
+    that takes an item lets the next waiter in, which finds nothing and sleeps again): a thread
+    switch per call for nothing. Here each idle worker waits on a lock of its own.
+    """
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._idle: list[_Hand] = []                          # the last to go idle is woken first: its cache is warm
+        self._waiting: collections.deque[_Item] = collections.deque()  # messages no worker was idle for
+
+    def put(self, item: _Item) -> None:
+        """Give ``item`` to an idle worker, or keep it for the first to finish."""
+        with self._mutex:
+            if not self._idle:
+                self._waiting.append(item)
+                return
+            hand = self._idle.pop()
+        hand.item = item
+        hand.wake.release()
+
+    def get(self, hand: _Hand) -> _Item:
+        """The next item for the worker ``hand``, waiting for one as long as it takes."""
+        with self._mutex:
+            if self._waiting:
+                return self._waiting.popleft()
+            self._idle.append(hand)
+        hand.wake.acquire()
+        return hand.item
+
+
+class _Hand:
+    """One worker's place in a :class:`_Crew`: the lock it waits on (held while it has nothing) and what it is given."""
+
+    def __init__(self) -> None:
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.item: _Item = None
 
 
 def check_workers(workers: object) -> int:
@@ -79,29 +123,37 @@ class FrameWorkers:
         self._refusals = refusals
         self._finished = finished
         self._stopping = stopping
-        self._quick: _Lane = queue.SimpleQueue()
+        self._quick = _Crew()
         self._bulk: _Lane = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, args=(self._quick,), name=f"frames-{i}", daemon=True)
-                         for i in range(workers)]
-        self._threads.append(threading.Thread(target=self._work, args=(self._bulk,), name="frames-large",
+        self._threads = [threading.Thread(target=self._work, args=(self._crew_member(),), name=f"frames-{i}",
+                                          daemon=True) for i in range(workers)]
+        self._threads.append(threading.Thread(target=self._work, args=(self._bulk.get,), name="frames-large",
                                               daemon=True))
         for thread in self._threads:
             thread.start()
 
     def serve(self, conn: FramedConnection, frame: Frame) -> None:
         """Hand a whole message to a worker: a small one to the many, a large one to the one."""
-        lane = self._quick if len(frame.raw) <= SMALL_FRAME else self._bulk
-        lane.put((conn, frame))
+        if len(frame.raw) <= SMALL_FRAME:
+            self._quick.put((conn, frame))
+        else:
+            self._bulk.put((conn, frame))
 
     def close(self) -> None:
         """Tell every worker to stop once it is done with what it has (nothing queued after is served)."""
-        for lane in [self._quick] * (len(self._threads) - 1) + [self._bulk]:
-            lane.put(None)
+        for _ in range(len(self._threads) - 1):
+            self._quick.put(None)
+        self._bulk.put(None)
 
-    def _work(self, lane: _Lane) -> None:
-        paced = lane is self._bulk
+    def _crew_member(self) -> Callable[[], _Item]:
+        """How one small-message worker takes its next item."""
+        hand = _Hand()
+        return lambda: self._quick.get(hand)
+
+    def _work(self, take: Callable[[], _Item]) -> None:
+        paced = take == self._bulk.get
         while True:
-            item = lane.get()
+            item = take()
             if item is None or self._stopping():
                 return
             conn, frame = item

@@ -248,7 +248,7 @@ class LookupService(Landlord):
         with self._lock:
             records = self.registry.matching_records(template)
             given = records[:max_matches]
-            return ServiceMatches([record.item for record in given], len(records), self.registry.expiries(given))
+            return ServiceMatches._made([record.item for record in given], len(records), self.registry.expiries(given))
 
     @Pyro5.server.expose
     def entry_classes(self, template: ServiceTemplate) -> list[str]:

@@ -584,6 +584,21 @@ def test_a_grant_that_is_not_a_number_of_seconds_fails_the_answer_wherever_it_is
         assert leases[2].term == 5  # the bad one is never recorded
 
 
+@pytest.mark.parametrize("grant", [math.nan, -0.5, True, "5", None])
+def test_a_grant_that_is_not_seconds_is_a_lease_error(grant: object) -> None:
+    clock = FakeClock()
+    leases = [LandlordLease(f"c{i}", URI, "the-id", clock.time() + 5, clock=clock) for i in range(2)]
+    with pytest.raises(LeaseError, match="not a grant"):
+        record_renewals(leases, (clock.time(), clock.monotonic()), RenewResults([30.0, grant], []))  # type: ignore[list-item]
+
+
+def test_a_grant_of_whole_seconds_or_forever_is_recorded_as_a_float() -> None:
+    clock = FakeClock()
+    leases = [LandlordLease(f"c{i}", URI, "the-id", clock.time() + 5, clock=clock) for i in range(2)]
+    assert record_renewals(leases, (clock.time(), clock.monotonic()), RenewResults([30, math.inf], [])) == {}
+    assert [(type(lease.term), lease.term) for lease in leases] == [(float, 30.0), (float, math.inf)]
+
+
 @pytest.mark.parametrize("answer", [None, RenewResults([30.0], []), RenewResults([30.0, 30.0], "no"),
                                     {"granted": [1.0, 1.0], "denied": []}])
 def test_an_answer_that_is_not_the_batchs_results_is_a_lease_error(answer: object) -> None:

@@ -22,6 +22,7 @@ from landlord import (
     LeaseMapError,
     UnknownLeaseError,
 )
+from landlord.lease import renew_together
 
 
 class ScriptedLease(AbstractLease):
@@ -389,6 +390,18 @@ def test_a_lease_that_is_not_batchable_is_renewed_and_cancelled_one_by_one(clock
     assert office.calls == [("renew", 1)] * 3 and all(desk.remaining == 20 for desk in desks)
     lease_map.cancel_all()
     assert office.calls[3:] == [("cancel", 1)] * 3
+
+
+def test_leases_handed_over_together_go_one_by_one_if_any_cannot_batch(clock: FakeClock) -> None:
+    office = Office(clock)
+    batched = BatchedDesk(office)
+    for mixed in ([batched, BatchedDesk(office), Desk(office)], [Desk(office), batched]):
+        office.calls.clear()
+        assert renew_together(mixed, [20.0] * len(mixed)) == {}
+        assert office.calls == [("renew", 1)] * len(mixed)
+    office.calls.clear()
+    assert renew_together([batched, BatchedDesk(office)], [20.0, 20.0]) == {}
+    assert office.calls == [("renew_batch", 2)]
 
 
 def test_can_batch_is_an_equal_batch_key_and_none_batches_with_nothing(clock: FakeClock) -> None:

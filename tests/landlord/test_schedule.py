@@ -179,6 +179,28 @@ def test_a_batch_larger_than_max_batch_goes_in_several_calls_each_backing_off_on
         due += delay
 
 
+def test_leases_back_from_one_call_are_due_by_their_own_deadline_and_term(clock: FakeClock) -> None:
+    s = schedule(batch_window=0.0)  # no window: each due time is an entry of its own
+    leases = [Held(clock) for _ in range(5)]
+    for lease in leases:
+        add(s, lease, 0.0)
+    calls, _ = s.take_due(to(clock, THIRD))
+    sent = clock.time(), clock.monotonic()
+    for lease, granted in zip(leases, (10.0, 10.0, 15.0, 10.0)):  # runs of equal grants, interleaved
+        lease.record_grant(sent, granted)
+    # right after a 10 s grant, one ending at the same moment with a 9 s term: due a third into that term
+    leases[4].record_grant((sent[0] + 1, sent[1] + 1), 9.0)
+    assert s.finished(calls[0], THIRD) == []
+    assert s.queued() == 3
+    by_due = []
+    while s.next_due() < math.inf:
+        due = s.next_due()
+        calls, _ = s.take_due(to(clock, due))
+        by_due.append((due, sorted(leases.index(lease) for call in calls for lease in members(call))))
+    assert by_due == [(pytest.approx(2 * THIRD), [0, 1, 3]), (pytest.approx(THIRD + 4), [4]),
+                      (pytest.approx(THIRD + 5), [2])]
+
+
 @pytest.mark.parametrize("kind", ["not batchable", "no batch key"])
 def test_leases_without_a_batch_key_go_one_per_call(clock: FakeClock, kind: str) -> None:
     s = schedule()
@@ -317,6 +339,19 @@ def test_remove_and_set_expiration(clock: FakeClock) -> None:
     assert s.remove(a) and not s.remove(a)
     assert s.expiration(a) is None and not s.set_expiration(a, desired=5, desired_wall=5, now=0.0)
     assert s.remove(b) and len(s) == 0 and s.queued() == 0 and s.next_due() == math.inf
+
+
+def test_a_lease_given_a_new_desired_expiration_goes_once_in_its_next_call(clock: FakeClock) -> None:
+    s = schedule()
+    a, b, lost = Held(clock), Held(clock), Listener()
+    add(s, a, 0.0, listener=lost)
+    add(s, b, 0.0, listener=lost)
+    assert s.set_expiration(a, desired=100, desired_wall=1100, now=0.0)  # due as before: back in with b
+    calls, _ = s.take_due(to(clock, THIRD))
+    assert sorted(len(call) for call in calls) == [1, 1] or [len(call) for call in calls] == [2]
+    assert sorted(id(lease) for call in calls for lease in members(call)) == sorted([id(a), id(b)])
+    told = [t for call in calls for t in s.finished(call, clock.monotonic(), error=LeaseDeniedError("no"))]
+    assert sorted(id(event.lease) for _, event in told) == sorted([id(a), id(b)]) and len(s) == 0
 
 
 def test_leases_removed_or_replaced_while_their_call_is_out_are_left_alone(clock: FakeClock) -> None:

@@ -21,7 +21,7 @@ from landlord.transport.budget import SMALL_FRAME
 from landlord.transport.connection import FramedConnection
 from landlord.transport.framing import FLAGS_COMPRESSED, MSG_CONNECT, MSG_INVOKE, SERPENT, Frame, FrameLimits
 from landlord.transport.refusals import Refusals
-from landlord.transport.workers import WORKERS, FrameWorkers, check_workers
+from landlord.transport.workers import WORKERS, FrameWorkers, _Crew, _Hand, check_workers
 
 LOG = logging.getLogger("tests.workers")
 
@@ -266,3 +266,16 @@ def test_shutting_down_a_worker_serves_nothing_more(bench: Bench) -> None:
     with pytest.raises(queue.Empty):  # the workers are gone: nothing comes back
         bench.finished.get(timeout=0.3)
     assert not bench.daemon.served
+
+
+def test_a_message_wakes_only_the_last_worker_to_go_idle_and_one_none_is_idle_for_waits() -> None:
+    crew, first, last = _Crew(), _Hand(), _Hand()
+    for hand in (first, last):  # idle in this order, as a worker's get does before it waits
+        crew._idle.append(hand)
+    crew.put(None)
+    assert last.wake.acquire(blocking=False) and last.item is None  # woken: its lock was released
+    assert not first.wake.acquire(blocking=False)                   # still waiting: never woken for nothing
+    crew.put(None)
+    assert first.wake.acquire(blocking=False)
+    crew.put(None)  # no one idle: kept, and taken by the next worker to finish without waiting
+    assert crew.get(_Hand()) is None and not crew._idle

@@ -1,8 +1,9 @@
 """Arbitrary input to every remote method of the lookup service: a clear error, and nothing changed.
 
 A slice of the hostile-input work of the reliability issue: in-process with
-hypothesis for breadth, and forged wire dicts against a real daemon for the
-serializer path.
+hypothesis for breadth, forged wire dicts against a real daemon for the
+serializer path, and forged dicts in landlord's msgpack dialect (and plain
+msgpack) against ``python -m lookup serve`` while a canary's registration renews.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 import Pyro5.api
+import Pyro5.errors
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lookup_processes import LookupProcess, serve_lookup  # noqa: F401  (a fixture)
 from Pyro5.serializers import SerpentSerializer
 
-from landlord import FakeClock, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError
+from landlord import FakeClock, LeaseDeniedError, LeaseDurationPolicy, UnknownLeaseError, wire_proxy
 from lookup import (
     ALL_TRANSITIONS,
     LOOKUP_OBJECT_ID,
@@ -226,6 +228,7 @@ FORGED_PACKED = {
     "a part not an array": forged_packed(table(items={})),
     # lineages
     "a lineage not an array": forged_packed(table(lineages=["lookup.entry.Name"])),
+    "a lineage an object": forged_packed(table(lineages=[{"lookup.entry.Name": 0}])),
     "an empty lineage": forged_packed(table(lineages=[[]])),
     "a lineage too long": forged_packed(table(lineages=[[f"a.B{i}" for i in range(40)]])),
     "a lineage name not a str": forged_packed(table(lineages=[[5]])),
@@ -240,6 +243,8 @@ FORGED_PACKED = {
     "a shape's lineage a float": forged_packed(table(shapes=[[0.0, ["name"], [0]]])),
     "a shape's lineage a string": forged_packed(table(shapes=[["0", ["name"], [0]]])),
     "a shape's names not an array": forged_packed(table(shapes=[[0, "name", [0]]])),
+    "a shape's names an object": forged_packed(table(shapes=[[0, {"name": 0}, [0]]])),
+    "a shape of 4 parts": forged_packed(table(shapes=[[0, ["name"], [0], []]])),
     "a field name not a str": forged_packed(table(shapes=[[0, [1], [0]]])),
     "a field name not a name": forged_packed(table(shapes=[[0, ["__class__"], [0]]])),
     "a field named twice": forged_packed(table(shapes=[[0, ["name", "name"], [0]]])),
@@ -262,6 +267,9 @@ FORGED_PACKED = {
     "too many entries": forged_packed(table(layouts=[[["t.A"], [0] * 300]])),
     "a layout's shape out of range": forged_packed(table(layouts=[[["t.A"], [1]]])),
     "a layout's shape huge": forged_packed(table(layouts=[[["t.A"], [HUGE]]])),
+    "a layout's shape negative": forged_packed(table(layouts=[[["t.A"], [-1]]])),
+    "a layout's shape a bool": forged_packed(table(layouts=[[["t.A"], [False]]])),
+    "a layout's shape a float": forged_packed(table(layouts=[[["t.A"], [0.0]]])),
     "a layout's shapes an object": forged_packed(table(layouts=[[["t.A"], {"0": 0}]])),
     # items
     "an item not an array": forged_packed(table(items=[{"id": "id-1"}])),
@@ -269,6 +277,8 @@ FORGED_PACKED = {
     "a service id a number": forged_packed(table(items=[row("s1", service_id=5)])),
     "a service id empty": forged_packed(table(items=[row("s1", service_id="")])),
     "a service id too long": forged_packed(table(items=[row("s1", service_id="x" * 300)])),
+    "a service id a bool": forged_packed(table(items=[row("s1", service_id=True)])),
+    "a service id a list": forged_packed(table(items=[row("s1", service_id=["id-1"])])),
     "a URI not a str": forged_packed(table(items=[row("s1", uri=None)])),
     "a URI not a Pyro5 URI": forged_packed(table(items=[row("s1", uri="http://evil")])),
     "a URI too long": forged_packed(table(items=[row("s1", uri="PYRO:" + "x" * 2000 + "@127.0.0.1:9")])),
@@ -276,6 +286,8 @@ FORGED_PACKED = {
     "a layout negative": forged_packed(table(items=[row("s1", layout=-1)])),
     "a layout huge": forged_packed(table(items=[row("s1", layout=HUGE)])),
     "a layout null": forged_packed(table(items=[row("s1", layout=None)])),
+    "a layout a bool": forged_packed(table(items=[row("s1", layout=False)])),
+    "a layout a float": forged_packed(table(items=[row("s1", layout=0.0)])),
     "too few values": forged_packed(table(items=[row()])),
     "too many values": forged_packed(table(items=[row("s1", "s2")])),
     "a value null": forged_packed(table(items=[row(None)])),
@@ -436,3 +448,90 @@ def test_a_stranger_re_registering_an_owners_id_gets_only_errors_and_nobody_sees
         # the canary never missed a renewal: never lost, never registered again, its lease the same
         assert canary.times_registered == 1 and canary.last_error is None
         assert canary.registrations()[lookup_uri].lease.cookie == cookie
+
+
+# -- forged dicts in landlord's msgpack dialect, against a served lookup service --------------------------
+
+def _item(**changes: Any) -> dict[str, Any]:
+    data = {"__class__": "lookup.ServiceItem", "service_id": None, "service": "PYRO:x@127.0.0.1:1", "types": [],
+            "attributes": []}
+    data.update(changes)
+    return data
+
+
+def _entry(**changes: Any) -> dict[str, Any]:
+    data = {"__class__": "lookup.Entry", "class": "a.B", "lineage": ["a.B"], "fields": {}}
+    data.update(changes)
+    return data
+
+
+LEASE_DICT = {"__class__": "landlord.LandlordLease", "cookie": "c", "landlord": "PYRO:x@127.0.0.1:1",
+              "landlord_id": "l", "remaining": 1.0}
+SETS_FORGED = {  # what only the dialect carries (plain msgpack sends a set as a list), where the service wants
+    # a list, a name or a value
+    "types a set": _item(types={"t.A"}),
+    "attributes a frozenset": _item(attributes=frozenset()),
+    "a lineage a set": _item(attributes=[_entry(lineage={"a.B"})]),
+    "a field value a set": _item(attributes=[_entry(fields={"f": {1, 2}})]),
+    "a field value a tuple of sets": _item(attributes=[_entry(fields={"f": (frozenset({1}),)})]),
+    "a template's types a frozenset": {"__class__": "lookup.ServiceTemplate", "service_id": None,
+                                       "types": frozenset({"t.A"}), "attributes": []},
+}
+INNERMOST_FIRST_FORGED = {  # msgpack makes classes innermost first: a class already made where a plain value belongs
+    "an entry in an entry's field": _item(attributes=[_entry(fields={"f": _entry()})]),
+    "a lease in an entry's field": _item(attributes=[_entry(fields={"f": LEASE_DICT})]),
+    "a lease as an attribute": _item(attributes=[LEASE_DICT]),
+    "an item as a template's attribute": {"__class__": "lookup.ServiceTemplate", "service_id": None, "types": [],
+                                          "attributes": [_item()]},
+    "an entry as an item's service": _item(service=_entry()),
+    "an item in a matches' items": {"__class__": "lookup.ServiceMatches", "items": [_item(service=5)], "total": 1},
+}
+SENT_FORGED = (list(INNERMOST_FIRST_FORGED.values()) + FORGED
+               + [FORGED_PACKED[name] for name in ("not JSON", "a shape's lineage huge", "a layout a bool",
+                                                    "a value's place out of range", "total a bool")])
+
+
+def _remote_calls(remote: Any, forged: Any) -> list[Callable[[], Any]]:
+    return [lambda: remote.register(forged, 10), lambda: remote.lookup(forged),
+            lambda: remote.lookup_all(forged, 10), lambda: remote.notify(forged, 1, "PYRO:x@127.0.0.1:1")]
+
+
+@pytest.mark.parametrize("serializer", ["landlord's dialect", "msgpack"])
+def test_forged_dicts_in_msgpack_are_refused_and_a_canary_renews_throughout(
+        daemon: Any, serve_lookup: Callable[..., tuple[LookupProcess, int]], serializer: str) -> None:
+    _, port = serve_lookup("--no-announce")  # python -m lookup serve: a real process, its guarded server
+    lookup_uri = f"PYRO:{LOOKUP_OBJECT_ID}@127.0.0.1:{port}"
+    owner_uri = str(daemon.register(Owner()))
+    seen: list[tuple[str, str]] = []
+    with JoinManager(owner_uri, types=[Owner], attributes=[Name("quotes")], lookups=[lookup_uri],
+                     lease_duration=1.5) as canary, \
+            LookupCache(lookup_uri, ServiceTemplate(), listener=lambda kind, item: seen.append(
+                (kind, item.service_uri))) as cache:
+        assert canary.wait_registered(1, timeout=10) and cache.wait_ready(10)
+        cookie = canary.registrations()[lookup_uri].lease.cookie
+        refused = 0
+        sent = SENT_FORGED + (list(SETS_FORGED.values()) if serializer == "landlord's dialect" else [])
+        for forged in sent:
+            for call_number in range(4):  # a proxy of its own for each: a refused message may close its connection
+                with _forger(lookup_uri, serializer) as remote:
+                    # a SerializeError: msgpack reads a dict tagged with a class nobody registered before its
+                    # holder's converter can refuse it (a field named "__class__"); said, and the connection closed
+                    with pytest.raises((TypeError, ValueError, Pyro5.errors.SerializeError)):
+                        _remote_calls(remote, forged)[call_number]()
+                    refused += 1
+        assert refused == 4 * len(sent)
+        with wire_proxy(lookup_uri) as remote:  # nothing got in, and it answers
+            assert [item.service_uri for item in remote.lookup_all(ServiceTemplate(), 10).items] == [owner_uri]
+        # the canary never missed a renewal: never lost, never registered again, its lease the same
+        assert canary.times_registered == 1 and canary.last_error is None
+        assert canary.registrations()[lookup_uri].lease.cookie == cookie
+        assert seen == [("added", owner_uri)]
+
+
+def _forger(uri: str, serializer: str) -> Any:
+    """A proxy of ``uri`` speaking landlord's msgpack dialect, or Pyro5's plain msgpack."""
+    if serializer == "msgpack":
+        proxy = Pyro5.api.Proxy(uri)
+        proxy._pyroSerializer = "msgpack"
+        return proxy
+    return wire_proxy(uri)

@@ -540,6 +540,23 @@ def test_entries_arrive_packed_as_their_init_would_make_them() -> None:
     assert arrived[4].tags == ["new"] and arrived[5].tags is None
 
 
+@pytest.mark.parametrize(("names", "given", "values"), [
+    (["floor", "room", "building"], [0, 1, 2], ["3", "301", "North"]),  # every field, in the class's order
+    (["floor", "room", "building"], [0, 2], ["3", "North"]),            # some, in the class's order
+    (["room", "floor", "building"], [0, 1, 2], ["301", "3", "North"]),  # every field, the sender's order
+    (["building", "floor"], [0, 1], ["North", "3"]),                    # some, the sender's order, one not sent
+])
+def test_an_entry_arrives_packed_whatever_order_its_fields_were_sent_in(names: list[str], given: list[int],
+                                                                         values: list[str]) -> None:
+    sent = dict(zip([names[place] for place in given], values))
+    text = json.dumps({"lineages": [[qualified_name(Location)]], "shapes": [[0, names, given]],
+                       "layouts": [[[], [0]]], "items": [["id", URI, 0, *values]]})
+    arrived = serializer.recreate_classes({"__class__": "lookup.PackedMatches", "total": 1, "table": text,
+                                           "values": []}).items[0].attributes[0]
+    assert type(arrived) is Location and arrived == Location(**sent)
+    assert list(vars(arrived)) == ["floor", "room", "building"]  # the class's order, a field not sent None
+
+
 def test_what_is_known_of_an_entry_class_is_what_holds_when_an_answer_is_read() -> None:
     name = f"{__name__}.{test_what_is_known_of_an_entry_class_is_what_holds_when_an_answer_is_read.__qualname__}" \
         ".<locals>.LateSheet"

@@ -254,9 +254,12 @@ def test_an_oversized_message_is_refused_and_the_service_keeps_answering(serve_l
     with locate(port=port) as lookup:
         with pytest.raises(Pyro5.errors.CommunicationError):
             lookup.register(huge)  # the server drops the connection rather than read 16 MiB+
-    with locate(port=port) as lookup:  # over the cap on serpent messages: refused by name
+    with Pyro5.api.Proxy(lookup_uri(port=port)) as plain:  # a plain client's serpent, over its cap: refused by name
         with pytest.raises(Pyro5.errors.ProtocolError, match="at most 65536 are taken"):
-            lookup.register(ServiceItem(None, SERVICE_URI, ["x.Large"], [Comment("x" * 100_000)]))
+            plain.register(ServiceItem(None, SERVICE_URI, ["x.Large"], [Comment("x" * 100_000)]))
+    with locate(port=port) as lookup:  # landlord's msgpack, over its own cap: refused by name too
+        with pytest.raises(Pyro5.errors.ProtocolError, match="at most 262144 are taken"):
+            lookup.register(ServiceItem(None, SERVICE_URI, ["x.Large"], [Comment("x" * 300_000)]))
     with locate(port=port) as lookup:
         assert lookup.lookup(ServiceTemplate(types=["x.Huge"])) is None
         assert lookup.lookup(ServiceTemplate(types=["x.Large"])) is None
