@@ -27,7 +27,7 @@ from .duration import ANY, FOREVER, check_duration
 from .errors import LeaseError, LeaseMapError
 
 __all__ = ["Lease", "AbstractLease", "BatchableLease", "LeaseMap", "batch_key_of", "renew_together",
-           "cancel_together", "sent_now", "check_granted"]
+           "cancel_together", "sent_now", "check_granted", "record_grants"]
 
 
 class Lease(abc.ABC):
@@ -161,8 +161,11 @@ class AbstractLease(Lease):
 
     def renew(self, duration: float = ANY) -> float:
         duration = check_duration(duration)
-        sent = sent_now(self._clock)
-        granted = check_granted(self._do_renew(duration))
+        clock = self._clock
+        sent = clock.time(), clock.monotonic()  # sent_now(clock), a call less: this is on every renewal
+        granted = self._do_renew(duration)
+        if type(granted) is not float or not granted >= 0:  # a float of seconds passes as it is (not NaN)
+            granted = check_granted(granted)
         self.record_grant(sent, granted)
         return granted
 
@@ -191,6 +194,39 @@ class AbstractLease(Lease):
     @abc.abstractmethod
     def _do_renew(self, duration: float) -> float:
         """Renew at the landlord; return the granted seconds."""
+
+
+def record_grants(leases: Sequence[AbstractLease], sent: tuple[float, float], granted: Sequence[float]) -> bool:
+    """Record the grants of a batch at once, if all were granted: each lease ends its grant after
+    ``sent``, as :meth:`AbstractLease.record_grant` would have it, without a call per lease.
+
+    Args:
+        leases: the leases renewed, in order.
+        sent: when the request went out (:func:`sent_now`).
+        granted: the seconds granted to each, as the landlord answered them (unchecked).
+
+    Returns:
+        Whether it recorded them: not when a grant is not a float of at least 0 (``-1``, a
+        refusal), nor when a lease's class records its grants its own way. Then nothing is
+        recorded: the caller goes through them one by one.
+    """
+    if not (set(map(type, granted)) <= _FLOAT and min(granted, default=0.0) >= 0.0 and not math.isnan(sum(granted))
+            and all(_records_plainly(kind) for kind in set(map(type, leases)))):
+        return False
+    wall, monotonic = sent
+    for lease, grant in zip(leases, granted):
+        lease._expiration = wall + grant
+        lease._deadline = monotonic + grant
+        lease._term = grant
+    return True
+
+
+_FLOAT = frozenset({float})
+
+
+def _records_plainly(kind: type) -> bool:
+    """Whether leases of ``kind`` record a grant as :class:`AbstractLease` does (their class does not override it)."""
+    return issubclass(kind, AbstractLease) and kind.record_grant is AbstractLease.record_grant
 
 
 def sent_now(clock: Clock) -> tuple[float, float]:
@@ -273,7 +309,23 @@ class BatchableLease(Lease):
 def batch_key_of(lease: Lease) -> Hashable | None:
     """The key ``lease`` is batched under: its :meth:`BatchableLease.batch_key`; ``None`` (renewed
     on its own) for a lease that is not a :class:`BatchableLease`."""
-    return lease.batch_key() if isinstance(lease, BatchableLease) else None
+    batchable = _BATCHABLE.get(type(lease))
+    if batchable is None:
+        batchable = _batchable_class(type(lease))
+    return cast("BatchableLease", lease).batch_key() if batchable else None
+
+
+# whether a class of lease is a BatchableLease, by class: an ABC's isinstance costs a Python call
+# per lease, and a batch is thousands of leases of a class or two
+_BATCHABLE: dict[type, bool] = {}
+_BATCHABLE_LIMIT = 256  # classes made on the fly cannot make it grow without end
+
+
+def _batchable_class(kind: type) -> bool:
+    if len(_BATCHABLE) >= _BATCHABLE_LIMIT:
+        _BATCHABLE.clear()
+    _BATCHABLE[kind] = batchable = issubclass(kind, BatchableLease)
+    return batchable
 
 
 def renew_together(leases: Sequence[Lease], durations: Sequence[float]) -> dict[Lease, Exception]:
@@ -380,8 +432,8 @@ class LeaseMap(MutableMapping[Lease, float]):
             LeaseMapError: some renewals failed; those leases were removed from the map.
         """
         failures: dict[Lease, BaseException] = {}
-        for group in self._groups():
-            failures.update(renew_together(group, [self._durations[lease] for lease in group]))
+        for group, durations in self._groups():
+            failures.update(renew_together(group, durations))
         for lease in failures:
             del self._durations[lease]
         if failures:
@@ -394,20 +446,25 @@ class LeaseMap(MutableMapping[Lease, float]):
             LeaseMapError: some cancellations failed (the map is emptied all the same).
         """
         failures: dict[Lease, BaseException] = {}
-        for group in self._groups():
+        for group, _ in self._groups():
             failures.update(cancel_together(group))
         self._durations.clear()
         if failures:
             raise LeaseMapError(failures)
 
-    def _groups(self) -> list[list[Lease]]:
-        """The leases by batch key (:func:`batch_key_of`), then each without one on its own."""
-        batches: dict[Hashable, list[Lease]] = {}
-        singles: list[list[Lease]] = []
-        for lease in self._durations:
+    def _groups(self) -> list[tuple[list[Lease], list[float]]]:
+        """The leases by batch key (:func:`batch_key_of`), then each without one on its own; each
+        group with its leases' durations, in the same order."""
+        batches: dict[Hashable, tuple[list[Lease], list[float]]] = {}
+        singles: list[tuple[list[Lease], list[float]]] = []
+        for lease, duration in self._durations.items():  # no lease hashed again to find its duration
             key = batch_key_of(lease)
             if key is None:
-                singles.append([lease])
-            else:
-                batches.setdefault(key, []).append(lease)
+                singles.append(([lease], [duration]))
+                continue
+            group = batches.get(key)
+            if group is None:
+                group = batches[key] = ([], [])
+            group[0].append(lease)
+            group[1].append(duration)
         return list(batches.values()) + singles

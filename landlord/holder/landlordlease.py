@@ -25,7 +25,7 @@ import Pyro5.errors
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..errors import LeaseError, NotLeaderError
-from ..lease import AbstractLease, BatchableLease, Lease, check_granted, sent_now
+from ..lease import AbstractLease, BatchableLease, Lease, check_granted, record_grants, sent_now
 from ..transport import proxies
 
 __all__ = ["LandlordLease", "check_landlords", "known_leader", "call_group", "replica_uris", "replica_object_id",
@@ -285,6 +285,8 @@ def record_renewals(leases: Sequence[LandlordLease], sent: tuple[float, float],
     granted, denied = getattr(results, "granted", None), getattr(results, "denied", None)
     if not isinstance(granted, list) or len(granted) != len(leases) or not isinstance(denied, list):
         raise LeaseError(f"landlord answered renew_all with {results!r:.80}")
+    if record_grants(leases, sent, granted):  # every lease granted: the common case, at once
+        return {}
     failures: dict[Lease, Exception] = {}
     denials = iter(denied)
     for lease, grant in zip(leases, granted):

@@ -66,6 +66,12 @@ TUPLE = 0x40
 SET = 0x41
 FROZENSET = 0x42
 MAX_NESTING = 32  # tuples in tuples (or sets) a message may hold, level upon level
+# A packer is kept for reuse only while its buffer has not grown past this: a packer made for
+# every message (what msgpack.packb does) allocates a buffer of 256 KiB each time, and a tuple
+# packed inside a message another, both at once: 20 to 40 us for a one-lease call, against
+# 2 us on kept packers
+PACKER_BUFFER = 64 * 1024
+IDLE_PACKERS = 8  # kept: as many threads packing at once, or a message nesting deeper, make (and drop) more
 
 _PARSE_ERRORS = (SyntaxError, ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError, MemoryError)
 # msgpack's own, and what Pyro5's extension types (a date, a long int) raise on bad bytes
@@ -97,38 +103,35 @@ class WireMsgpack(Pyro5.serializers.MsgpackSerializer):
 
     _local = threading.local()  # per thread: the nesting being read, and the form of the call served last
 
+    def __init__(self) -> None:
+        # packers not in use, any thread's (a list's pop and append are atomic): the dialect's, plain msgpack's
+        self._idle: list[Any] = []
+        self._idle_plain: list[Any] = []
+
     def dumpsCall(self, obj: str, method: str, vargs: Any, kwargs: Any) -> bytes:  # noqa: N802 (Pyro5's name)
         return self._pack([obj, method, tuple(vargs), kwargs])
 
     def dumps(self, data: Any) -> bytes:
         if getattr(self._local, "dialect", False):
             return self._pack(data)
-        return self._packer(-1).pack(data)  # type: ignore[no-any-return]
+        return self._kept(data, self._idle_plain, plain=True)
 
     def _pack(self, data: Any) -> bytes:
-        local = self._local
-        depth = getattr(local, "packing", 0)
-        local.packing = depth + 1
-        try:
-            return self._packer(depth).pack(data)  # type: ignore[no-any-return]
-        finally:
-            local.packing = depth
+        return self._kept(data, self._idle, plain=False)
 
-    def _packer(self, depth: int) -> Any:
-        """This thread's packer for a tuple or set nested ``depth`` deep in the dialect (-1: plain msgpack).
-
-        Packers are kept, one per level (a level's extension is packed while the level above is being
-        packed): ``msgpack.packb`` makes one per call, and each starts by allocating a buffer of 1 MiB,
-        which took most of the time of packing a small answer (a proxy: 100 µs against 15 µs).
-        """
-        packers: dict[int, Any] | None = getattr(self._local, "packers", None)
-        if packers is None:
-            packers = self._local.packers = {}
-        packer = packers.get(depth)
-        if packer is None:
-            packer = packers[depth] = (msgpack.Packer(use_bin_type=True, default=self.default) if depth < 0 else
-                                       msgpack.Packer(use_bin_type=True, strict_types=True, default=self._default))
-        return packer
+    def _kept(self, data: Any, idle: list[Any], *, plain: bool) -> bytes:
+        """``data`` packed on an idle packer of ``idle`` (or a new one), given back after if it is
+        still small: plain Pyro5 msgpack, or the dialect (see ``PACKER_BUFFER``)."""
+        try:  # one packer per message under way: a tuple's items are packed while its message is
+            packer = idle.pop()
+        except IndexError:  # none idle (or another thread took the last)
+            packer = (msgpack.Packer(use_bin_type=True, default=self.default, buf_size=PACKER_BUFFER) if plain else
+                      msgpack.Packer(use_bin_type=True, strict_types=True, default=self._default,
+                                     buf_size=PACKER_BUFFER))
+        packed: bytes = packer.pack(data)  # a packer that raised is dropped
+        if len(packed) <= PACKER_BUFFER and len(idle) < IDLE_PACKERS:
+            idle.append(packer)
+        return packed
 
     def loadsCall(self, data: Any) -> Any:  # noqa: N802 (Pyro5's name)
         self._local.dialect = False

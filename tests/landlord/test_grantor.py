@@ -12,6 +12,7 @@ import Pyro5.api
 import pytest
 
 from landlord import (
+    ANY,
     FOREVER,
     Landlord,
     LandlordLease,
@@ -161,8 +162,16 @@ def test_leases_renew_from_any_thread_with_one_proxy_per_thread(rooms: tuple) ->
     (lambda p, c: p.renew_all(c, [10]), TypeError),
     (lambda p, c: p.renew_all([c, 5], [10, 10]), TypeError),
     (lambda p, c: p.renew_all([c, c], [10, math.nan]), ValueError),
+    # a batch is checked whole however it is checked: the bad one last, among plain strings and floats
+    (lambda p, c: p.renew_all([c, c], [10.0, math.nan]), ValueError),
+    (lambda p, c: p.renew_all([c, c], [10.0, -math.inf]), ValueError),
+    (lambda p, c: p.renew_all([c, c], [10.0, -2.0]), ValueError),
+    (lambda p, c: p.renew_all([c, c], [10.0, True]), ValueError),
+    (lambda p, c: p.renew_all([c, ""], [10.0, 10.0]), ValueError),
+    (lambda p, c: p.renew_all([c, "x" * 257], [10.0, 10.0]), ValueError),
     (lambda p, c: p.cancel_all({"a": 1}), TypeError),
     (lambda p, c: p.cancel_all([c, None]), TypeError),
+    (lambda p, c: p.cancel_all([c, ""]), ValueError),
 ])
 def test_bad_remote_calls_get_clear_errors_and_change_nothing(rooms: tuple, call: Any, error: type) -> None:
     landlord, uri, freed = rooms
@@ -199,6 +208,18 @@ def test_renew_all_mixes_grants_and_failures(rooms: tuple) -> None:
         results = proxy.renew_all([live.cookie, "unknown-cookie"], [50, 50])
     assert results.granted == [50.0, -1]
     assert [type(e) for e in results.denied] == [UnknownLeaseError]
+
+
+def test_renew_all_grants_each_duration_as_renew_would(close_later: list) -> None:
+    clock = FakeClock()
+    landlord = Landlord(reaper="lazy", clock=clock, policy=LeaseDurationPolicy(maximum=100, default=60))
+    close_later.append(landlord)
+    cookies = [landlord.new_lease(i, 10).cookie for i in range(5)]
+    results = landlord.renew_all(cookies, [ANY, 20, 5.0, FOREVER, 30.5])
+    assert results == RenewResults([60.0, 20.0, 5.0, 100.0, 30.5], [])
+    assert all(type(granted) is float for granted in results.granted)
+    assert landlord.renew_all(cookies[:2], [7.0, 8.0]) == RenewResults([7.0, 8.0], [])  # every one granted
+    assert [landlord.manager.get(cookie).expiration - clock.monotonic() for cookie in cookies] == [7, 8, 5, 100, 30.5]
 
 
 def test_cookies_carry_at_least_128_random_bits(close_later: list) -> None:

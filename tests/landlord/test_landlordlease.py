@@ -547,6 +547,43 @@ def test_a_renew_all_answer_is_recorded_on_its_leases_from_when_it_was_sent() ->
     assert leases[2].deadline == sent[1] + 12.5
 
 
+class NotingLease(LandlordLease):
+    """A lease that records its grants its own way (and says so)."""
+
+    __slots__ = ("noted",)
+
+    def record_grant(self, sent: tuple[float, float], granted: float) -> None:
+        self.noted = granted
+        super().record_grant(sent, granted)
+
+
+def test_a_batch_granted_whole_is_recorded_as_each_lease_would_record_it() -> None:
+    clock = FakeClock()
+    leases = [LandlordLease(f"c{i}", URI, "the-id", clock.time() + 5, clock=clock) for i in range(3)]
+    one_by_one = [LandlordLease(f"c{i}", URI, "the-id", clock.time() + 5, clock=clock) for i in range(3)]
+    sent = (clock.time(), clock.monotonic())
+    clock.advance(2)
+    grants = [30.0, math.inf, 12]  # an int among them: recorded as a float, as check_granted makes it
+    assert record_renewals(leases, sent, RenewResults(grants, [])) == {}
+    for lease, grant in zip(one_by_one, grants):
+        lease.record_grant(sent, float(grant))
+    assert [(lease.expiration, lease.deadline, lease.term) for lease in leases] == \
+        [(lease.expiration, lease.deadline, lease.term) for lease in one_by_one]
+    assert all(type(lease.term) is float for lease in leases)
+    noting = [NotingLease(f"n{i}", URI, "the-id", clock.time() + 5, clock=clock) for i in range(2)]
+    record_renewals([leases[0], *noting], sent, RenewResults([40.0, 41.0, 42.0], []))
+    assert [lease.noted for lease in noting] == [41.0, 42.0] and leases[0].term == 40.0
+
+
+def test_a_grant_that_is_not_a_number_of_seconds_fails_the_answer_wherever_it_is() -> None:
+    clock = FakeClock()
+    leases = [LandlordLease(f"c{i}", URI, "the-id", clock.time() + 5, clock=clock) for i in range(3)]
+    for grants in ([30.0, 30.0, math.nan], [30.0, 30.0, -math.inf], [30.0, 30.0, True]):
+        with pytest.raises(LeaseError, match="not a grant"):
+            record_renewals(leases, (clock.time(), clock.monotonic()), RenewResults(grants, []))
+        assert leases[2].term == 5  # the bad one is never recorded
+
+
 @pytest.mark.parametrize("grant", [math.nan, -0.5, True, "5", None])
 def test_a_grant_that_is_not_seconds_is_a_lease_error(grant: object) -> None:
     clock = FakeClock()

@@ -129,6 +129,12 @@ def test_a_landlord_answering_nonsense_is_a_lease_error(clock: FakeClock, answer
     assert lease.expiration == before
 
 
+def test_a_grant_in_whole_seconds_is_recorded_as_a_float(clock: FakeClock) -> None:
+    lease = ScriptedLease(clock, [30])
+    granted = lease.renew(5)
+    assert granted == 30.0 and type(granted) is float and type(lease.term) is float
+
+
 def test_forever(clock: FakeClock) -> None:
     lease = ScriptedLease(clock, [FOREVER])
     lease.renew(FOREVER)
@@ -363,6 +369,16 @@ def test_a_batchable_lease_class_of_ones_own_goes_in_one_call_per_key(clock: Fak
     assert all(desk.remaining == 20 == desk.term for desk in lease_map)
     lease_map.cancel_all()
     assert [office.calls[-1] for office in offices] == [("cancel_batch", 2), ("cancel_batch", 3)]
+
+
+def test_each_lease_of_a_map_is_renewed_for_its_own_duration(clock: FakeClock) -> None:
+    offices = [Office(clock, "north"), Office(clock, "south")]
+    desks: list[Desk] = [BatchedDesk(offices[i % 2]) if i % 3 else Desk(offices[0]) for i in range(12)]
+    lease_map = LeaseMap({desk: float(i + 1) for i, desk in enumerate(desks)})  # the keys interleaved
+    lease_map.renew_all()
+    assert [desk.term for desk in desks] == [float(i + 1) for i in range(12)]
+    assert sorted(offices[0].calls) == [("renew", 1)] * 4 + [("renew_batch", 4)]
+    assert offices[1].calls == [("renew_batch", 4)]
 
 
 def test_a_lease_that_is_not_batchable_is_renewed_and_cancelled_one_by_one(clock: FakeClock) -> None:

@@ -224,3 +224,48 @@ def test_each_thread_answers_in_the_form_of_its_own_call(echo_uri: str) -> None:
         assert proxies.proxy_for(echo_uri).echo((1, 2)) == (4, (1, 2))
     thread.join()
     assert got == [[4, [1, 2]]] * 50
+
+
+class Unsendable:
+    """A class whose converter refuses: packing it fails half-way through a message."""
+
+
+def refuse(obj: Unsendable) -> dict[str, Any]:
+    raise ValueError("not this one")
+
+
+def test_a_message_that_fails_half_way_leaves_the_next_one_whole(wire: WireMsgpack) -> None:
+    Pyro5.serializers.SerializerBase.register_class_to_dict(Unsendable, refuse)
+    try:
+        for _ in range(3):  # the packers of the tuples within, at every level, went through it
+            with pytest.raises(ValueError, match="not this one"):
+                answer(wire, ("a" * 100, ("b" * 100, [Unsendable()])), dialect=True)
+            assert answer(wire, (1, (2, 3)), dialect=True) == (1, (2, 3))
+    finally:
+        Pyro5.serializers.SerializerBase.unregister_class_to_dict(Unsendable)
+
+
+def test_messages_of_every_size_and_nesting_pack_the_same_in_turn(wire: WireMsgpack) -> None:
+    big = tuple(range(100_000))  # past the buffer a kept packer has
+    values = [big, nested_tuples(MAX_NESTING), (1, ("x", {2})), big[:10], nested_tuples(3)]
+    for value in values * 2:
+        assert answer(wire, value, dialect=True) == value
+        assert msgpack.unpackb(wire.dumps(value), ext_hook=lambda code, data: code) == TUPLE
+
+
+def test_threads_packing_at_once_each_get_their_own_message(wire: WireMsgpack) -> None:
+    wrong: list[Any] = []
+
+    def pack(number: int) -> None:
+        wire._local.dialect = True
+        for round_ in range(300):
+            value = (number, (round_, "y" * (number * 50)), [(number,)])
+            if wire.loads(wire.dumps(value)) != value:
+                wrong.append(value)
+
+    threads = [threading.Thread(target=pack, args=(number,)) for number in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert wrong == []
