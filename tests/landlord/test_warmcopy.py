@@ -122,6 +122,27 @@ steps = st.lists(st.one_of(
 ), max_size=30)
 
 
+def replay(keys: Any, step: tuple[Any, ...], granted: set[str], retired: set[str]) -> None:
+    """A script's step other than a grant, written to ``keys`` as a leader would (``granted`` and
+    ``retired`` kept up to date); a step about no lease granted does nothing."""
+    kind = step[0]
+    if kind == "renew":
+        for value, _ in pack_renewals([(cookie, WALL + 1000 + at, WALL + 1) for cookie, at in step[1]]):
+            keys.chunk(value)
+    elif kind == "end" and granted.intersection(step[1]):
+        ended = granted.intersection(step[1])
+        granted -= ended
+        retired |= ended
+        for value, _ in pack_ended(sorted(ended)):
+            keys.chunk(value)
+    elif kind == "delete" and step[1] in granted:
+        granted.discard(step[1])
+        retired.add(step[1])
+        keys.delete(f"{ROOT}leases/{step[1]}".encode())
+    elif kind == "compact":
+        keys.compact()
+
+
 @settings(deadline=None)
 @given(steps)
 def test_the_fold_kept_event_by_event_is_the_fold_of_the_keys(script: list[tuple[Any, ...]]) -> None:
@@ -135,21 +156,8 @@ def test_the_fold_kept_event_by_event_is_the_fold_of_the_keys(script: list[tuple
             keys.put(f"{ROOT}leases/{step[1]}", pack_record(WALL + step[2], WALL, SERPENT.dumps(f"room {step[1]}")))
         elif kind == "grant" and step[1] in granted:
             keys.put(f"{ROOT}leases/{step[1]}", pack_record(WALL + step[2], WALL, SERPENT.dumps("changed")))
-        elif kind == "renew":
-            for value, _ in pack_renewals([(cookie, WALL + 1000 + at, WALL + 1) for cookie, at in step[1]]):
-                keys.chunk(value)
-        elif kind == "end" and granted.intersection(step[1]):
-            ended = granted.intersection(step[1])
-            granted -= ended
-            retired |= ended
-            for value, _ in pack_ended(sorted(ended)):
-                keys.chunk(value)
-        elif kind == "delete" and step[1] in granted:
-            granted.discard(step[1])
-            retired.add(step[1])
-            keys.delete(f"{ROOT}leases/{step[1]}".encode())
-        elif kind == "compact":
-            keys.compact()
+        else:
+            replay(keys, step, granted, retired)
         expected = keys.folded_now()
         warm = keys.folded.warm()
         assert warm.leases == as_loaded(expected)
@@ -239,21 +247,8 @@ def test_the_standby_table_holds_what_a_landlord_would_restore_from_the_copy(
             data = enveloped("room", attached=("extra",), deadline=WALL + 500) if how == "attached" \
                 else enveloped("room", ended_by=how)
             keys.put(f"{ROOT}leases/{step[1]}", pack_record(WALL + step[2], WALL, data))
-        elif kind == "renew":
-            for value, _ in pack_renewals([(cookie, WALL + 1000 + at, WALL + 1) for cookie, at in step[1]]):
-                keys.chunk(value)
-        elif kind == "end" and granted.intersection(step[1]):
-            ended = granted.intersection(step[1])
-            granted -= ended
-            retired |= ended
-            for value, _ in pack_ended(sorted(ended)):
-                keys.chunk(value)
-        elif kind == "delete" and step[1] in granted:
-            granted.discard(step[1])
-            retired.add(step[1])
-            keys.delete(f"{ROOT}leases/{step[1]}".encode())
-        elif kind == "compact":
-            keys.compact()
+        else:
+            replay(keys, step, granted, retired)
         warm = keys.folded.warm()
         assert warm.standby is not None and warm.known is not None
         assert in_table(warm.standby) == restored_by_hand(warm, clock)
