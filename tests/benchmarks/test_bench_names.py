@@ -24,6 +24,9 @@ def test_every_script_is_a_bench_or_a_runner() -> None:
 
 
 def test_run_all_names_existing_benchmarks_once() -> None:
-    names = [script for script, _ in run_all.BENCHMARKS]
+    names = [script for script, _, _ in run_all.BENCHMARKS]
     assert all(name.startswith("bench_") and (BENCHMARKS / name).is_file() for name in names), names
-    assert len(names) == len(set(names))
+    runs = [(script, tuple(extra)) for script, extra, _ in run_all.BENCHMARKS]
+    assert len(runs) == len(set(runs))
+    reports = [report for script, _, report in run_all.BENCHMARKS if report]  # a script run twice: its reports apart
+    assert len(reports) == len(set(reports)) and not set(reports) & {name.removesuffix(".py") for name in names}
