@@ -95,7 +95,7 @@ __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 PUBLIC_MODULES = (
     "landlord", "landlord.errors", "landlord.clock", "landlord.duration", "landlord.lease",
     "landlord.wire", "landlord.tls", "landlord.lazy",
-    "landlord.serving", "landlord.admin", "landlord.metrics", "landlord.aio",
+    "landlord.serving", "landlord.admin", "landlord.metrics", "landlord.aio", "landlord.cli",
     "landlord.transport.addresses", "landlord.transport.verdicts",
     "landlord.replication", "landlord.replication.election", "landlord.replication.replicated",
     "landlord.testing", "landlord.testing.etcd",
