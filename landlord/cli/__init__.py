@@ -9,7 +9,10 @@ One job per module:
 - :mod:`~landlord.cli.logs`: ``--log-level`` and ``--log-format text|json``, one format for every
   server and example, timestamps in UTC (:func:`configure_logging`);
 - :mod:`~landlord.cli.output`: ``-o json`` on list commands, one JSON object per line
-  (:func:`add_output_option`, :func:`write_json_lines`).
+  (:func:`add_output_option`, :func:`write_json_lines`);
+- :mod:`~landlord.cli.systemd`: readiness for systemd (``Type=notify``): ``READY=1``,
+  ``STOPPING=1`` and ``STATUS=`` sent to ``$NOTIFY_SOCKET``, nothing without it
+  (:class:`SystemdNotifier`).
 
 ``landlord/__main__.py`` and ``lookup/cli.py`` build their parsers from these. The room sits at
 the top of landlord: it may import anything below it (the admin commands, serving, metrics), and
@@ -21,6 +24,7 @@ from __future__ import annotations
 from .config import layer_options, resolve
 from .logs import add_logging_options, configure_logging, logging_from
 from .output import add_output_option, write_json_lines
+from .systemd import SystemdNotifier
 
 __all__ = ["layer_options", "resolve", "add_logging_options", "configure_logging", "logging_from",
-           "add_output_option", "write_json_lines"]
+           "add_output_option", "write_json_lines", "SystemdNotifier"]
