@@ -343,6 +343,44 @@ def test_the_health_check_passes_on_a_serving_lookup_and_fails_without_one(
     assert health_check(f"{metrics}/healthz").returncode != 0
 
 
+# -- backups -------------------------------------------------------------------------------------------
+
+HOLDER = """
+import sys, time
+from landlord.grantor.store import LeaseStore
+store = LeaseStore(sys.argv[1], name="lookup")
+now = time.time()
+store.put("cookie-1", now + 3600, {"held": True}, now)
+print("written", flush=True)
+sys.stdin.readline()  # the store stays open, its write in the WAL, until told
+store.close()
+"""
+
+
+def test_sqlite3_backs_up_a_store_while_its_server_holds_it(tmp_path: pathlib.Path) -> None:
+    """What docs/deploy.md tells an operator to run: `sqlite3 STORE ".backup COPY"`, the store in use."""
+    import time
+
+    from landlord.grantor.store import LeaseStore
+
+    program = shutil.which("sqlite3")
+    if program is None:
+        pytest.skip("no sqlite3 program on this machine (Debian package: sqlite3)")
+    store, copy = tmp_path / "registrations.sqlite3", tmp_path / "backup.sqlite3"
+    with ChildProcess("-c", HOLDER, str(store), stdin=True) as holder:
+        holder.wait_for("^written$", timeout=60)
+        done = subprocess.run([program, str(store), f".backup {copy}"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert holder.process.poll() is None, "the store was in use throughout"
+        holder.send("")
+    restored = LeaseStore(copy, name="lookup")
+    try:
+        (cookie, remaining, resource), = restored.leases(time.time())
+    finally:
+        restored.close()
+    assert cookie == "cookie-1" and 3000 < remaining <= 3600 and resource == {"held": True}
+
+
 # -- readiness, end to end (the lead wires SystemdNotifier into the command lines) ---------------------
 
 @pytest.fixture
