@@ -207,6 +207,22 @@ def test_config_is_read_by_its_command(config: str, uncommented: bool, tmp_path:
     assert len(from_file) == len(keys - unknown)
 
 
+def test_the_replica_config_of_the_deploy_doc_is_read_by_lookup_serve(tmp_path: pathlib.Path) -> None:
+    """docs/deploy.md's TOML (a replica's lookup.toml) is a config `lookup serve` reads, for a replica."""
+    blocks = re.findall(r"(?ms)^```toml\n(.*?)^```", (ROOT / "docs" / "deploy.md").read_text())
+    assert blocks, "no TOML in docs/deploy.md"
+    for number, block in enumerate(blocks):
+        keys = config_keys(block)
+        kept = "".join(line for line in block.splitlines(keepends=True)
+                       if line.split(" = ")[0] not in PENDING["lookup serve"])
+        path = tmp_path / f"replica{number}.toml"
+        path.write_text(kept)
+        parser, _ = command_parser("lookup serve")
+        args = resolve(parser.parse_args(["serve", "--config", str(path)]), environ={})
+        assert {"etcd", "group", "replicas"} <= keys and "store" not in keys
+        assert f"{args.advertise}:{args.port}" in args.replicas.split(",")
+
+
 # -- the compose file ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
