@@ -72,6 +72,7 @@ from .cli import (
     logging_from,
     resolve,
     server_settings,
+    serving_hooks,
     subcommand_parser,
 )
 
@@ -162,8 +163,10 @@ def _serve_renewals(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         return EXIT_USAGE
     admin = LandlordAdmin(service, token=settings.admin_token, admin_names=settings.admin_names) \
         if settings.admin_token is not None or settings.admin_names else None
+    stop, ready = serving_hooks("renewal service")  # systemd (Type=notify) told when it answers, and stops
     try:
-        serve_landlord(service, settings.host, settings.port, object_id=SERVICE_OBJECT_ID,
+        serve_landlord(service, settings.host, settings.port, object_id=SERVICE_OBJECT_ID, stop=stop,
+                       ready=ready,
                        advertise=settings.advertise, tls=settings.tls, metrics_port=settings.metrics_port,
                        metrics_host=settings.metrics_host, admin=admin, name="renewal service")
     except (ValueError, OSError) as exc:
