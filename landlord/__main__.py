@@ -53,39 +53,42 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from . import __version__
 from .admin.commands import (
     EXIT_USAGE,
     add_admin_commands,
     hosts_argument,
-    port_argument,
     positive_count_argument,
     prefix_behind_dashes,
     run_admin,
     seconds_argument,
 )
+from .cli import (
+    OneLineParser,
+    add_server_options,
+    layer_options,
+    logging_from,
+    resolve,
+    server_settings,
+    serving_hooks,
+    subcommand_parser,
+)
 
 __all__ = ["main", "build_parser"]
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """A parser whose usage errors are one line, ``<prog>: error: <message>``, exit status 2
-    (its subcommands' parsers are of its class too)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser(prog: str = "landlord") -> argparse.ArgumentParser:
     """The command line's parser, with the ``list`` and ``evict`` subcommands."""
-    parser = _OneLineParser(
+    parser = OneLineParser(
         prog=prog, description="Administer a served landlord: list its leases, end one.",
         epilog="Exit codes: 0 done, 1 refused or unreachable, 2 bad input.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_admin_commands(commands)
+    layer_options(commands.choices["list"], env_prefix="LANDLORD_LIST_", table="list")
+    layer_options(commands.choices["evict"], env_prefix="LANDLORD_EVICT_", table="evict")
     _add_renewal_service(commands)
     return parser
 
@@ -107,62 +110,67 @@ def _add_renewal_service(commands: argparse._SubParsersAction[Any]) -> None:
                     f"until SIGTERM or SIGINT. Clients put leases in renewal sets "
                     f"(landlord.renewalservice.client.RenewalSetClient) and may exit; the service renews them.")
     service.set_defaults(serve_renewals=True)
-    service.add_argument("--host", default="127.0.0.1", help="the address to listen on (default %(default)s)")
-    service.add_argument("--port", type=_port_or_any, default=DEFAULT_PORT,
-                         help="the port (default %(default)s; 0: any free one, which the printed URI names)")
-    service.add_argument("--advertise", default=None, metavar="HOST",
-                         help="the host name or address its URI names (default: --host, or this host's "
-                              "address when listening on every interface)")
-    service.add_argument("--store", default=None, metavar="PATH",
-                         help="keep the sets in this SQLite file, so they survive a restart")
     service.add_argument("--max-set-lease", type=seconds_argument, default=MAX_SET_LEASE, metavar="S",
                          help="the longest a set's lease is granted for (default %(default)g)")
     service.add_argument("--set-lease", type=seconds_argument, default=DEFAULT_SET_LEASE, metavar="S",
                          help="a set's lease when any is asked for (default %(default)g)")
-    service.add_argument("--sets-per-client", type=positive_count_argument, default=SETS_PER_CLIENT, metavar="N",
-                         help="renewal sets one client (a host) may hold (default %(default)s)")
-    service.add_argument("--leases-per-set", type=positive_count_argument, default=MAX_MEMBERS, metavar="N",
-                         help="leases one set may hold (default %(default)s)")
-    service.add_argument("--leases-per-client", type=positive_count_argument, default=LEASES_PER_CLIENT, metavar="N",
-                         help="leases one client's sets may hold together (default %(default)s)")
-    service.add_argument("--landlord-hosts", type=hosts_argument, default=None, metavar="H1,H2",
-                         help="the only hosts the leases' landlords may be at, as their URIs name them "
-                              "(default: any)")
-    service.add_argument("--callback-hosts", type=hosts_argument, default=None, metavar="H1,H2",
-                         help="the only hosts the sets' listeners may be on (default: any)")
-    service.add_argument("-v", "--verbose", action="store_true", help="log each set and warning (INFO)")
+    limits = service.add_argument_group("client limits", "bounds on what one client (a host) may hold, "
+                                        "and on where the service may be sent")
+    limits.add_argument("--sets-per-client", type=positive_count_argument, default=SETS_PER_CLIENT, metavar="N",
+                        help="renewal sets one client (a host) may hold (default %(default)s)")
+    limits.add_argument("--leases-per-set", type=positive_count_argument, default=MAX_MEMBERS, metavar="N",
+                        help="leases one set may hold (default %(default)s)")
+    limits.add_argument("--leases-per-client", type=positive_count_argument, default=LEASES_PER_CLIENT, metavar="N",
+                        help="leases one client's sets may hold together (default %(default)s)")
+    limits.add_argument("--landlord-hosts", type=hosts_argument, default=None, metavar="H1,H2",
+                        help="the only hosts the leases' landlords may be at, as their URIs name them "
+                             "(default: any)")
+    limits.add_argument("--callback-hosts", type=hosts_argument, default=None, metavar="H1,H2",
+                        help="the only hosts the sets' listeners may be on (default: any)")
+    add_server_options(service, default_host="127.0.0.1", default_port=DEFAULT_PORT, what="renewal service",
+                       store_help="keep the sets in this SQLite file, so they survive a restart "
+                                  "(default: in memory only)")
+    layer_options(service, env_prefix="LANDLORD_RENEWAL_SERVICE_", table="renewal-service")
 
 
-
-
-def _port_or_any(text: str) -> int:
-    return 0 if text.strip() == "0" else port_argument(text)
-
-
-def _serve_renewals(args: argparse.Namespace, prog: str) -> int:
-    import logging
+def _serve_renewals(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import sqlite3
 
+    from .admin.server import LandlordAdmin
     from .grantor.policy import LeaseDurationPolicy
     from .grantor.store import StoreInUseError
+    from .metrics import require_prometheus
     from .renewalservice.service import SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
     from .serving import serve_landlord
 
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    settings = server_settings(args, parser)
+    if settings.metrics_port is not None:
+        try:
+            require_prometheus()
+        except ImportError as exc:
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    logging_from(args)
     try:
         policy = LeaseDurationPolicy(args.max_set_lease, min(args.set_lease, args.max_set_lease))
         limits = RenewalLimits(args.sets_per_client, args.leases_per_set, args.leases_per_client,
                                None if args.landlord_hosts is None else frozenset(args.landlord_hosts))
-        service = LeaseRenewalService(policy=policy, store=args.store, limits=limits,
+        service = LeaseRenewalService(policy=policy, store=settings.store, limits=limits,
                                       callback_hosts=args.callback_hosts)
     except (ValueError, sqlite3.Error, StoreInUseError, OSError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: cannot use the store {settings.store}: {exc}" if settings.store else
+              f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    admin = LandlordAdmin(service, token=settings.admin_token, admin_names=settings.admin_names) \
+        if settings.admin_token is not None or settings.admin_names else None
+    stop, ready = serving_hooks("renewal service")  # systemd (Type=notify) told when it answers, and stops
     try:
-        serve_landlord(service, args.host, args.port, object_id=SERVICE_OBJECT_ID, advertise=args.advertise)
+        serve_landlord(service, settings.host, settings.port, object_id=SERVICE_OBJECT_ID, stop=stop,
+                       ready=ready,
+                       advertise=settings.advertise, tls=settings.tls, metrics_port=settings.metrics_port,
+                       metrics_host=settings.metrics_host, admin=admin, name="renewal service")
     except (ValueError, OSError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: cannot serve at {settings.host}:{settings.port}: {exc}", file=sys.stderr)
         return 1
     finally:
         service.close()
@@ -179,9 +187,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "landlord") -> int:
     Raises:
         SystemExit: from argparse, with code 0 for ``--help`` and ``--version``, 2 for a usage error.
     """
-    args = build_parser(prog).parse_args(prefix_behind_dashes(sys.argv[1:] if argv is None else argv))
+    parser = build_parser(prog)
+    args = resolve(parser.parse_args(prefix_behind_dashes(sys.argv[1:] if argv is None else argv)))
     if getattr(args, "serve_renewals", False):
-        return _serve_renewals(args, prog)
+        return _serve_renewals(args, subcommand_parser(parser, "renewal-service"))
     return run_admin(args, prog=prog)
 
 

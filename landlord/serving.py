@@ -234,7 +234,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
                    stop: threading.Event | None = None, ready: Callable[[str], None] | None = None,
                    announce: bool = True, metrics_port: int | None = None, metrics_host: str | None = None,
                    metrics: LeaseMetrics | None = None, admin: LandlordAdmin | None = None,
-                   limits: FrameLimits | None = None, workers: int = WORKERS) -> None:
+                   limits: FrameLimits | None = None, workers: int = WORKERS, name: str = "landlord") -> None:
     """Serve ``landlord`` (a :class:`~landlord.Landlord` or subclass) at
     ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
@@ -281,6 +281,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
             hooks, else a new one. Only with ``metrics_port``.
         admin: serve this :class:`~landlord.admin.LandlordAdmin` of ``landlord`` beside
             it, on the same daemon (``python -m landlord list|evict`` calls it).
+        name: what the printed line calls it (``<name> at <uri> (...)``).
 
     Raises:
         TypeError: ``landlord`` is not a Landlord, ``tls`` not a TLSConfig, or
@@ -298,7 +299,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
     metrics = _attached_metrics(landlord, metrics, metrics_port)
     serve_object(landlord, host, port, advertise=advertise, object_id=object_id, tls=tls,
                  server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
-                 name="landlord", announce=announce, metrics=metrics, metrics_host=metrics_host,
+                 name=name, announce=announce, metrics=metrics, metrics_host=metrics_host,
                  metrics_port=metrics_port or 0, admin=_admin_of(landlord, admin), limits=limits, workers=workers)
 
 

@@ -73,7 +73,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import pathlib
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -85,23 +84,35 @@ from landlord import StoreInUseError, __version__
 from landlord.admin import (
     add_admin_commands,
     hosts_argument,
-    port_argument,
     positive_count_argument,
     prefix_behind_dashes,
-    read_token,
     run_admin,
     seconds_argument,
 )
+from landlord.cli import (
+    OneLineParser,
+    add_output_option,
+    add_server_options,
+    add_tls_options,
+    any_port_argument,
+    layer_options,
+    logging_from,
+    resolve,
+    server_settings,
+    serving_hooks,
+    subcommand_parser,
+    tls_config,
+    write_json_lines,
+)
 from landlord.serving import FrameLimits
-from landlord.tls import TLSConfig, tls_settings
-from landlord.transport.addresses import check_advertise
+from landlord.tls import tls_settings
 
 from .discovery.unicast import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT, LookupServiceNotFoundError, locate
 from .registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE
 from .service.outbox import MailLimits
 from .service.quotas import LookupLimits
 
-__all__ = ["main", "build_parser", "format_table", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE"]
+__all__ = ["main", "build_parser", "format_table", "registration_object", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE"]
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +120,6 @@ EXIT_OK = 0
 EXIT_UNREACHABLE = 1
 EXIT_USAGE = 2
 DEFAULT_LIMIT = 1000  # rows `list` shows unless told otherwise
-
-LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
-
-
-def _port(text: str) -> int:
-    return port_argument(text, allow_zero=True)
-
 
 def _count(text: str) -> int:
     try:
@@ -127,14 +131,6 @@ def _count(text: str) -> int:
     return count
 
 
-
-
-def _advertise(text: str) -> str:
-    """An address to advertise: a host name or IP address (a usage error otherwise)."""
-    try:
-        return check_advertise(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _checked_by(check: Any) -> Any:
@@ -195,7 +191,7 @@ def _add_discovery_options(parser: argparse.ArgumentParser) -> None:
                        help="no discovery: found only by its address")
     group.add_argument("--announce-interval", type=_interval, default=DEFAULT_INTERVAL, metavar="S",
                        help="seconds between announcements (default %(default)g)")
-    group.add_argument("--discovery-port", type=_port, default=DISCOVERY_PORT, metavar="PORT",
+    group.add_argument("--discovery-port", type=any_port_argument, default=DISCOVERY_PORT, metavar="PORT",
                        help="the UDP port of announcements and requests (default %(default)s)")
     group.add_argument("--discovery-interface", metavar="ADDR",
                        help="the IPv4 address of the one interface to announce on (default: every "
@@ -218,34 +214,6 @@ def _discovery_network(args: argparse.Namespace, parser: argparse.ArgumentParser
     except ValueError as exc:
         parser.error(f"--discovery-interface: {exc}")
     return network
-
-
-_TLS_OPTIONS = ("cert", "key", "ca")  # the options' dests, all given or none
-
-
-def _add_tls_options(parser: argparse.ArgumentParser, *, side: str) -> None:
-    group = parser.add_argument_group(
-        "two-way TLS", f"all three or none; the certificate is the one this {side} presents")
-    group.add_argument("--cert", type=pathlib.Path, metavar="PATH",
-                       help="this process's certificate (PEM, with its chain)")
-    group.add_argument("--key", type=pathlib.Path, metavar="PATH", help="its private key (PEM)")
-    group.add_argument("--ca", type=pathlib.Path, metavar="PATH",
-                       help="the CA certificate the peer's certificate must be signed by (PEM)")
-
-
-def _tls_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> TLSConfig | None:
-    """The TLS options as a TLSConfig, ``None`` if none is given; a usage error if some are missing or bad."""
-    given = [name for name in _TLS_OPTIONS if getattr(args, name) is not None]
-    if not given:
-        return None
-    if len(given) < len(_TLS_OPTIONS):
-        missing = ", ".join(f"--{name}" for name in _TLS_OPTIONS if name not in given)
-        parser.error(f"--cert, --key and --ca go together: {missing} missing")
-    try:
-        return TLSConfig(args.cert, args.key, args.ca)
-    except (OSError, ValueError) as exc:  # not found, not readable, not a certificate or key
-        parser.error(f"TLS: {exc}")
-    return None  # pragma: no cover (parser.error exits)
 
 
 def _add_event_options(parser: argparse.ArgumentParser) -> None:
@@ -306,7 +274,7 @@ def _mail_limits(args: argparse.Namespace, parser: argparse.ArgumentParser) -> M
 
 def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     """The command line's parser: ``serve``, ``list``, and the admin commands ``leases`` and ``evict``."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=prog, description="A Jini-style lookup service whose registrations are leases.",
         epilog="Exit codes: 0 ok, 1 cannot reach (or serve at) the address, or open the store, 2 usage error.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
@@ -317,13 +285,6 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
         "serve", help="run a lookup service until SIGTERM or SIGINT",
         description="Run a lookup service at HOST:PORT until SIGTERM or SIGINT. Logs to stderr: "
                     "registrations, grants, expiries and cancellations; renewals too with --verbose.")
-    serve.add_argument("--host", default=DEFAULT_HOST,
-                       help="address to listen on (default %(default)s; 0.0.0.0 or :: for every interface)")
-    serve.add_argument("--advertise", type=_advertise, metavar="ADDR",
-                       help="host name or address put in every URI handed out, for clients on other hosts "
-                            "(default: --host, or this host's own address if --host is every interface)")
-    serve.add_argument("--port", type=_port, default=DEFAULT_PORT,
-                       help="port to listen on (default %(default)s, Jini's; 0: any free port)")
     serve.add_argument("--max-lease", type=seconds_argument, default=DEFAULT_MAX_LEASE, metavar="S",
                        help="longest lease granted, in seconds (default %(default)g)")
     serve.add_argument("--default-lease", type=seconds_argument, default=None, metavar="S",
@@ -331,47 +292,33 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                             f"(default {DEFAULT_LEASE:g}, or --max-lease if shorter)")
     serve.add_argument("--reaper", choices=("sleeper", "polling", "lazy"), default="sleeper",
                        help="how expired registrations are freed (default %(default)s)")
-    serve.add_argument("--store", type=pathlib.Path, metavar="PATH",
-                       help="keep registrations in this SQLite file, and take back those it holds "
-                            "(default: in memory only)")
-    serve.add_argument("-v", "--verbose", action="store_true",
-                       help="log at DEBUG, renewals included")
-    metrics = serve.add_argument_group("metrics", "Prometheus metrics and health checks over HTTP "
-                                       "(needs prometheus-client: pip install 'landlord[metrics]')")
-    metrics.add_argument("--metrics-port", type=_port, metavar="PORT",
-                         help="serve /metrics, /healthz and /readyz at this port (0: any free port; "
-                              "default: no metrics)")
-    metrics.add_argument("--metrics-host", metavar="ADDR",
-                         help="address the metrics listen on (default: --host)")
-    admin = serve.add_argument_group("admin", "an admin object beside the service, for "
-                                     "`lookup leases` and `lookup evict` (a cookie is a capability: "
-                                     "only an operator may list them)")
-    admin.add_argument("--admin-token-file", type=pathlib.Path, metavar="PATH",
-                       help="the admin token, read from this file (never from the command line, which "
-                            "other users can see)")
-    admin.add_argument("--admin-name", action="append", default=[], metavar="NAME",
-                       help="a commonName whose certificate (of --ca, over two-way TLS) is an admin's; "
-                            "repeatable")
+    add_server_options(serve, default_host=DEFAULT_HOST, default_port=DEFAULT_PORT, what="lookup service",
+                       store_help="keep registrations in this SQLite file, and take back those it holds "
+                                  "(default: in memory only)")
     _add_event_options(serve)
     _add_connection_options(serve)
     _add_discovery_options(serve)
     _add_etcd_options(serve, serving=True)
-    _add_tls_options(serve, side="server")
+    layer_options(serve, env_prefix="LOOKUP_SERVE_", table="serve")
 
     show = commands.add_parser(
         "list", help="print the registrations of a lookup service",
         description="Print the registrations of the lookup service at HOST:PORT as a table: "
                     "service id, types, attributes, time left.")
     show.add_argument("--host", default=DEFAULT_HOST, help="the lookup service's host (default %(default)s)")
-    show.add_argument("--port", type=_port, default=DEFAULT_PORT, help="its port (default %(default)s)")
+    show.add_argument("--port", type=any_port_argument, default=DEFAULT_PORT, help="its port (default %(default)s)")
     show.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="S",
                       help="seconds to wait for it (default %(default)g)")
     show.add_argument("--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
                       help="show at most N registrations (default %(default)s)")
+    add_output_option(show)
     _add_etcd_options(show, serving=False)
-    _add_tls_options(show, side="client")
+    add_tls_options(show, side="client")
+    layer_options(show, env_prefix="LOOKUP_LIST_", table="list")
     add_admin_commands(commands, list_name="leases", evict_name="evict", default_port=DEFAULT_PORT,
                        what="lookup service")
+    layer_options(commands.choices["leases"], env_prefix="LOOKUP_LEASES_", table="leases")
+    layer_options(commands.choices["evict"], env_prefix="LOOKUP_EVICT_", table="evict")
     return parser
 
 
@@ -386,46 +333,44 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
         SystemExit: from argparse, with code 0 for ``--help`` and 2 for a usage error.
     """
     parser = build_parser(prog)
-    args = parser.parse_args(prefix_behind_dashes(sys.argv[1:] if argv is None else argv))
+    args = resolve(parser.parse_args(prefix_behind_dashes(sys.argv[1:] if argv is None else argv)))
     if getattr(args, "admin_command", None):
         return run_admin(args, prog=prog)
-    args.tls = _tls_config(args, parser)
+    command = subcommand_parser(parser, args.command)  # its errors name it: "lookup serve: error: ..."
     if args.command == "serve":
-        args.admin_token = None
-        if args.admin_token_file is not None:
-            try:
-                args.admin_token = read_token(args.admin_token_file)
-            except (OSError, ValueError) as exc:
-                parser.error(f"--admin-token-file: {exc}")
-        if args.admin_name and args.tls is None:
-            parser.error("--admin-name needs --cert, --key and --ca: without TLS no caller has a certificate")
-        if args.metrics_host is not None and args.metrics_port is None:
-            parser.error("--metrics-host needs --metrics-port")
-        if args.metrics_port is not None and not _metrics_available():
-            return EXIT_USAGE
-        if args.default_lease is None:
-            args.default_lease = min(DEFAULT_LEASE, args.max_lease)
-        elif args.default_lease > args.max_lease:
-            parser.error(f"--default-lease ({args.default_lease:g}) exceeds --max-lease ({args.max_lease:g})")
-        args.discovery_network = _discovery_network(args, parser)
-        args.mail_limits = _mail_limits(args, parser)
-        args.frame_limits = _frame_limits(args, parser)
-        args.lookup_limits = LookupLimits(registrations_per_client=args.registrations_per_client,
-                                          event_registrations_per_client=args.event_registrations_per_client,
-                                          attribute_bytes=args.attribute_bytes)
-        replicated = [args.etcd, args.group, args.replicas]
-        if any(option is not None for option in replicated):
-            if None in replicated:
-                parser.error("--etcd, --group and --replicas go together")
-            if args.store is not None:
-                parser.error("--store and --etcd exclude each other: a replica keeps its leases in etcd")
-            return _serve_replica(args, parser)
-        return _serve(args)
+        return _serve_command(args, command)
+    args.tls = tls_config(args, command)
     if (args.etcd is None) != (args.group is None):
-        parser.error("--etcd and --group go together")
+        command.error("--etcd and --group go together")
     if args.port == 0:
-        parser.error("list needs the lookup service's port, not 0")
+        command.error("list needs the lookup service's port, not 0")
     return _list(args, sys.stdout)
+
+
+def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``serve``'s options checked together, then the service served (a replica, with ``--etcd``)."""
+    settings = server_settings(args, parser)
+    args.tls, args.admin_token = settings.tls, settings.admin_token
+    if args.metrics_port is not None and not _metrics_available():
+        return EXIT_USAGE
+    if args.default_lease is None:
+        args.default_lease = min(DEFAULT_LEASE, args.max_lease)
+    elif args.default_lease > args.max_lease:
+        parser.error(f"--default-lease ({args.default_lease:g}) exceeds --max-lease ({args.max_lease:g})")
+    args.discovery_network = _discovery_network(args, parser)
+    args.mail_limits = _mail_limits(args, parser)
+    args.frame_limits = _frame_limits(args, parser)
+    args.lookup_limits = LookupLimits(registrations_per_client=args.registrations_per_client,
+                                      event_registrations_per_client=args.event_registrations_per_client,
+                                      attribute_bytes=args.attribute_bytes)
+    replicated = [args.etcd, args.group, args.replicas]
+    if any(option is not None for option in replicated):
+        if None in replicated:
+            parser.error("--etcd, --group and --replicas go together")
+        if args.store is not None:
+            parser.error("--store and --etcd exclude each other: a replica keeps its leases in etcd")
+        return _serve_replica(args, parser)
+    return _serve(args)
 
 
 def _discovery(args: argparse.Namespace) -> dict[str, Any]:
@@ -454,19 +399,13 @@ def _metrics_available() -> bool:
     return True
 
 
-def _log_to_stderr(verbose: bool) -> None:
-    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT, stream=sys.stderr)
-    level = logging.DEBUG if verbose else logging.INFO
-    for name in ("lookup", "landlord"):
-        logging.getLogger(name).setLevel(level)
-
-
 def _serve(args: argparse.Namespace) -> int:
     from .service.server import serve  # here: `list` need not import the server
 
-    _log_to_stderr(args.verbose)
+    logging_from(args)
+    stop, ready = serving_hooks("lookup service")  # systemd told when it answers, and stops
     try:
-        serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease,
+        serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease, stop=stop, ready=ready,
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
               admin_names=args.admin_name, mail_limits=args.mail_limits, callback_hosts=args.callback_hosts,
@@ -483,9 +422,11 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .service.replicated import EtcdUnreachableError, serve_replicated  # here: only a replica needs etcd
 
-    _log_to_stderr(args.verbose)
+    logging_from(args)
+    stop, ready = serving_hooks("lookup replica")
     try:
         serve_replicated(args.host, args.port, etcd=args.etcd, group=args.group, replicas=args.replicas,
+                         stop=stop, ready=ready,
                          advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
                          reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
                          metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name,
@@ -546,10 +487,23 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
     except Pyro5.errors.CommunicationError as exc:  # it went away, or timed out, while answering
         print(f"lookup: lost the lookup service at {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    if args.output == "json":  # stdout holds the objects alone; what was left out goes to stderr
+        write_json_lines((registration_object(row) for row in rows), out)
+        if total > len(rows):
+            print(f"lookup list: {len(rows)} of {total} registrations shown; see --limit", file=sys.stderr)
+        return EXIT_OK
     out.write(format_table(rows))
     if total > len(rows):
         out.write(f"({len(rows)} of {total} registrations shown; see --limit)\n")
     return EXIT_OK
+
+
+def registration_object(row: Sequence[Any]) -> dict[str, Any]:
+    """One row of ``list`` as ``-o json`` writes it: ``service_id`` (text), ``types`` and ``attributes``
+    (lists of text), ``seconds_left`` (a number, or null when the service cannot say)."""
+    service_id, types, attributes, seconds_left = row
+    return {"service_id": str(service_id), "types": list(types), "attributes": list(attributes),
+            "seconds_left": seconds_left}
 
 
 def _fetch(host: str, port: int, *, timeout: float, limit: int) -> tuple[list[tuple[Any, ...]], int]:

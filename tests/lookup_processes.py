@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 from conftest import ChildProcess, free_port
@@ -13,17 +14,19 @@ from conftest import ChildProcess, free_port
 READY = "lookup service at "  # the line `serve` logs once it answers
 
 
-def run_lookup(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m lookup ARGS`` to the end; its output captured."""
+def run_lookup(*args: str, timeout: float = 30, env: Mapping[str, str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m lookup ARGS`` to the end (with ``env`` on top of this process's
+    environment); its output captured."""
     return subprocess.run([sys.executable, "-m", "lookup", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env={**os.environ, **env} if env else None)
 
 
 class LookupProcess(ChildProcess):
     """``python -m lookup ARGS`` running."""
 
-    def __init__(self, *args: str) -> None:
-        super().__init__("-m", "lookup", *args)
+    def __init__(self, *args: str, env: Mapping[str, str] | None = None) -> None:
+        super().__init__("-m", "lookup", *args, env=env)
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from .protocol import (
 )
 
 __all__ = ["AdminClient", "AdminRow", "AdminListing", "NameRow", "NameHolder", "NameWaiter", "NameListing",
+           "listing_objects",
            "find_admin", "format_table", "format_names", "format_remaining", "DEFAULT_TIMEOUT", "NAME_WIDTH"]
 
 DEFAULT_TIMEOUT = 10.0  #: seconds a call waits for the landlord
@@ -251,6 +252,34 @@ def format_table(listing: AdminListing) -> str:
     if listing.total > len(listing.rows):
         text += f"({len(listing.rows)} of {listing.total} leases shown; see --limit)\n"
     return text
+
+
+def _finite(seconds: float | None) -> float | None:
+    """Seconds as JSON holds them: ``None`` (null) for none or for ever."""
+    return seconds if seconds is not None and math.isfinite(seconds) else None
+
+
+def listing_objects(leases: AdminListing, names: NameListing | None = None) -> list[dict[str, Any]]:
+    """The listing as ``-o json`` writes it, one object per lease then one per name.
+
+    A lease: ``{"kind": "lease", "cookie", "seconds_left", "attached", "resource"}``; a name:
+    ``{"kind": "name", "name", "limit", "closed_for", "holders", "holders_total", "waiters",
+    "waiters_total"}``, each holder ``{"cookie", "token", "seconds_left", "lock_delay", "value"}`` and
+    each waiter ``{"cookie", "seconds_left", "wait_left", "lock_delay", "value"}``. Seconds are numbers;
+    null for none, or for a wait as long as the lease (``closed_for``, ``wait_left``)."""
+    objects: list[dict[str, Any]] = [
+        {"kind": "lease", "cookie": row.cookie, "seconds_left": row.remaining, "attached": row.attached,
+         "resource": row.resource} for row in leases.rows]
+    for name in names.names if names is not None else ():
+        objects.append({
+            "kind": "name", "name": name.name, "limit": name.limit, "closed_for": _finite(name.closed_for),
+            "holders": [{"cookie": h.cookie, "token": h.token, "seconds_left": h.remaining,
+                         "lock_delay": h.lock_delay, "value": h.value} for h in name.holders],
+            "holders_total": name.holders_total,
+            "waiters": [{"cookie": w.cookie, "seconds_left": w.remaining, "wait_left": _finite(w.wait),
+                         "lock_delay": w.lock_delay, "value": w.value} for w in name.waiters],
+            "waiters_total": name.waiters_total})
+    return objects
 
 
 def format_names(listing: NameListing) -> str:

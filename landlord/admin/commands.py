@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import pathlib
@@ -27,7 +28,17 @@ import Pyro5.errors
 from ..errors import LeaseError, NotLeaderError, UnknownLeaseError
 from ..tls import TLSConfig, tls_settings
 from ..transport.addresses import uri_host
-from .client import DEFAULT_TIMEOUT, AdminClient, find_admin, format_names, format_remaining, format_table
+from .client import (
+    DEFAULT_TIMEOUT,
+    AdminClient,
+    AdminListing,
+    NameListing,
+    find_admin,
+    format_names,
+    format_remaining,
+    format_table,
+    listing_objects,
+)
 from .protocol import (
     ADMIN_PREFIX,
     COOKIE_CHARACTERS,
@@ -159,6 +170,9 @@ def add_admin_commands(commands: argparse._SubParsersAction[Any], *,
             parser.add_argument("--limit", type=_limit, default=DEFAULT_LIMIT, metavar="N",
                                 help=f"show at most N leases, and N rows of names (default %(default)s, "
                                      f"at most {MAX_LIMIT})")
+            parser.add_argument("-o", "--output", choices=("text", "json"), default="text", type=str.lower,
+                                help="text: tables for a person; json: one JSON object per lease, then per "
+                                     "name, one a line, for a script (default %(default)s)")
         else:
             parser = commands.add_parser(
                 name, help=f"end one lease of a {what} now (needs its admin token or an admin certificate)",
@@ -195,8 +209,8 @@ def add_admin_commands(commands: argparse._SubParsersAction[Any], *,
 
 # every option of the evict command, and of them those given alone (the rest take a value)
 EVICT_OPTIONS = frozenset({"-h", "--help", "--host", "--port", "--timeout", "--id", "--object-id",
-                           "--token-file", "--cert", "--key", "--ca"})
-_EVICT_FLAGS = frozenset({"-h", "--help"})
+                           "--token-file", "--cert", "--key", "--ca", "--config", "--print-config"})
+_EVICT_FLAGS = frozenset({"-h", "--help", "--print-config"})  # --config and --print-config: landlord.cli.config
 
 
 def prefix_behind_dashes(argv: Sequence[str], *, evict_name: str = "evict") -> list[str]:
@@ -232,6 +246,19 @@ def prefix_behind_dashes(argv: Sequence[str], *, evict_name: str = "evict") -> l
         if not argument.startswith("-"):
             break  # the prefix as argparse reads it
     return arguments
+
+
+def _listing_text(listing: AdminListing, names: NameListing | None, output: str) -> tuple[str, str]:
+    """A listing as ``list`` prints it (tables, or JSON Lines), and the note of what was left out."""
+    if output == "json":  # stdout holds the objects alone: what --limit left out goes to stderr
+        text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in listing_objects(listing, names))
+        cut = [f"{len(listing.rows)} of {listing.total} leases"] if listing.total > len(listing.rows) else []
+        if names is not None and names.total > len(names.names):
+            cut.append(f"{len(names.names)} of {names.total} names")
+        return text, f"{' and '.join(cut)} shown; see --limit" if cut else ""
+    tables = format_table(listing)
+    named = format_names(names) if names is not None else ""
+    return tables + ("\n" + named if named else ""), ""
 
 
 class _Failed(Exception):
@@ -289,15 +316,19 @@ def run_admin(args: argparse.Namespace, *, out: TextIO | None = None, err: TextI
         token, tls = _credentials(args, os.environ if environ is None else environ)
         # TLS is the process's: restored after, as main() may run inside a longer-lived process
         with tls_settings(tls) if tls is not None else contextlib.nullcontext():
-            out.write(_call(args, token))
+            text, note = _call(args, token)
+            out.write(text)
+            if note:
+                print(f"{prog}: {note}", file=err)
     except _Failed as failed:
         print(f"{prog}: error: {failed}", file=err)
         return failed.code
     return EXIT_OK
 
 
-def _call(args: argparse.Namespace, token: str | None) -> str:
-    """What the command prints; its failure as :class:`_Failed`."""
+def _call(args: argparse.Namespace, token: str | None) -> tuple[str, str]:
+    """What the command prints, and a note for stderr (what ``-o json`` left out); its failure as
+    :class:`_Failed`."""
     where = f"{args.host}:{args.port}"
     try:
         if args.object_id is not None:
@@ -309,15 +340,15 @@ def _call(args: argparse.Namespace, token: str | None) -> str:
         with AdminClient(f"PYRO:{object_id}@{uri_host(args.host)}:{args.port}", token=token,
                          timeout=args.timeout) as client:
             if args.admin_command == "list":
-                leases = format_table(client.list(args.limit))
+                listing = client.list(args.limit)
                 try:
-                    names = format_names(client.names(args.limit))
+                    names: NameListing | None = client.names(args.limit)
                 except AttributeError:  # an admin object of an earlier release lists no names
-                    names = ""
-                return leases + ("\n" + names if names else "")
+                    names = None
+                return _listing_text(listing, names, getattr(args, "output", "text"))
             row = client.evict(args.prefix)
             return (f"evicted {row.cookie}… {row.resource} ({format_remaining(row.remaining)} left, "
-                    f"{row.attached} attached)\n")
+                    f"{row.attached} attached)\n"), ""
     except AdminRefusedError as exc:
         raise _Failed(EXIT_FAILED, f"{where}: {exc}") from None
     except NotLeaderError as exc:

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO
 
 __all__ = [
-    "layer_options", "resolve", "Layered", "Option", "ConfigError", "read_config", "render_config",
-    "FROM_FLAG", "FROM_DEFAULT", "EXIT_USAGE",
+    "OneLineParser", "subcommand_parser", "layer_options", "resolve", "Layered", "Option", "ConfigError",
+    "read_config", "render_config", "FROM_FLAG", "FROM_DEFAULT", "EXIT_USAGE",
 ]
 
 EXIT_USAGE = 2
@@ -47,6 +47,27 @@ FROM_DEFAULT = "default"
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 _LAYERED = "_layered"  # the namespace attribute resolve() finds the command's options under
 _SKIPPED = (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line, ``<prog>: error: <message> (see <prog> --help)``, exit
+    status 2, with no usage block before it; its subcommands' parsers are of its class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of ``parser``'s subcommand ``name`` (its errors name it: ``lookup serve: error: ...``).
+
+    Raises:
+        LookupError: ``parser`` has no such subcommand.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise LookupError(f"{parser.prog} has no subcommand {name!r}")
 
 
 class ConfigError(ValueError):
@@ -64,6 +85,7 @@ class Option:
     convert: Callable[[str], Any] | None
     choices: Sequence[Any] | None
     flag_value: bool = True  # what the flag's presence means
+    required: bool = False  # must come from somewhere: the command line, the environment or the file
 
     def env_name(self, prefix: str) -> str:
         """The variable that sets this option under ``prefix``: its name (``--no-announce``, not its
@@ -104,6 +126,7 @@ def layer_options(parser: argparse.ArgumentParser, *, env_prefix: str, table: st
             if action.help:  # its %(default)s said now: the default is about to go
                 action.help = parser._get_formatter()._expand_help(action).replace("%", "%%")
             action.default = argparse.SUPPRESS  # absent from the namespace unless given: so we know it was not
+            action.required = False  # it may come from the environment or the file: resolve() checks
     group = parser.add_argument_group(
         "configuration", f"every option also from the environment ({env_prefix} and its name: --some-option is "
                          f"{env_prefix}SOME_OPTION) or from a TOML file (its name as a key, at the top or in a "
@@ -131,7 +154,7 @@ def _option_of(action: argparse.Action) -> Option | None:
     kind = "list" if isinstance(action, argparse._AppendAction) else "value"
     convert = action.type if callable(action.type) else None
     choices = None if action.choices is None else tuple(action.choices)
-    return Option(action.dest, name, kind, action.default, convert, choices)
+    return Option(action.dest, name, kind, action.default, convert, choices, required=action.required)
 
 
 def resolve(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None,
@@ -192,6 +215,8 @@ def _fill(args: argparse.Namespace, layered: Layered, environ: Mapping[str, str]
             where = f"{config_path}: {option.name}"
             setattr(args, dest, _from_toml(option, from_file[option.name], where))
             sources[dest] = str(config_path)
+        elif option.required:
+            raise ConfigError(f"--{option.name} is required (or ${variable}, or {option.name} in a --config file)")
         else:  # as argparse does, a default given as text goes through the type
             default = option.default
             setattr(args, dest, option.convert(default) if isinstance(default, str) and option.convert else default)
@@ -223,7 +248,7 @@ def read_config(path: pathlib.Path, layered: Layered) -> dict[str, Any]:
     known = {option.name for option in layered.options.values()}
     unknown = sorted(set(keys) - known - {"config", "print-config"})
     if unknown:
-        raise ConfigError(f"{path}: {', '.join(unknown)}: no such option of {layered.prog}")
+        raise ConfigError(f"{path}: {', '.join(unknown)}: not an option of this command (see {layered.prog} --help)")
     for key in ("config", "print-config"):
         if key in keys:
             raise ConfigError(f"{path}: {key}: only on the command line")

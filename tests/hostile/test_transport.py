@@ -88,7 +88,7 @@ def _served_lookup() -> tuple[ChildProcess, str]:
 
 def _served_renewal_service() -> tuple[ChildProcess, str]:
     return landlord.testing.start_server("-m", "landlord", "renewal-service", "--port", str(free_port()),
-                                         pattern=r"^landlord at (?P<uri>\S+)")
+                                         pattern=r"^renewal service at (?P<uri>\S+)")
 
 
 def _served_replica(request: pytest.FixtureRequest) -> tuple[ChildProcess, str]:

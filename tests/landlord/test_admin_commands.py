@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import pathlib
 import socket
@@ -176,6 +177,21 @@ def test_the_command_lists_the_names_and_an_evicted_lock_holder_hears_at_once(to
         assert holder.split()[:5] == ["orders", "1", "holder", held[:8], str(token)] and holder.endswith("worker-1")
         assert waiter.split()[:4] == ["waiter", "1", waiting.cookie[:8], "-"] and "forever" in waiter
         assert held not in listed.stdout and waiting.cookie not in listed.stdout  # prefixes only
+
+        cut = _run("list", "--port", str(port), "--token-file", str(token_file), "-o", "json",
+                   env={"LANDLORD_LIST_LIMIT": "1"})  # the limit from the environment: one lease of two
+        assert cut.returncode == 0 and "1 of 2 leases shown; see --limit" in cut.stderr, cut
+        assert [json.loads(line)["kind"] for line in cut.stdout.splitlines()] == ["lease", "name"]
+        as_json = _run("list", "--port", str(port), "--token-file", str(token_file), "-o", "json")
+        assert as_json.returncode == 0 and as_json.stderr == "", as_json
+        objects = [json.loads(line) for line in as_json.stdout.splitlines()]
+        assert [item["kind"] for item in objects] == ["lease", "lease", "name"]
+        name = objects[2]
+        assert (name["name"], name["limit"], name["closed_for"], name["holders_total"]) == ("orders", 1, None, 1)
+        assert name["holders"][0]["cookie"] == held[:8] and name["holders"][0]["token"] == token
+        assert name["holders"][0]["value"] == "worker-1" and 0 < name["holders"][0]["seconds_left"] <= 30
+        assert name["waiters"][0]["cookie"] == waiting.cookie[:8] and name["waiters"][0]["wait_left"] is None
+        assert held not in as_json.stdout and waiting.cookie not in as_json.stdout
 
         ended = _run("evict", held[:8], "--port", str(port), "--token-file", str(token_file))
         assert ended.returncode == 0 and ended.stderr == "", ended
@@ -400,7 +416,7 @@ def test_bad_input_is_one_error_line_and_exit_2(capsys: pytest.CaptureFixture[st
     short = tmp_path / "short"
     short.write_text("short")
     for args, words in [
-        (["list"], ["required: --port"]),
+        (["list"], ["--port is required (or $LANDLORD_LIST_PORT"]),
         (["list", "--port", "0", "--token-file", str(token_file)], ["a port is 1 to 65535"]),
         (["list", "--port", "4160", "--limit", "-1", "--token-file", str(token_file)], ["--limit"]),
         (["evict", "abc", "--port", "4160", "--token-file", str(token_file)], ["8 to 256 characters, got 3"]),
@@ -504,7 +520,7 @@ def test_the_evict_options_known_to_the_prefix_rule_are_the_commands_options() -
         evict = commands.choices["evict"]
         assert set(evict._option_string_actions) == EVICT_OPTIONS
         flags = {option for option, action in evict._option_string_actions.items() if action.nargs == 0}
-        assert flags == {"-h", "--help"}
+        assert flags == {"-h", "--help", "--print-config"}
 
 
 def test_a_lease_whose_cookie_starts_with_a_dash_is_evicted_by_the_command(

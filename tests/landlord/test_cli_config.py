@@ -112,7 +112,7 @@ def test_an_empty_variable_is_unset() -> None:
     (["--config", "{file}"], {}, "port = true\n", "toy.toml: port: expected a string or a number, not True"),
     (["--config", "{file}"], {}, "broadcast = 1\n", "toy.toml: broadcast: a flag is true or false, not 1"),
     (["--config", "{file}"], {}, 'reaper = "fast"\n', "toy.toml: reaper: 'fast' is not one of sleeper, lazy"),
-    (["--config", "{file}"], {}, "prot = 1\n", "toy.toml: prot: no such option of toy serve"),
+    (["--config", "{file}"], {}, "prot = 1\n", "toy.toml: prot: not an option of this command (see toy serve --help)"),
     (["--config", "{file}"], {}, "port = = 1\n", "toy.toml: not TOML"),
     (["--config", "{file}"], {}, "serve = 1\n", "toy.toml: serve must be a table of options"),
     (["--config", "{file}"], {}, "print-config = true\n", "toy.toml: print-config: only on the command line"),
@@ -182,3 +182,20 @@ def test_layer_options_refuses_a_bad_prefix() -> None:
         layer_options(argparse.ArgumentParser(), env_prefix="toy_", table="serve")
     with pytest.raises(ValueError, match="capitals ending in '_'"):
         layer_options(argparse.ArgumentParser(), env_prefix="TOY_", table="")
+
+
+def test_a_required_option_may_come_from_any_source_but_must_come(
+        tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def needs_port() -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(prog="toy list")
+        parser.add_argument("--port", type=port_argument, required=True)
+        layer_options(parser, env_prefix="TOY_LIST_", table="list")
+        return parser
+
+    assert resolve(needs_port().parse_args([]), environ={"TOY_LIST_PORT": "7"}).port == 7
+    assert resolve(needs_port().parse_args(["--config", str(write(tmp_path, "port = 8"))]), environ={}).port == 8
+    with pytest.raises(SystemExit) as raised:
+        resolve(needs_port().parse_args([]), environ={})
+    assert raised.value.code == 2
+    assert capsys.readouterr().err == ("toy list: error: --port is required (or $TOY_LIST_PORT, or port in a "
+                                       "--config file)\n")

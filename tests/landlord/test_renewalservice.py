@@ -368,12 +368,13 @@ def test_bad_limits_are_refused(limits: dict[str, Any], error: type[Exception]) 
 
 def test_the_command_takes_the_limits_and_refuses_bad_ones(capsys: pytest.CaptureFixture[str]) -> None:
     from landlord.__main__ import build_parser
-    args = build_parser().parse_args(["renewal-service", "--sets-per-client", "3", "--leases-per-set", "50",
-                                      "--leases-per-client", "70", "--landlord-hosts", "a.example, 10.0.0.1",
-                                      "--callback-hosts", "b.example"])
+    from landlord.cli import resolve
+    args = resolve(build_parser().parse_args(["renewal-service", "--sets-per-client", "3", "--leases-per-set", "50",
+                                              "--leases-per-client", "70", "--landlord-hosts", "a.example, 10.0.0.1",
+                                              "--callback-hosts", "b.example"]), environ={})
     assert (args.sets_per_client, args.leases_per_set, args.leases_per_client) == (3, 50, 70)
     assert args.landlord_hosts == ["a.example", "10.0.0.1"] and args.callback_hosts == ["b.example"]
-    defaults = build_parser().parse_args(["renewal-service"])
+    defaults = resolve(build_parser().parse_args(["renewal-service"]), environ={})
     assert defaults.landlord_hosts is None and defaults.callback_hosts is None
     assert defaults.sets_per_client == service_module.SETS_PER_CLIENT
     for bad, said in ((["--sets-per-client", "0"], "must be at least 1"),
@@ -491,7 +492,7 @@ def test_hung_listeners_at_more_addresses_than_workers_delay_no_event_to_one_tha
 
 def _serve_service(store: pathlib.Path, port: int) -> tuple[Child, str]:
     child, uri = start_server("-m", "landlord", "renewal-service", "--port", str(port), "--store", str(store),
-                              "-v", pattern=r"^landlord at (?P<uri>\S+)")
+                              "-v", pattern=r"^renewal service at (?P<uri>\S+)")
     return child, uri  # type: ignore[return-value]
 
 
@@ -566,7 +567,7 @@ def test_a_strangers_set_of_dead_landlords_costs_no_other_set_a_renewal(
     rooms = spawn("served_landlord.py")
     rooms_uri = rooms.expect("URI: ").strip()
     service, service_uri = start_server("-m", "landlord", "renewal-service", "--port", "0", "--sets-per-client",
-                                        "3", "--leases-per-set", "1000", pattern=r"^landlord at (?P<uri>\S+)")
+                                        "3", "--leases-per-set", "1000", pattern=r"^renewal service at (?P<uri>\S+)")
     with service:
         canary = RenewalSetClient.create(service_uri, 60)
         with Pyro5.api.Proxy(rooms_uri) as proxy:

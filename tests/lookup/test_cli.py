@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import signal
@@ -15,6 +16,7 @@ from collections.abc import Callable
 import Pyro5.api
 import Pyro5.errors
 import pytest
+import tomllib
 from conftest import free_port
 from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 
@@ -397,3 +399,90 @@ def test_serve_holds_no_more_registrations_per_client_than_told(serve_lookup: Se
         lookup.register(ServiceItem(None, "PYRO:s@127.0.0.1:9", ["x.A"], [Comment("c" * 50)]), 30)
         with pytest.raises(landlord.LeaseDeniedError, match="at most 1 registrations"):
             lookup.register(ServiceItem(None, "PYRO:s@127.0.0.1:9", ["x.B"], []), 30)
+
+
+# -- one shape for every server: configuration, JSON output, logs ------------------------------
+
+
+def test_list_and_leases_write_one_json_object_a_line(serve_lookup: Serve, tmp_path: pathlib.Path) -> None:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("an admin token of the operators\n")
+    server, port = serve_lookup("--admin-token-file", str(token_file))
+    with locate("127.0.0.1", port) as lookup:
+        quoter = lookup.register(ServiceItem(None, SERVICE_URI, ["examples.Quoter"], [Name("quoter")]), 40)
+        lookup.register(ServiceItem(None, SERVICE_URI, ["x.Other"]), 20)
+    done = run_lookup("list", "--port", str(port), "-o", "json")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    rows = {row["service_id"]: row for row in map(json.loads, done.stdout.splitlines())}
+    assert len(rows) == 2
+    row = rows[str(quoter.service_id)]
+    assert row["types"] == ["examples.Quoter"] and row["attributes"] == ["Name(name='quoter')"]
+    assert 30 < row["seconds_left"] <= 40
+    cut = run_lookup("list", "--port", str(port), "-o", "json", "--limit", "1")
+    assert len(cut.stdout.splitlines()) == 1 and "1 of 2 registrations shown; see --limit" in cut.stderr
+    leases = run_lookup("leases", "--port", str(port), "--token-file", str(token_file), "--output", "json")
+    assert leases.returncode == 0, leases.stderr
+    objects = [json.loads(line) for line in leases.stdout.splitlines()]
+    assert {item["kind"] for item in objects} == {"lease"} and len(objects) == 2
+    assert quoter.lease.cookie[:8] in {item["cookie"] for item in objects}
+    assert all(quoter.lease.cookie not in line for line in leases.stdout.splitlines())  # prefixes only
+
+
+def test_serve_takes_its_options_from_a_file_and_the_environment_a_flag_winning(tmp_path: pathlib.Path) -> None:
+    port, other = free_port(), free_port()
+    config = tmp_path / "lookup.toml"
+    config.write_text(f'max-lease = 30\nreaper = "lazy"\nno-announce = true\n[serve]\nport = {other}\n'
+                      f'[list]\nlimit = 5\n')
+    env = {"LOOKUP_SERVE_CONFIG": str(config), "LOOKUP_SERVE_PORT": str(port), "LOOKUP_SERVE_MAX_LEASE": "20"}
+    shown = run_lookup("serve", "--max-lease", "10", "--print-config", env=env)
+    assert shown.returncode == 0, shown.stderr
+    settings = tomllib.loads(shown.stdout)
+    assert (settings["port"], settings["max-lease"], settings["reaper"], settings["no-announce"]) == (
+        port, 10.0, "lazy", True)
+    assert f"port = {port}  # $LOOKUP_SERVE_PORT" in shown.stdout and f"reaper = \"lazy\"  # {config}" in shown.stdout
+    assert "max-lease = 10.0  # command line" in shown.stdout
+    server = LookupProcess("serve", "--max-lease", "10", env=env)
+    with server:
+        server.wait_for(re.escape(f"lookup service at PYRO:lookup.LookupService@127.0.0.1:{port} "))
+        with locate("127.0.0.1", port) as lookup:  # the variable's port, and the flag's longest lease
+            granted = lookup.register(ServiceItem(None, SERVICE_URI, ["x.Configured"]), 60).lease
+            assert granted.expiration - time.time() <= 10.5
+
+
+@pytest.mark.parametrize(("source", "says"), [
+    ({"LOOKUP_SERVE_PORT": "http"}, "lookup serve: error: $LOOKUP_SERVE_PORT: not a port number: 'http'"),
+    ({"LOOKUP_SERVE_REAPER": "eager"}, "lookup serve: error: $LOOKUP_SERVE_REAPER: 'eager' is not one of"),
+    ({"LOOKUP_SERVE_CONFIG": "{missing}"}, "lookup serve: error: --config {missing}: cannot read it"),
+    ({"LOOKUP_SERVE_CONFIG": "{config}"}, "lookup serve: error: {config}: max-leas: not an option of this command"),
+])
+def test_a_bad_value_from_the_environment_or_the_file_is_one_line_and_exit_2(
+        tmp_path: pathlib.Path, source: dict[str, str], says: str) -> None:
+    config, missing = tmp_path / "typo.toml", tmp_path / "missing.toml"
+    config.write_text("max-leas = 30\n")
+    env = {name: value.format(config=config, missing=missing) for name, value in source.items()}
+    done = run_lookup("serve", "--print-config", env=env)  # refused before anything is printed or served
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
+    assert says.format(config=config, missing=missing) in done.stderr, done.stderr
+
+
+def test_serve_logs_json_lines_with_utc_times(serve_lookup: Serve) -> None:
+    server, port = serve_lookup("--log-format", "json", "--no-announce")
+    with locate("127.0.0.1", port) as lookup:
+        lookup.register(ServiceItem(None, SERVICE_URI, ["x.Logged"]), 30)
+    entry = json.loads(server.wait_for(r'^\{.*"message": "registered .*x\.Logged').string)
+    assert entry["level"] == "INFO" and entry["logger"].startswith(("lookup", "landlord"))
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", entry["time"])
+
+
+def test_every_server_command_takes_the_same_option_groups() -> None:
+    from landlord.__main__ import build_parser as build_landlord_parser
+    from landlord.cli import subcommand_parser
+    from lookup.cli import build_parser
+
+    shared = {"--host", "--port", "--advertise", "--cert", "--key", "--ca", "--metrics-port", "--metrics-host",
+              "--admin-token-file", "--admin-name", "--store", "--log-level", "--log-format", "--verbose",
+              "--config", "--print-config"}
+    for parser, command in ((build_parser(), "serve"), (build_landlord_parser(), "renewal-service")):
+        options = set(subcommand_parser(parser, command)._option_string_actions)
+        assert shared <= options, (command, sorted(shared - options))
