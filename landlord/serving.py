@@ -116,9 +116,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
-SERVER_TYPE = "guarded"  # landlord.transport.frameserver: one thread gathers whole messages, workers serve them
+SERVER_TYPE = "guarded"  #: landlord.transport.frameserver: one thread gathers whole messages, workers serve them
 SERVER_TYPES = ("guarded", "multiplex", "thread")
-THREADPOOL_SIZE = 2048     # workers if the "thread" server type is asked for: one per connection
+THREADPOOL_SIZE = 2048     #: workers if the "thread" server type is asked for: one per connection
 
 # Requests to a landlord or a lookup service are small (a batch of 1,000
 # renewals is ~60 KiB, an item with its attributes a few KiB); Pyro5's default
@@ -138,7 +138,7 @@ MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 COMM_TIMEOUT = 5.0
 
 
-WANTED_OPEN_FILES = 65536  # soft limit asked for when the hard limit is unlimited
+WANTED_OPEN_FILES = 65536  #: soft limit asked for when the hard limit is unlimited
 _FEW_OPEN_FILES = 1100     # below this, warn: 1,000 clients cannot connect
 
 
@@ -150,8 +150,7 @@ def raise_open_files_limit(wanted: int = WANTED_OPEN_FILES) -> int:
         wanted: the soft limit to ask for when the hard limit is unlimited
             (or higher than this).
 
-    Raises:
-        Nothing: where the limit cannot be read or raised, the current one stays.
+    It raises nothing: where the limit cannot be read or raised, the current one stays.
     """
     if resource is None:  # pragma: no cover
         return -1
