@@ -45,8 +45,8 @@ which admin object it serves.
 (:mod:`landlord.renewalservice.service`, after Jini's Norm) until SIGTERM or SIGINT,
 printing ``renewal service at <uri> (...)`` once it answers (and telling systemd so, under
 a ``Type=notify`` unit). It takes the option groups every server takes
-(:mod:`landlord.cli.servers`). With ``--store`` its renewal sets survive a restart. ``--sets-per-client``, ``--leases-per-set`` and
-``--leases-per-client`` bound what one client (a host) may hold;
+(:mod:`landlord.cli.servers`). With ``--store`` its renewal sets survive a restart.
+``--sets-per-client``, ``--leases-per-set`` and ``--leases-per-client`` bound what one client (a host) may hold;
 ``--landlord-hosts`` names the only hosts the leases' landlords may be at and
 ``--callback-hosts`` the only hosts the sets' listeners may be on (each: any
 host when not given). See :class:`landlord.renewalservice.service.RenewalLimits`.
