@@ -601,12 +601,13 @@ def _serving_line(name: str, uri: str, server_type: str, two_way_tls: bool, deta
 
 def _announce(name: str, announce: bool, serving: str, admin_uri: str | None,
               endpoint: MetricsEndpoint | None) -> None:
-    """Log where the object, its admin object and its metrics are served; with ``announce``, print the
-    same lines (readers of either find the same URI)."""
+    """Say where the object, its admin object and its metrics are served: with ``announce``, printed
+    to stdout (what a script reads the URI from) and logged at DEBUG only, so that an operator whose
+    stdout and stderr go to one journal sees each event once; without, logged at INFO."""
     lines = [serving] + ([f"{name} admin at {admin_uri}"] if admin_uri is not None else []) + (
         [f"{name} metrics at {endpoint.url} (health: /healthz, /readyz)"] if endpoint is not None else [])
     for line in lines:
-        log.info("%s", line)
+        log.log(logging.DEBUG if announce else logging.INFO, "%s", line)
         if announce:
             _print_line(line)
 
