@@ -31,6 +31,7 @@ from .entry import (
     Entry,
     Location,
     Name,
+    PyroMetadata,
     ServiceInfo,
     Status,
     UnknownEntry,
@@ -63,7 +64,7 @@ _LAZY = {"LookupService": "service.lookupservice", "ReplicatedLookupService": "s
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
-    "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
+    "Entry", "UnknownEntry", "Name", "PyroMetadata", "Location", "Comment", "ServiceInfo", "Status",
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches", "qualified_name",
     "ServiceItem", "ServiceTemplate", "ServiceMatches", "Expiry", "matches", "type_names",
     "ServiceEvent", "EventRegistration", "ServiceRegistration", "LookupService", "JoinManager", "LookupCache",

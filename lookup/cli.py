@@ -200,6 +200,32 @@ def _add_discovery_options(parser: argparse.ArgumentParser) -> None:
                        help="broadcast, never multicast (where the network has no multicast)")
 
 
+def _add_pyro_ns_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "Pyro5 name server", "also answer as Pyro5's name server (Pyro.NameServer), so unmodified Pyro5 code "
+                             "(locate_ns, PYRONAME:, ns.register, python -m Pyro5.nsc) works against it; names "
+                             "registered through it go once their daemon stops answering pings")
+    group.add_argument("--pyro-ns", metavar="[HOST:]PORT",
+                       help="where to answer (HOST defaults to --host; Pyro5 clients look at port 9090 "
+                            "unless told otherwise)")
+    group.add_argument("--pyro-ns-ping", type=seconds_argument, default=10.0, metavar="S",
+                       help="seconds between pings of a registered object's daemon (default %(default)g); "
+                            "a dead one's names go within about S plus 3 s for each of 2 missed pings")
+
+
+def _pyro_ns(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Any:
+    """``--pyro-ns`` and ``--pyro-ns-ping`` as a PyroNs, or ``None`` (a usage error if bad)."""
+    if args.pyro_ns is None:
+        return None
+    from .service.pyrons.bridge import PyroNs
+    from .service.pyrons.liveness import PingTerms
+
+    try:
+        return PyroNs.parse(args.pyro_ns, PingTerms.every(args.pyro_ns_ping))
+    except ValueError as exc:
+        parser.error(f"--pyro-ns: {exc}")
+
+
 def _discovery_network(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Any:
     """The discovery options as a DiscoveryNetwork (a usage error if bad)."""
     from .discovery.network import DiscoveryNetwork, choose_interfaces
@@ -298,6 +324,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     _add_event_options(serve)
     _add_connection_options(serve)
     _add_discovery_options(serve)
+    _add_pyro_ns_options(serve)
     _add_etcd_options(serve, serving=True)
     layer_options(serve, env_prefix="LOOKUP_SERVE_", table="serve")
 
@@ -358,6 +385,7 @@ def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     elif args.default_lease > args.max_lease:
         parser.error(f"--default-lease ({args.default_lease:g}) exceeds --max-lease ({args.max_lease:g})")
     args.discovery_network = _discovery_network(args, parser)
+    args.pyro_ns_settings = _pyro_ns(args, parser)
     args.mail_limits = _mail_limits(args, parser)
     args.frame_limits = _frame_limits(args, parser)
     args.lookup_limits = LookupLimits(registrations_per_client=args.registrations_per_client,
@@ -369,6 +397,8 @@ def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             parser.error("--etcd, --group and --replicas go together")
         if args.store is not None:
             parser.error("--store and --etcd exclude each other: a replica keeps its leases in etcd")
+        if args.pyro_ns is not None:
+            parser.error("--pyro-ns is not served by a replica (yet): serve it from a lookup service without --etcd")
         return _serve_replica(args, parser)
     return _serve(args)
 
@@ -409,7 +439,8 @@ def _serve(args: argparse.Namespace) -> int:
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
               admin_names=args.admin_name, mail_limits=args.mail_limits, callback_hosts=args.callback_hosts,
-              limits=args.frame_limits, lookup_limits=args.lookup_limits, **_discovery(args))
+              limits=args.frame_limits, lookup_limits=args.lookup_limits, pyro_ns=args.pyro_ns_settings,
+              **_discovery(args))
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE

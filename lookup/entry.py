@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 __all__ = [
-    "Entry", "UnknownEntry", "Name", "Location", "Comment", "ServiceInfo", "Status",
+    "Entry", "UnknownEntry", "Name", "PyroMetadata", "Location", "Comment", "ServiceInfo", "Status",
     "entry_class", "entry_class_name", "entry_lineage", "entry_fields", "entry_matches",
     "qualified_name", "check_class_name", "check_lineage", "check_field_name", "check_wire_value", "wire_equal",
     "MAX_FIELDS", "MAX_LINEAGE", "MAX_NAME_LENGTH", "MAX_VALUE_DEPTH", "MAX_CONTAINER_LENGTH",
@@ -487,6 +487,13 @@ class Name(Entry):
     """A service's name, for people to read."""
 
     name: str | None = None
+
+
+class PyroMetadata(Entry):
+    """One metadata string of Pyro5's name server (``ns.register(name, uri, metadata={...})``):
+    an item carries one per string (see :mod:`lookup.service.pyrons`)."""
+
+    tag: str | None = None
 
 
 class Location(Entry):

@@ -7,7 +7,9 @@ leases), :mod:`~lookup.service.index` (candidates by type and attribute) and
 :mod:`~lookup.service.mailer` delivers, as :mod:`~lookup.service.outbox` (queues
 per listener; pure) says; :mod:`~lookup.service.quotas`
 bounds what one client may hold. :mod:`~lookup.service.server` serves it on a
-guarded daemon with announcements; :mod:`~lookup.service.replicated` is one
+guarded daemon with announcements, and with ``--pyro-ns``
+:mod:`lookup.service.pyrons` (a room: Pyro5's name server protocol over the
+same registrations) beside it; :mod:`~lookup.service.replicated` is one
 replica of a group replicated through etcd.
 
 May import: landlord's public modules, lookup's values (entry, item,

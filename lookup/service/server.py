@@ -71,6 +71,7 @@ from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE
 from .lookupservice import LookupService
 from .mailer import DeliveryObserver
 from .outbox import MailLimits
+from .pyrons.bridge import NameServerBridge, PyroNs
 from .quotas import LookupLimits
 
 if TYPE_CHECKING:
@@ -238,7 +239,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
           admin_names: Iterable[str] = (), discovery: bool = True, groups: Iterable[str] = PUBLIC_GROUPS,
           announce_interval: float = DEFAULT_INTERVAL, discovery_network: DiscoveryNetwork | None = None,
           mail_limits: MailLimits | None = None, callback_hosts: Iterable[str] | None = None,
-          limits: FrameLimits | None = None, lookup_limits: LookupLimits | None = None) -> None:
+          limits: FrameLimits | None = None, lookup_limits: LookupLimits | None = None,
+          pyro_ns: PyroNs | None = None) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
@@ -292,6 +294,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         limits: what one message may be and how many connections are held, on the ``"guarded"``
             server (see :class:`landlord.FrameLimits`; default: its defaults).
         lookup_limits: what one client may hold (see :class:`~lookup.service.quotas.LookupLimits`).
+        pyro_ns: also serve Pyro5's name server protocol there (see :mod:`lookup.service.pyrons`),
+            on ``host`` unless it names its own; its names' leases must fit ``max_lease``.
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an
@@ -303,6 +307,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         sqlite3.Error: ``store`` cannot be opened as a database.
     """
     _check_choices(server_type=server_type, reaper=reaper, tls=tls, advertise=advertise)  # before the store opens
+    _check_pyro_ns(pyro_ns, max_lease)
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
     announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
     metrics = LookupMetrics() if metrics_port is not None else None  # before the store is opened
@@ -310,11 +315,15 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
                                   limits=lookup_limits,
                                   store=LeaseStore(store, name=STORE_NAME) if store is not None else None)
     kept = f"kept in {os.fspath(store)} ({len(service)} lease(s) taken back)" if store is not None else "in memory"
+    bridge = None
     try:
         if metrics is not None:
             metrics.attach(service)
         admin = _admin_of(service, admin_token, admin_names)
         announcing.open(advertised_host(host, advertise))
+        if pyro_ns is not None:
+            bridge = NameServerBridge(service, pyro_ns, host=host, advertise=advertise, tls=tls,
+                                      server_type=server_type, limits=limits)
 
         def answering(uri: str) -> None:
             announcing.start(service.landlord_id, [uri])
@@ -328,6 +337,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
                      details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
         announcing.close()  # first: no client should be sent to a service that is going
+        if bridge is not None:
+            bridge.close()
         service.close()  # its reaper and event delivery
 
 
@@ -346,6 +357,22 @@ def _check_choices(*, server_type: str, reaper: str, tls: TLSConfig | None, adve
         raise TypeError(f"tls must be a TLSConfig or None, got {type(tls).__name__}")
     if advertise is not None:
         check_advertise(advertise)
+
+
+def _check_pyro_ns(pyro_ns: PyroNs | None, max_lease: float) -> None:
+    """:func:`serve`'s ``pyro_ns``, checked before anything is opened.
+
+    Raises:
+        TypeError: not a PyroNs.
+        ValueError: its names' leases would be longer than ``max_lease``.
+    """
+    if pyro_ns is None:
+        return
+    if not isinstance(pyro_ns, PyroNs):
+        raise TypeError(f"pyro_ns must be a PyroNs or None, got {type(pyro_ns).__name__}")
+    if pyro_ns.terms.lease_term > max_lease:
+        raise ValueError(f"the name server face's leases ({pyro_ns.terms.lease_term:g} s) exceed "
+                         f"the longest lease ({max_lease:g} s): ping more often, or grant longer leases")
 
 
 def _admin_of(service: LookupService, token: str | None, names: Iterable[str]) -> LandlordAdmin | None:

@@ -1,6 +1,9 @@
 import builtins
 from typing import Any
 
+DAEMON_NAME: str
+NAMESERVER_NAME: str
+
 class URI:
     protocol: str
     object: str
