@@ -54,7 +54,7 @@ from ...item import MAX_MATCHES, ServiceItem, ServiceTemplate
 from ..lookupservice import LookupService
 from .liveness import PingTerms
 from .patterns import MAX_MATCHED_NAME, UnsafePatternError, safe_pattern
-from .pinger import DaemonPinger
+from .pinger import DaemonPinger, ping_daemon
 
 __all__ = ["NameServerFace", "NS_REGISTRATION_TYPE", "NS_OWN_METADATA", "MAX_NS_NAME", "REGEX_BUDGET"]
 
@@ -83,11 +83,11 @@ class NameServerFace:
     Args:
         service: the lookup service whose registrations it shows and adds to.
         terms: how names registered through it are kept alive.
-        pinger: pings their daemons (default: a :class:`DaemonPinger` of its own, on ``terms``).
+        ping: how one daemon address is pinged (see :class:`DaemonPinger`; default: a Pyro5 call).
     """
 
     def __init__(self, service: LookupService, terms: PingTerms | None = None,
-                 pinger: DaemonPinger | None = None) -> None:
+                 ping: Callable[[str, float], None] = ping_daemon) -> None:
         self._service = service
         self.terms = terms if terms is not None else PingTerms()
         self._lock = threading.RLock()
@@ -95,7 +95,8 @@ class NameServerFace:
         self._at: dict[str, set[str]] = {}   # daemon address -> the names held there
         #: this face's own URI, listed as ``Pyro.NameServer`` (set once it is served)
         self.own_uri: str | None = None
-        self.pinger = pinger if pinger is not None else DaemonPinger(self.terms, self._renew_at, self._drop_at)
+        #: pings the daemons of the names held
+        self.pinger = DaemonPinger(self.terms, self._renew_at, self._drop_at, ping=ping)
 
     # -- Pyro5's NameServer ------------------------------------------------------------
 

@@ -1,0 +1,276 @@
+"""The name server face (lookup.service.pyrons.face) in-process: every method's answers and errors
+against Pyro5's own NameServer on the same calls, the two faces of one registry, ownership, and
+the pinging that keeps (or drops) what ns.register made."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import Pyro5.callcontext
+import Pyro5.core
+import Pyro5.errors
+import pytest
+from Pyro5.nameserver import NameServer
+
+from landlord import LeaseDurationPolicy
+from lookup import LookupService, Name, PyroMetadata, ServiceItem, ServiceTemplate
+from lookup.service.pyrons.face import MAX_NS_NAME, NS_OWN_METADATA, NS_REGISTRATION_TYPE, NameServerFace
+from lookup.service.pyrons.liveness import PingTerms
+from lookup.service.quotas import LookupLimits
+
+OWN = "PYRO:Pyro.NameServer@127.0.0.1:9090"
+URI_A, URI_A2, URI_B, URI_C = (f"PYRO:obj{i}@127.0.0.1:{port}" for i, port in
+                               enumerate([7001, 7002, 7003, 7003]))
+QUIET = PingTerms(interval=3600, timeout=1)  # no ping comes due while a test runs
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``condition`` (state the pinging threads change) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def service() -> Iterator[LookupService]:
+    service = LookupService(policy=LeaseDurationPolicy(maximum=3600))
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def face(service: LookupService) -> Iterator[NameServerFace]:
+    face = NameServerFace(service, QUIET)
+    face.own_uri = OWN
+    yield face
+    face.close()
+
+
+def reference() -> NameServer:
+    """Pyro5's own name server object, as its daemon sets it up (itself registered)."""
+    ns = NameServer()
+    ns.register(Pyro5.core.NAMESERVER_NAME, OWN, metadata=set(NS_OWN_METADATA))
+    return ns
+
+
+def outcome(call: Callable[[], Any]) -> Any:
+    """What a call gives, comparable across the two: URIs as str, (frozen)sets as sets, errors as (type, text)."""
+    try:
+        return normal(call())
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+
+
+def normal(value: Any) -> Any:
+    if isinstance(value, Pyro5.core.URI):
+        return str(value)
+    if isinstance(value, (set, frozenset)):
+        return set(value)
+    if isinstance(value, tuple):
+        return tuple(normal(v) for v in value)
+    if isinstance(value, dict):
+        return {k: normal(v) for k, v in value.items()}
+    return value
+
+
+CALLS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("count, empty", lambda ns: ns.count()),
+    ("ping", lambda ns: ns.ping()),
+    ("lookup itself", lambda ns: ns.lookup("Pyro.NameServer", return_metadata=True)),
+    ("register a", lambda ns: ns.register("a", URI_A)),
+    ("register a again", lambda ns: ns.register("a", Pyro5.core.URI(URI_A2))),
+    ("register a safely", lambda ns: ns.register("a", URI_A, safe=True)),
+    ("register b with metadata", lambda ns: ns.register("b", URI_B, metadata={"x", "y"})),
+    ("register c with a list", lambda ns: ns.register("c.1", URI_C, False, ["y"])),
+    ("register a non-str name", lambda ns: ns.register(5, URI_A)),
+    ("register a non-URI", lambda ns: ns.register("d", 5)),
+    ("register garbage", lambda ns: ns.register("d", "garbage")),
+    ("register str metadata", lambda ns: ns.register("d", URI_A, metadata="x")),
+    ("register int metadata", lambda ns: ns.register("d", URI_A, metadata=5)),
+    ("lookup a", lambda ns: ns.lookup("a")),
+    ("lookup b with metadata", lambda ns: ns.lookup("b", return_metadata=True)),
+    ("lookup a with metadata", lambda ns: ns.lookup("a", True)),
+    ("lookup missing", lambda ns: ns.lookup("missing")),
+    ("count", lambda ns: ns.count()),
+    ("list", lambda ns: ns.list()),
+    ("list with metadata", lambda ns: ns.list(return_metadata=True)),
+    ("list a prefix", lambda ns: ns.list(prefix="c.")),
+    ("list a prefix, metadata", lambda ns: ns.list(prefix="b", return_metadata=True)),
+    ("list a regex", lambda ns: ns.list(regex="b|c")),
+    ("list a regex, metadata", lambda ns: ns.list(regex=r"c\.\d", return_metadata=True)),
+    ("list a bad regex", lambda ns: ns.list(regex="(")),
+    ("list both", lambda ns: ns.list(prefix="a", regex="b")),
+    ("yp all", lambda ns: ns.yplookup(meta_all=["y"])),
+    ("yp all, no metadata", lambda ns: ns.yplookup(meta_all={"x", "y"}, return_metadata=False)),
+    ("yp any", lambda ns: ns.yplookup(meta_any=("x", "class:Pyro5.nameserver.NameServer"))),
+    ("yp none", lambda ns: ns.yplookup()),
+    ("yp both", lambda ns: ns.yplookup(meta_all=["x"], meta_any=["y"])),
+    ("yp a str", lambda ns: ns.yplookup(meta_all="y")),
+    ("yp any a str", lambda ns: ns.yplookup(meta_any="y")),
+    ("set metadata", lambda ns: ns.set_metadata("b", {"z"})),
+    ("lookup after set", lambda ns: ns.lookup("b", return_metadata=True)),
+    ("set no metadata", lambda ns: ns.set_metadata("c.1", None)),
+    ("list after set", lambda ns: ns.list(return_metadata=True)),
+    ("set metadata of missing", lambda ns: ns.set_metadata("missing", {"z"})),
+    ("set str metadata", lambda ns: ns.set_metadata("b", "z")),
+    ("set metadata of a non-str", lambda ns: ns.set_metadata(5, ["z"])),
+    ("remove missing", lambda ns: ns.remove("missing")),
+    ("remove itself", lambda ns: ns.remove("Pyro.NameServer")),
+    ("remove nothing", lambda ns: ns.remove()),
+    ("remove a", lambda ns: ns.remove("a")),
+    ("remove a prefix", lambda ns: ns.remove(prefix="c.")),
+    ("remove a regex", lambda ns: ns.remove(regex=".*")),
+    ("list at the end", lambda ns: ns.list(return_metadata=True)),
+    ("count at the end", lambda ns: ns.count()),
+]
+
+
+def test_every_call_answers_and_fails_as_pyro5s_own_name_server(face: NameServerFace) -> None:
+    ours, theirs = face, reference()
+    differences = []
+    for what, call in CALLS:
+        got, expected = outcome(lambda: call(ours)), outcome(lambda: call(theirs))  # noqa: B023  (called at once)
+        if got != expected:
+            differences.append(f"{what}: {got!r} != Pyro5's {expected!r}")
+    assert not differences, "\n".join(differences)
+    assert face.held_names() == 0 and face.pinger.watched() == 0  # everything removed, nothing pinged
+
+
+def test_a_name_registered_by_ns_register_is_found_by_a_template(face: NameServerFace,
+                                                                  service: LookupService) -> None:
+    face.register("acme.quotes", URI_A, metadata=["fast", "eu"])
+    [item] = service.lookup_all(ServiceTemplate(attributes=[Name("acme.quotes")])).items
+    assert item.service_uri == URI_A and item.types == (NS_REGISTRATION_TYPE,)
+    assert list(item.attributes) == [Name("acme.quotes"), PyroMetadata("eu"), PyroMetadata("fast")]
+    assert service.lookup(ServiceTemplate(types=[NS_REGISTRATION_TYPE], attributes=[PyroMetadata("eu")])) == URI_A
+
+
+def test_a_name_registered_otherwise_is_found_by_the_ns_face(face: NameServerFace, service: LookupService) -> None:
+    service.register(ServiceItem(None, URI_B, ["acme.Quoter"], [Name("acme.quotes"), PyroMetadata("eu")]), 60)
+    assert str(face.lookup("acme.quotes")) == URI_B
+    assert face.list(prefix="acme") == {"acme.quotes": URI_B}
+    assert face.yplookup(meta_any=["eu"]) == {"acme.quotes": (URI_B, {"eu"})}
+    assert face.count() == 2  # Pyro.NameServer and it
+
+
+def test_the_ns_face_never_changes_what_another_client_holds(face: NameServerFace, service: LookupService) -> None:
+    registration = service.register(ServiceItem(None, URI_B, ["acme.Quoter"], [Name("held")]), 60)
+    for change in (lambda: face.register("held", URI_A), lambda: face.register("held", URI_A, safe=True),
+                   lambda: face.set_metadata("held", ["x"]), lambda: face.remove("held")):
+        with pytest.raises(Pyro5.errors.NamingError, match="held"):
+            change()
+    assert face.remove(prefix="he") == 0 and face.remove(regex="h.*") == 0
+    assert service.lookup_all(ServiceTemplate(attributes=[Name("held")])).items[0].service_uri == URI_B
+    registration.lease.cancel()
+    assert face.list() == {"Pyro.NameServer": OWN}
+
+
+def test_the_name_it_holds_comes_first_when_another_client_takes_the_same_name(
+        face: NameServerFace, service: LookupService) -> None:
+    face.register("shared", URI_A)
+    service.register(ServiceItem(None, URI_B, [], [Name("shared")]), 60)
+    assert str(face.lookup("shared")) == URI_A and face.list()["shared"] == URI_A
+    face.remove("shared")
+    assert str(face.lookup("shared")) == URI_B
+
+
+@pytest.mark.parametrize("name", ["Pyro.NameServer", "x" * (MAX_NS_NAME + 1)])
+def test_reserved_and_huge_names_are_refused(face: NameServerFace, name: str) -> None:
+    with pytest.raises(Pyro5.errors.NamingError):
+        face.register(name, URI_A)
+    with pytest.raises(Pyro5.errors.NamingError):
+        face.set_metadata(name, ["x"])
+    assert face.held_names() == 0
+
+
+@pytest.mark.parametrize("uri", ["PYRONAME:x", "PYROMETA:a,b", "PYRO:x@./u:/tmp/nowhere"])
+def test_only_pyro_uris_of_a_daemon_address_are_registered(face: NameServerFace, uri: str) -> None:
+    if uri.startswith("PYRO:"):
+        face.register("unix", uri)  # a Unix socket is an address: its daemon is pinged there
+        assert face.pinger.watched() == 1
+    else:
+        with pytest.raises(Pyro5.errors.NamingError, match="only PYRO"):
+            face.register("magic", uri)
+
+
+def test_names_registered_through_it_count_against_the_callers_quota() -> None:
+    service = LookupService(policy=LeaseDurationPolicy(maximum=3600), limits=LookupLimits(registrations_per_client=2))
+    face = NameServerFace(service, QUIET)
+    try:
+        with _called_from("10.0.0.9"):
+            face.register("one", URI_A)
+            face.register("two", URI_B)
+            face.register("one", URI_A2)  # replacing takes no more
+            with pytest.raises(Pyro5.errors.NamingError, match="2 registrations"):
+                face.register("three", URI_C)
+        with _called_from("10.0.0.10"):
+            face.register("three", URI_C)  # another client's quota
+        assert sorted(face.list()) == ["one", "three", "two"]
+    finally:
+        face.close()
+        service.close()
+
+
+class _called_from:
+    """Pyro5's call context of a caller at ``host``, for the calls made in the block (as a daemon sets it)."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+
+    def __enter__(self) -> None:
+        Pyro5.callcontext.current_context.client_sock_addr = (self.host, 50000)
+
+    def __exit__(self, *exc_info: object) -> None:
+        Pyro5.callcontext.current_context.client_sock_addr = None
+
+
+# -- the pinging -------------------------------------------------------------------------------------------
+
+class FakeDaemons:
+    """Which daemon addresses answer a ping; counts the pings."""
+
+    def __init__(self) -> None:
+        self.dead: set[str] = set()
+        self.pings: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, address: str, timeout: float) -> None:
+        with self._lock:
+            self.pings[address] = self.pings.get(address, 0) + 1
+            if address in self.dead:
+                raise ConnectionRefusedError(address)
+
+
+def test_names_stay_while_their_daemon_answers_and_go_once_it_stops(service: LookupService) -> None:
+    daemons = FakeDaemons()
+    face = NameServerFace(service, PingTerms(interval=0.1, timeout=0.05, retry=0.05), ping=daemons)
+    face.own_uri = OWN
+    try:
+        for i in range(50):  # fifty names on two daemons: two pings a round, not fifty
+            face.register(f"n{i}", URI_A if i % 2 else URI_B)
+        wait_until(lambda: min(daemons.pings.values(), default=0) >= 5, 10, "five rounds of pings")
+        assert set(daemons.pings) == {"127.0.0.1:7001", "127.0.0.1:7003"}
+        assert len(face.list()) == 51 and face.held_names() == 50  # renewed: the leases outlived their 0.35 s
+        daemons.dead.add("127.0.0.1:7001")
+        wait_until(lambda: len(face.list()) == 26, 10, "the dead daemon's names gone")
+        assert all(uri == URI_B for name, uri in face.list().items() if name != "Pyro.NameServer")
+        assert len(service.registrations()) == 25 and face.pinger.watched() == 1
+    finally:
+        face.close()
+
+
+def test_a_name_evicted_by_the_operator_is_forgotten_by_the_face(service: LookupService) -> None:
+    face = NameServerFace(service, QUIET)
+    try:
+        face.register("evicted", URI_A)
+        [(item, _)] = service.registrations()
+        service.manager.cancel(service.registry.records[item.service_id].cookie)
+        with pytest.raises(Pyro5.errors.NamingError, match="unknown name"):
+            face.set_metadata("evicted", ["x"])
+        assert face.held_names() == 0 and face.pinger.watched() == 0
+    finally:
+        face.close()
