@@ -65,6 +65,7 @@ NS_OWN_METADATA = frozenset({"class:Pyro5.nameserver.NameServer"})  #: Pyro.Name
 MAX_NS_NAME = 1024       # characters of a name registered through this face
 REGEX_BUDGET = 1.0       # seconds one regex listing may spend matching before it gives up
 _NAMESERVER_NAME: str = Pyro5.core.NAMESERVER_NAME
+_Listed = tuple[str, frozenset[str]]  # a name's URI and metadata
 
 
 @dataclasses.dataclass
@@ -93,6 +94,8 @@ class NameServerFace:
         self._lock = threading.RLock()
         self._held: dict[str, _Held] = {}
         self._at: dict[str, set[str]] = {}   # daemon address -> the names held there
+        # what each item lists, by service id, with the item it was read from
+        self._seen: dict[str, tuple[ServiceItem, list[tuple[str, _Listed]]]] = {}
         #: this face's own URI, listed as ``Pyro.NameServer`` (set once it is served)
         self.own_uri: str | None = None
         #: pings the daemons of the names held
@@ -322,25 +325,39 @@ class NameServerFace:
 
     # -- reading the registry -----------------------------------------------------------
 
-    def _names(self) -> dict[str, tuple[str, frozenset[str]]]:
+    def _names(self) -> dict[str, _Listed]:
         """Every name and its ``(uri, metadata)``: this face's own, those it holds, then every other."""
         with self._lock:
             ours = {held.service_id: name for name, held in self._held.items()}
-        names: dict[str, tuple[str, frozenset[str]]] = {}
+        names: dict[str, _Listed] = {}
         if self.own_uri is not None:
             names[_NAMESERVER_NAME] = (self.own_uri, NS_OWN_METADATA)
-        others: builtins.list[tuple[str, tuple[str, frozenset[str]]]] = []  # the method list() hides list
-        for item, _left in self._service.registrations():
+        others: builtins.list[tuple[str, _Listed]] = []  # the method list() hides list
+        items = self._service.registrations()
+        for item, _left in items:
             held_name = ours.get(item.service_id or "")
-            for name in _names_of(item):
-                entry = (name, (item.service_uri, _tags_of(item)))
+            for name, listed in self._listed(item):
                 if name == held_name:
-                    names.setdefault(*entry)
+                    names.setdefault(name, listed)
                 else:
-                    others.append(entry)
-        for name, value in others:
-            names.setdefault(name, value)
+                    others.append((name, listed))
+        for name, listed in others:
+            names.setdefault(name, listed)
+        if len(self._seen) > 2 * len(items) + 100:  # items gone: drop what was read of them
+            self._seen = {item.service_id or "": self._seen[item.service_id or ""] for item, _ in items
+                          if (item.service_id or "") in self._seen}
         return names
+
+    def _listed(self, item: ServiceItem) -> builtins.list[tuple[str, _Listed]]:
+        """What ``item`` lists: each of its names with its URI and metadata (read once per item:
+        items never change, a change is a new item)."""
+        seen = self._seen.get(item.service_id or "")
+        if seen is not None and seen[0] is item:
+            return seen[1]
+        listed = (item.service_uri, _tags_of(item))
+        entries = [(name, listed) for name in _names_of(item)]
+        self._seen[item.service_id or ""] = (item, entries)  # a race only reads an item twice
+        return entries
 
     def _lookup(self, name: str) -> tuple[str, frozenset[str]] | None:
         """The ``(uri, metadata)`` of ``name``: this face's own, the one it holds, else any live one."""
