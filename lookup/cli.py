@@ -211,6 +211,9 @@ def _add_pyro_ns_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--pyro-ns-ping", type=seconds_argument, default=10.0, metavar="S",
                        help="seconds between pings of a registered object's daemon (default %(default)g); "
                             "a dead one's names go within about S plus 3 s for each of 2 missed pings")
+    group.add_argument("--pyro-ns-broadcast", type=any_port_argument, default=9091, metavar="PORT",
+                       help="the UDP port where it answers Pyro5's broadcast discovery, locate_ns() with no host "
+                            "(default %(default)s, Pyro5's; 0: none)")
 
 
 def _pyro_ns(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Any:
@@ -221,7 +224,7 @@ def _pyro_ns(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Any:
     from .service.pyrons.liveness import PingTerms
 
     try:
-        return PyroNs.parse(args.pyro_ns, PingTerms.every(args.pyro_ns_ping))
+        return PyroNs.parse(args.pyro_ns, PingTerms.every(args.pyro_ns_ping), args.pyro_ns_broadcast or None)
     except ValueError as exc:
         parser.error(f"--pyro-ns: {exc}")
 

@@ -5,7 +5,9 @@ ns call answers over the wire as Pyro5's own name server (``python -m Pyro5.name
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -156,6 +158,30 @@ def test_join_manager_and_ns_register_names_are_seen_both_ways(bridged: tuple[Lo
     finally:
         join.close()
         daemon.close()
+
+
+LOCATE = '''
+import Pyro5.api
+ns = Pyro5.api.locate_ns()  # no host: localhost at NS_PORT (nothing there), then a broadcast to NS_BCPORT
+print("located", ns._pyroUri, ns.lookup("Pyro.NameServer"), flush=True)
+'''
+
+
+def test_locate_ns_with_no_host_finds_it_by_broadcast(serve_lookup: Callable[..., tuple[LookupProcess, int]],
+                                                       tmp_path: Path) -> None:
+    ns_port, broadcast_port = free_port(), free_udp_port()
+    serve_lookup("--no-announce", "--pyro-ns", f"127.0.0.1:{ns_port}", "--pyro-ns-broadcast", str(broadcast_port))
+    (tmp_path / "locate.py").write_text(textwrap.dedent(LOCATE))
+    done = subprocess.run([sys.executable, str(tmp_path / "locate.py")], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYRO_NS_PORT": str(free_port()), "PYRO_NS_BCPORT": str(broadcast_port)})
+    uri = f"PYRO:Pyro.NameServer@127.0.0.1:{ns_port}"
+    assert done.stdout == f"located {uri} {uri}\n", done.stderr
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

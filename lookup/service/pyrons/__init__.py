@@ -4,7 +4,8 @@
 :class:`~lookup.service.pyrons.face.NameServerFace` (Pyro5's ``NameServer``
 interface over the lookup service's registrations: a name is a ``Name``
 attribute, a metadata string a ``PyroMetadata`` one) on a guarded daemon of
-its own; :mod:`~lookup.service.pyrons.pinger` pings the daemons of the names
+its own, and :mod:`~lookup.service.pyrons.broadcast` answers Pyro5's
+broadcast discovery of it; :mod:`~lookup.service.pyrons.pinger` pings the daemons of the names
 registered through it, as :mod:`~lookup.service.pyrons.liveness` (pure,
 clock-free) says, so that a dead one's names go;
 :mod:`~lookup.service.pyrons.patterns` refuses regular expressions that could

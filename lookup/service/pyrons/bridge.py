@@ -13,6 +13,7 @@ service's own callers. It stops when the lookup service does.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 
 import Pyro5.core
@@ -22,10 +23,13 @@ from landlord.tls import TLSConfig
 from landlord.transport.addresses import check_advertise
 
 from ..lookupservice import LookupService
+from .broadcast import PYRO_NS_BROADCAST_PORT, BroadcastResponder
 from .face import NameServerFace
 from .liveness import PingTerms
 
 __all__ = ["PyroNs", "NameServerBridge", "PYRO_NS_PORT", "STARTUP_TIMEOUT"]
+
+log = logging.getLogger("lookup.pyrons")
 
 PYRO_NS_PORT = 9090      # Pyro5's NS_PORT: where its clients look by default
 STARTUP_TIMEOUT = 30.0   # seconds the face may take to answer once asked to serve
@@ -39,6 +43,9 @@ class PyroNs:
         port: its port (0: any free one).
         host: the address it listens on (``None``: the lookup service's).
         terms: how names registered through it are kept alive (see :class:`PingTerms`).
+        broadcast_port: the UDP port where it answers Pyro5's broadcast discovery (``locate_ns()``
+            with no host; see :mod:`~lookup.service.pyrons.broadcast`), on the interface it
+            listens on (every one, for a wildcard host; none for IPv6); ``None``: no answers.
 
     Raises:
         ValueError: a port out of range, or a host that is no host name or address.
@@ -47,17 +54,20 @@ class PyroNs:
     port: int = PYRO_NS_PORT
     host: str | None = None
     terms: PingTerms = PingTerms()
+    broadcast_port: int | None = PYRO_NS_BROADCAST_PORT
 
     def __post_init__(self) -> None:
-        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
-            raise ValueError(f"the name server's port must be 0 to 65535, got {self.port!r}")
+        for port in (self.port, 0 if self.broadcast_port is None else self.broadcast_port):
+            if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+                raise ValueError(f"the name server's ports must be 0 to 65535, got {port!r}")
         if self.host is not None:
             check_advertise(self.host)
         if not isinstance(self.terms, PingTerms):
             raise ValueError(f"terms must be PingTerms, got {type(self.terms).__name__}")
 
     @classmethod
-    def parse(cls, text: str, terms: PingTerms | None = None) -> PyroNs:
+    def parse(cls, text: str, terms: PingTerms | None = None,
+              broadcast_port: int | None = PYRO_NS_BROADCAST_PORT) -> PyroNs:
         """``[HOST:]PORT`` (an IPv6 host in brackets: ``[::1]:9090``).
 
         Raises:
@@ -69,7 +79,7 @@ class PyroNs:
         if sep and not host:
             raise ValueError(f"expected a host before the ':' of {text!r}")
         host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        return cls(int(port), host or None, terms if terms is not None else PingTerms())
+        return cls(int(port), host or None, terms if terms is not None else PingTerms(), broadcast_port)
 
 
 class NameServerBridge:
@@ -94,6 +104,9 @@ class NameServerBridge:
         self._ready = threading.Event()
         self._failed: BaseException | None = None
         self.uri: str | None = None
+        self._broadcast_port = settings.broadcast_port
+        #: answers Pyro5's broadcast discovery (``None``: off, or its port could not be bound)
+        self.responder: BroadcastResponder | None = None
         self._host, self._port = settings.host or host, settings.port
         self._advertise, self._tls, self._server_type, self._limits = advertise, tls, server_type, limits
         self._thread = threading.Thread(target=self._serve, name="pyro-ns", daemon=True)
@@ -103,6 +116,20 @@ class NameServerBridge:
         except BaseException:
             self.close()
             raise
+        self.responder = self._responder()
+
+    def _responder(self) -> BroadcastResponder | None:
+        """Answer broadcast discovery where the face listens; a port that cannot be bound is logged, not fatal
+        (as the lookup's own discovery port)."""
+        if self._broadcast_port is None or ":" in self._host or self.uri is None:  # IPv6 has no broadcast
+            return None
+        host = "" if self._host in ("0.0.0.0", "") else self._host
+        try:
+            return BroadcastResponder(self.uri, host, self._broadcast_port)
+        except OSError as exc:
+            log.warning("not answering Pyro5's broadcast discovery: UDP %s:%d: %s", host or "*",
+                        self._broadcast_port, exc)
+            return None
 
     def _serve(self) -> None:
         try:
@@ -126,7 +153,9 @@ class NameServerBridge:
             raise self._failed
 
     def close(self) -> None:
-        """Stop serving and pinging."""
+        """Stop serving, answering broadcasts and pinging."""
+        if self.responder is not None:
+            self.responder.close()
         self._stop.set()
         self._thread.join()
         self.face.close()
