@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import Pyro5.callcontext
 import Pyro5.core
@@ -14,7 +15,7 @@ import Pyro5.errors
 import pytest
 from pyrons_calls import CALLS, OWN, URI_A, URI_A2, URI_B, URI_C, outcome, reference
 
-from landlord import LeaseDurationPolicy
+from landlord import LeaseDurationPolicy, LeaseStore
 from lookup import LookupService, Name, PyroMetadata, ServiceItem, ServiceTemplate
 from lookup.service.pyrons.face import MAX_NS_NAME, NS_REGISTRATION_TYPE, NameServerFace
 from lookup.service.pyrons.liveness import PingTerms
@@ -191,3 +192,26 @@ def test_a_name_evicted_by_the_operator_is_forgotten_by_the_face(service: Lookup
         assert face.held_names() == 0 and face.pinger.watched() == 0
     finally:
         face.close()
+
+
+def test_names_registered_before_a_restart_on_the_store_are_held_again(tmp_path: Path) -> None:
+    def started() -> tuple[LookupService, NameServerFace]:
+        service = LookupService(policy=LeaseDurationPolicy(maximum=3600), store=LeaseStore(tmp_path / "s.db"))
+        return service, NameServerFace(service, QUIET)
+
+    service, face = started()
+    face.register("kept", URI_A, metadata=["m"])
+    service.register(ServiceItem(None, URI_B, ["acme.Quoter"], [Name("joined")]), 600)
+    face.close()
+    service.close()
+    service, face = started()
+    try:
+        assert face.adopt_stored() == 1 and face.pinger.watched() == 1
+        face.set_metadata("kept", ["n"])
+        assert face.lookup("kept", return_metadata=True)[1] == {"n"}
+        with pytest.raises(Pyro5.errors.NamingError, match="held by another"):
+            face.remove("joined")
+        assert face.remove("kept") == 1
+    finally:
+        face.close()
+        service.close()

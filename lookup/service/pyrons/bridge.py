@@ -100,6 +100,9 @@ class NameServerBridge:
                  tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
                  limits: FrameLimits | None = None) -> None:
         self.face = NameServerFace(service, settings.terms)
+        adopted = self.face.adopt_stored()
+        if adopted:
+            log.info("holding again %d name(s) registered through the name server face before a restart", adopted)
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._failed: BaseException | None = None

@@ -181,9 +181,9 @@ class NameServerFace:
                         raise NamingError(f"name held by another client's lease in the lookup service: {name}")
                     return 0
                 return self._cancel([name])
-        if prefix or regex:
-            with self._lock:  # as Pyro5: a prefix first, else the regex
-                listed = self.list(prefix=prefix) if prefix else self.list(regex=regex)
+        if prefix or regex:  # as Pyro5: a prefix first, else the regex; matched outside the lock
+            listed = self.list(prefix=prefix) if prefix else self.list(regex=regex)
+            with self._lock:
                 return self._cancel([n for n in listed if n in self._held])
         return 0
 
@@ -194,6 +194,7 @@ class NameServerFace:
 
         Raises:
             ValueError: both ``prefix`` and ``regex``.
+            TypeError: a ``prefix`` or ``regex`` that is not a str.
             NamingError: a bad regex, one refused as too costly, or one that took too long.
         """
         if prefix and regex:
@@ -227,6 +228,22 @@ class NameServerFace:
         return {n: (uri, set(tags)) if return_metadata else uri for n, (uri, tags) in names.items()}
 
     # -- the registrations behind it ----------------------------------------------------
+
+    def adopt_stored(self) -> int:
+        """Hold again the names registered through a face of this service before it restarted on its
+        store (items of type :data:`NS_REGISTRATION_TYPE`), and ping their daemons; how many.
+        Call it before the service serves (it reads the registry without the service's lock)."""
+        with self._lock:
+            for record in list(self._service.registry.records.values()):
+                names = _names_of(record.item)
+                if NS_REGISTRATION_TYPE not in record.item.types or len(names) != 1 or record.cookie is None:
+                    continue
+                with contextlib.suppress(NamingError):  # not a PYRO: URI of an address: left to run out
+                    address = _address_of(record.item.service_uri)
+                    self._held[names[0]] = _Held(record.service_id, record.cookie, address)
+                    self._at.setdefault(address, set()).add(names[0])
+                    self.pinger.watch(address)
+            return len(self._held)
 
     def held_names(self) -> int:
         """How many names this face holds (registered through it, still live)."""
@@ -482,7 +499,7 @@ def _matching(names: dict[str, Any], regex: str) -> dict[str, Any]:
         pattern = safe_pattern(regex)
     except re.error as exc:
         raise NamingError("invalid regex: " + str(exc)) from None
-    except (UnsafePatternError, TypeError) as exc:
+    except UnsafePatternError as exc:
         raise NamingError(f"regex refused: {exc}") from None
     deadline = time.monotonic() + REGEX_BUDGET
     found = {}
