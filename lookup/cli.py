@@ -350,8 +350,6 @@ def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     """``serve``'s options checked together, then the service served (a replica, with ``--etcd``)."""
     settings = server_settings(args, parser)
     args.tls, args.admin_token = settings.tls, settings.admin_token
-    if args.metrics_port is not None and not _metrics_available():
-        return EXIT_USAGE
     if args.default_lease is None:
         args.default_lease = min(DEFAULT_LEASE, args.max_lease)
     elif args.default_lease > args.max_lease:
@@ -384,18 +382,6 @@ def _addresses(args: argparse.Namespace) -> str:
     if args.metrics_port is not None:
         where += f" (or metrics at {args.metrics_host or args.host}:{args.metrics_port})"
     return where
-
-
-def _metrics_available() -> bool:
-    """Whether prometheus-client can be imported; if not, says so on stderr."""
-    from landlord.metrics import require_prometheus
-
-    try:
-        require_prometheus()
-    except ImportError as exc:
-        print(f"lookup: {exc}", file=sys.stderr)
-        return False
-    return True
 
 
 def _serve(args: argparse.Namespace) -> int:
