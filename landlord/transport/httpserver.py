@@ -170,6 +170,10 @@ class HttpServer:
         ``cut off``, ``pushed out``, ``busy``, ``slow reader``."""
         return dict(self._refused)
 
+    def connections(self) -> tuple[int, int]:
+        """The connections held now, and how many of them are still sending their request."""
+        return len(self._open), len(self._reading)
+
     def close(self) -> None:
         """Stop answering (connections being answered are closed) and free the port. Idempotent."""
         if self._closed:
