@@ -13,10 +13,15 @@ cannot stretch:
 - **A deadline.** The whole request must arrive within
   :attr:`HttpLimits.deadline` seconds of connecting (however it trickles in),
   and the answer be taken within as many; else the connection is closed.
-- **Bounded connections.** At most :attr:`HttpLimits.connections` at once.
-  One more pushes out the oldest connection still sending its request (a
-  scraper's request takes a millisecond: the oldest is a slow client's); if
-  every connection is being answered, the new one is answered 503.
+- **Bounded connections.** At most :attr:`HttpLimits.connections_per_host`
+  at once from one client address (an IPv6 peer by its /64, as the guarded
+  server counts: :func:`~landlord.transport.clients.client_of_address`), and
+  :attr:`HttpLimits.connections` in all. One more pushes out the oldest
+  connection still sending its request (a scraper's request takes a
+  millisecond: the oldest is a slow client's) of its own client if that
+  client is at its limit, else of the client holding the most connections,
+  so that slow clients hold up only themselves, not a scraper with one
+  connection; if there is none to push out, the new one is answered 503.
 - **Pages on their threads.** Quick pages (health checks) are answered on the
   loop's thread; slow ones (a scrape of metrics) on one worker thread, one at
   a time, so that a flood of scrapes takes at most one thread's share of the
@@ -41,11 +46,16 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
+from .clients import client_of_address
+
 __all__ = ["HttpServer", "HttpLimits", "Request", "Answer", "Page", "BadRequest", "parse_head", "text_answer"]
 
 log = logging.getLogger("landlord.httpserver")
 
 JOIN_TIMEOUT = 5.0  # seconds close() waits for the server's thread
+# connections the kernel queues before the loop accepts them: past it, a scraper's connect waits a second
+# for its SYN to be sent again, behind a burst of a slow client's connections (the limits close those)
+BACKLOG = 1024
 _END_OF_HEAD = b"\r\n\r\n"
 _METHODS = ("GET", "HEAD")
 TEXT = "text/plain; charset=utf-8"
@@ -59,6 +69,7 @@ class HttpLimits:
         head_bytes: the most a request (its line and headers) may be.
         deadline: seconds a request may take to arrive whole from connecting, and its answer to be taken.
         connections: the most connections held at once.
+        connections_per_host: the most connections one client address may hold at once.
 
     Raises:
         ValueError: a limit that is not positive.
@@ -66,10 +77,11 @@ class HttpLimits:
 
     head_bytes: int = 8192
     deadline: float = 5.0
-    connections: int = 64
+    connections: int = 128
+    connections_per_host: int = 16
 
     def __post_init__(self) -> None:
-        for name in ("head_bytes", "connections"):
+        for name in ("head_bytes", "connections", "connections_per_host"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r:.40}")
@@ -152,12 +164,14 @@ class HttpServer:
         self._limits = limits if limits is not None else HttpLimits()
         self._pages, self._slow_pages = dict(pages), dict(slow_pages)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family, backlog=128)
+        sock = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self.host: str = str(sock.getsockname()[0])
         self.port: int = int(sock.getsockname()[1])
         self._refused: collections.Counter[str] = collections.Counter()  # written on the loop's thread alone
-        self._open: set[asyncio.Task[None]] = set()
-        self._reading: dict[asyncio.Task[None], asyncio.StreamWriter] = {}  # still sending, oldest first
+        # the loop's thread's alone: each connection's client, those still sending (oldest first), per client
+        self._open: dict[asyncio.Task[None], str] = {}
+        self._reading: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._per_host: collections.Counter[str] = collections.Counter()
         self._loop = asyncio.new_event_loop()
         self._stop_asked = self._loop.create_future()
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"{name} {self.port} pages")
@@ -196,7 +210,8 @@ class HttpServer:
             self._loop.close()
 
     async def _serve(self, sock: socket.socket) -> None:
-        server = await asyncio.start_server(self._connection, sock=sock, limit=self._limits.head_bytes)
+        server = await asyncio.start_server(self._connection, sock=sock, limit=self._limits.head_bytes,
+                                            backlog=BACKLOG)
         await self._stop_asked
         server.close()
         for task in list(self._open):
@@ -214,26 +229,48 @@ class HttpServer:
         except (ConnectionError, OSError) as exc:
             log.debug("an HTTP client at port %d went: %s", self.port, exc)
         finally:
-            self._open.discard(task)
-            self._reading.pop(task, None)
+            self._forget(task)
             writer.transport.abort()  # a no-op once closed; else (cancelled, failed) nothing more is sent
 
     def _admit(self, task: asyncio.Task[None], writer: asyncio.StreamWriter) -> bool:
-        """Hold the connection, pushing out the oldest still sending if there are too many; or refuse it."""
-        if len(self._open) >= self._limits.connections:
-            if not self._reading:
-                self._refuse(writer, "busy", text_answer(503, "busy: too many connections"))
-                return False
-            oldest, its_writer = next(iter(self._reading.items()))
-            del self._reading[oldest]
-            self._open.discard(oldest)
-            self._refused["pushed out"] += 1
-            its_writer.transport.abort()
-            oldest.cancel()
-        self._open.add(task)
+        """Hold the connection, pushing out one still sending if there are too many (see the module
+        docstring); or refuse it."""
+        host = client_of_address(writer.get_extra_info("peername"))
+        if self._per_host[host] >= self._limits.connections_per_host:
+            room = self._push_out(host)
+        elif len(self._open) >= self._limits.connections:
+            sending = {self._open[other] for other in self._reading}
+            room = bool(sending) and self._push_out(max(sending, key=lambda client: self._per_host[client]))
+        else:
+            room = True
+        if not room:
+            self._refuse(writer, "busy", text_answer(503, "busy: too many connections"))
+            return False
+        self._open[task] = host
+        self._per_host[host] += 1
         self._reading[task] = writer
         return True
 
+    def _push_out(self, client: str) -> bool:
+        """Close ``client``'s oldest connection still sending; whether there was one."""
+        oldest = next((task for task in self._reading if self._open[task] == client), None)
+        if oldest is None:
+            return False
+        its_writer = self._reading[oldest]
+        self._forget(oldest)
+        self._refused["pushed out"] += 1
+        its_writer.transport.abort()
+        oldest.cancel()
+        return True
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        """``task``'s connection is no longer held (idempotent)."""
+        self._reading.pop(task, None)
+        host = self._open.pop(task, None)
+        if host is not None:
+            self._per_host[host] -= 1
+            if not self._per_host[host]:
+                del self._per_host[host]
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         task: asyncio.Task[None]) -> None:
         """Read the request within the limits, answer it, close."""

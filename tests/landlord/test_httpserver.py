@@ -50,7 +50,7 @@ def test_what_is_not_an_http_1_request_is_refused_by_name(head: bytes) -> None:
 
 
 @pytest.mark.parametrize("limits", [{"head_bytes": 0}, {"connections": -1}, {"deadline": 0}, {"deadline": "5"},
-                                    {"head_bytes": True}, {"connections": 1.5}])
+                                    {"head_bytes": True}, {"connections": 1.5}, {"connections_per_host": 0}])
 def test_bad_limits_are_refused(limits: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="must be a positive"):
         HttpLimits(**limits)  # type: ignore[arg-type]
@@ -196,6 +196,47 @@ def test_one_more_connection_than_allowed_pushes_out_the_oldest_still_sending(
         assert status_of(exchange(server.port, b"GET /ok HTTP/1.1\r\n\r\n")) == 200
         assert closed_by_server(silent[0]) == b""  # the oldest, pushed out
         assert [closed_by_server(sock, 0.2) for sock in silent[1:]] == [None, None]  # the others still held
+        assert server.refused() == {"pushed out": 1}
+
+
+def connect_from(source: str, port: int) -> socket.socket:
+    """A connection to the server from ``source`` (any 127.x.y.z is this host's loopback on Linux)."""
+    return socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT, source_address=(source, 0))
+
+
+def test_a_client_at_its_limit_pushes_out_only_its_own_connections(serve: Callable[..., HttpServer]) -> None:
+    server = serve({"/ok": ok}, connections=4, connections_per_host=2)
+    with contextlib.ExitStack() as stack:
+        other = stack.enter_context(connect_from("127.0.0.3", server.port))  # another client, sending slowly
+        other.send(b"G")
+        slow = []
+        for _ in range(3):  # one more than its limit
+            slow.append(stack.enter_context(connect_from("127.0.0.2", server.port)))
+            slow[-1].send(b"G")
+            wait_until(lambda: server.connections()[0] == 1 + min(len(slow), 2), "the connection held")
+        assert closed_by_server(slow[0]) == b""  # its own oldest, pushed out
+        assert closed_by_server(other, 0.2) is None  # not the other client's, although older
+        with connect_from("127.0.0.2", server.port) as fourth:  # its own again
+            fourth.sendall(b"GET /ok HTTP/1.1\r\n\r\n")
+            assert status_of(closed_by_server(fourth) or b"") == 200
+        assert closed_by_server(slow[1]) == b""
+        assert status_of(exchange(server.port, b"GET /ok HTTP/1.1\r\n\r\n")) == 200  # from 127.0.0.1
+        assert closed_by_server(other, 0.2) is None
+        assert server.refused() == {"pushed out": 2}
+
+
+def test_when_full_one_more_pushes_out_a_connection_of_the_client_holding_the_most(
+        serve: Callable[..., HttpServer]) -> None:
+    server = serve({"/ok": ok}, connections=4)
+    with contextlib.ExitStack() as stack:
+        held = []
+        for source in ("127.0.0.3", "127.0.0.2", "127.0.0.2", "127.0.0.2"):  # the oldest is the lone client's
+            held.append(stack.enter_context(connect_from(source, server.port)))
+            held[-1].send(b"G")
+            wait_until(lambda: server.connections()[0] == len(held), "the connection held")
+        assert status_of(exchange(server.port, b"GET /ok HTTP/1.1\r\n\r\n")) == 200
+        assert closed_by_server(held[1]) == b""  # the oldest of the client holding three
+        assert [closed_by_server(sock, 0.2) for sock in (held[0], held[2], held[3])] == [None, None, None]
         assert server.refused() == {"pushed out": 1}
 
 
