@@ -4,18 +4,27 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# setuptools warns on every editable install that a folder named like the package could shadow it:
+# true of any project laid out as this one is, and nothing a newcomer can act on, so it is not shown
+PIP    := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip
 
-.PHONY: demo test test-fast test-multihost test-etcd lint bench clean
+.PHONY: demo test test-fast test-multihost test-etcd lint docs bench clean
 
 LINTED := landlord lookup tests benchmarks examples
 
-$(VENV)/.installed: pyproject.toml
+# the runtime alone (Pyro5, serpent, msgpack): all `make demo` needs
+$(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,etcd,metrics]'
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e .
 	touch $@
 
-demo: $(VENV)/.installed
+# and the test toolchain, with the extras the tests exercise: what `make test` needs
+$(VENV)/.installed: $(VENV)/.runtime
+	$(PIP) install --quiet -e '.[test,etcd,metrics,docs]'
+	touch $@
+
+demo: $(VENV)/.runtime
 	$(PY) examples/quoter/demo.py
 
 # the whole suite, after lint and types: a lint or type error fails `make test` too
@@ -42,8 +51,14 @@ test-etcd: $(VENV)/.installed
 	    tests/landlord/test_etcdstore.py tests/landlord/test_replicated.py tests/lookup/test_lookup_replicated.py \
 	    tests/faults/test_replicated_failover.py tests/faults/test_lock_replicated.py tests/examples/test_example_replicated.py
 
+# the API reference (docs/reference, Sphinx autodoc) into build/docs, a warning failing it;
+# make test builds it too (tests/test_docs.py), so that it cannot rot
+docs: $(VENV)/.installed
+	$(PY) -m sphinx -E -n -W --keep-going -q -b html docs/reference build/docs
+	@echo "the API reference: build/docs/index.html"
+
 bench: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[test,etcd,metrics,bench]'
+	$(PIP) install --quiet -e '.[test,etcd,metrics,docs,bench]'
 	-VENV=$(VENV) bash benchmarks/setup_etcd.sh
 	-VENV=$(VENV) bash benchmarks/setup_locks.sh
 	$(PY) benchmarks/run_all.py

@@ -99,6 +99,7 @@ from landlord.cli import (
     logging_from,
     resolve,
     server_settings,
+    serving_hooks,
     subcommand_parser,
     tls_config,
     write_json_lines,
@@ -388,8 +389,9 @@ def _serve(args: argparse.Namespace) -> int:
     from .service.server import serve  # here: `list` need not import the server
 
     logging_from(args)
+    stop, ready = serving_hooks("lookup service")  # systemd told when it answers, and stops
     try:
-        serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease,
+        serve(args.host, args.port, advertise=args.advertise, max_lease=args.max_lease, stop=stop, ready=ready,
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
               admin_names=args.admin_name, mail_limits=args.mail_limits, callback_hosts=args.callback_hosts,
@@ -407,8 +409,10 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     from .service.replicated import EtcdUnreachableError, serve_replicated  # here: only a replica needs etcd
 
     logging_from(args)
+    stop, ready = serving_hooks("lookup replica")
     try:
         serve_replicated(args.host, args.port, etcd=args.etcd, group=args.group, replicas=args.replicas,
+                         stop=stop, ready=ready,
                          advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
                          reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
                          metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name,

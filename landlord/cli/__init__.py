@@ -13,7 +13,10 @@ One job per module:
   (:func:`add_output_option`, :func:`write_json_lines`);
 - :mod:`~landlord.cli.servers`: the option groups every server command takes in the same shape
   (listen and advertise, TLS, metrics and health, admin, store, logging: :func:`add_server_options`)
-  and what they come to, checked (:func:`server_settings`).
+  and what they come to, checked (:func:`server_settings`);
+- :mod:`~landlord.cli.systemd`: readiness for systemd (``Type=notify``): ``READY=1``,
+  ``STOPPING=1`` and ``STATUS=`` sent to ``$NOTIFY_SOCKET``, nothing without it
+  (:class:`SystemdNotifier`; :func:`serving_hooks`, what a server command hands its serve function).
 
 ``landlord/__main__.py`` and ``lookup/cli.py`` build their parsers from these. The room sits at
 the top of landlord: it may import anything below it (the admin commands, serving, metrics), and
@@ -34,8 +37,9 @@ from .servers import (
     server_settings,
     tls_config,
 )
+from .systemd import SystemdNotifier, serving_hooks
 
 __all__ = ["OneLineParser", "subcommand_parser", "layer_options", "resolve", "add_logging_options",
            "configure_logging", "logging_from", "add_output_option", "write_json_lines", "ServerSettings",
            "add_server_options", "add_tls_options", "advertise_argument", "any_port_argument", "server_settings",
-           "tls_config"]
+           "tls_config", "SystemdNotifier", "serving_hooks"]
