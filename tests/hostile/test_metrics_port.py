@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import socket
+import struct
 import threading
 import time
 import urllib.request
@@ -46,7 +47,7 @@ WORST_SCRAPE = 2.0     # seconds: the most one of the scraper's requests may tak
 SERVICE_URI = "PYRO:quotes@127.0.0.1:9"
 
 FLOOD = """if True:
-    import http.client, sys, threading, time
+    import http.client, socket, struct, sys, threading, time
     port, source, seconds = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
     answered, failed = [], []
 
@@ -54,14 +55,19 @@ FLOOD = """if True:
         ends = time.monotonic() + seconds
         while time.monotonic() < ends:
             for path, headers in (("/metrics", {"Accept-Encoding": "gzip"}), ("/healthz", {})):
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
                 try:
-                    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10,
-                                                            source_address=(source, 0))
+                    connection.connect()
+                    # closed with a reset: thousands of TIME_WAITs on 127.0.0.3 would keep later tests'
+                    # servers from listening on those ports on every interface
+                    connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     connection.request("GET", path, headers=headers)
-                    answered.append(connection.getresponse().status)
-                    connection.close()
-                except OSError:
+                    response = connection.getresponse()
+                    response.read()
+                    answered.append(response.status)
+                except Exception:
                     failed.append(1)
+                connection.close()
 
     threads = [threading.Thread(target=flood) for _ in range(4)]
     for thread in threads:
@@ -138,11 +144,19 @@ class SlowLoris:
                     except OSError:  # the server closed it: cut off or pushed out
                         self.closed_by_server += 1
                         del trickles[sock]
-                        sock.close()
+                        _reset(sock)
                 self._stop.wait(TRICKLE)  # the attack's pace, not a wait for the server
         finally:
             for sock in trickles:
-                sock.close()
+                _reset(sock)
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close ``sock`` with a reset: no TIME_WAIT left on its port, which would keep a later test's server
+    from listening there on every interface (free_port checks 127.0.0.1 only, not 127.0.0.10 to .19)."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
 
 
 def timed_get(url: str) -> tuple[int, float]:
