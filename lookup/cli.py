@@ -33,12 +33,13 @@ restarted on it (even after ``kill -9``) has them back, each with its
 remaining time less the downtime, and its clients carry on as if nothing had
 happened (see :class:`landlord.LeaseStore`).
 
-``--metrics-port PORT`` serves Prometheus metrics at
-``http://HOST:PORT/metrics`` (HOST: ``--metrics-host``, default ``--host``),
-with health checks for a load balancer: ``/healthz`` (200 while the process
-serves) and ``/readyz`` (200 while it answers leases: a replica only while it
-leads). Needs prometheus-client (``pip install 'landlord[metrics]'``; without
-it, exit 2). See :class:`lookup.service.server.LookupMetrics`.
+``--metrics-port PORT`` serves health checks for a load balancer at
+``http://HOST:PORT`` (HOST: ``--metrics-host``, default ``--host``): ``/healthz``
+(200 while the process serves) and ``/readyz`` (200 while it answers leases: a
+replica only while it leads), which need nothing installed; and Prometheus
+metrics at ``/metrics`` with prometheus-client (``pip install
+'landlord[metrics]'``; without it ``/metrics`` answers 501 naming the extra,
+and the server says so once at start). See :class:`lookup.service.server.LookupMetrics`.
 
 ``--admin-token-file PATH`` (and, over two-way TLS, ``--admin-name NAME``)
 serves an admin object beside the service (:class:`landlord.admin.LandlordAdmin`):
