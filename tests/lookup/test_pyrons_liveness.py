@@ -69,6 +69,17 @@ def test_an_answer_between_misses_starts_the_count_again(schedule: PingSchedule)
     assert "h:1" in schedule
 
 
+def test_an_address_is_proven_by_its_last_answer(schedule: PingSchedule) -> None:
+    schedule.watch("h:1", 0)
+    assert not schedule.proven("h:1")  # new: not yet
+    schedule.take_due(10)
+    schedule.answered("h:1", 10)
+    assert schedule.proven("h:1")
+    schedule.take_due(20)
+    schedule.missed("h:1", 20)
+    assert not schedule.proven("h:1")
+
+
 def test_a_forgotten_address_in_flight_is_neither_renewed_nor_dead(schedule: PingSchedule) -> None:
     schedule.watch("h:1", 0)
     schedule.take_due(10)

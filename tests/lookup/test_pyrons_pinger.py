@@ -79,3 +79,34 @@ def test_a_forgotten_address_is_pinged_no_more(daemon_address: str) -> None:
         assert pinger.watched() == 1
     finally:
         pinger.close()
+
+
+def test_a_stranger_s_silent_addresses_never_delay_the_pings_of_daemons_that_answer() -> None:
+    answered: Recorder[str] = Recorder()
+    dead: Recorder[str] = Recorder()
+    silent_pinged = threading.Event()
+
+    def ping(address: str, timeout: float) -> None:
+        if address.startswith("silent"):  # a host that never answers: the whole timeout, then a miss
+            silent_pinged.set()
+            threading.Event().wait(timeout)
+            raise TimeoutError(address)
+
+    pinger = DaemonPinger(TERMS, answered, dead, ping=ping, workers=4)
+    try:
+        pinger.watch("steady:1")
+        answered.wait_for(1, timeout=10)  # it has answered: it is pinged from the pool of those that answer
+        for i in range(200):  # 200 x 2 pings x 0.15 s on 2 workers: 30 s of pinging
+            pinger.watch(f"silent:{i}")
+        assert silent_pinged.wait(10)
+        started = time.monotonic()
+        answered.wait_until(lambda heard: len(heard) >= 6, timeout=5)
+        assert time.monotonic() - started < 5 * TERMS.interval + 1.0  # on time, not behind the 200
+        assert not dead.items  # none of the 200 given up yet: their pool is still at it
+    finally:
+        pinger.close()
+
+
+def test_a_pinger_needs_a_worker_for_each_pool() -> None:
+    with pytest.raises(ValueError):
+        DaemonPinger(TERMS, Recorder(), Recorder(), workers=1)

@@ -91,6 +91,7 @@ class PingSchedule:
         self._due: dict[str, float] = {}       # address -> when its next ping is due (absent while in flight)
         self._misses: dict[str, int] = {}      # address -> failed pings in a row
         self._in_flight: set[str] = set()
+        self._proven: set[str] = set()         # addresses whose last ping was answered
         self._queue: list[tuple[float, str]] = []  # (due, address); stale once _due says otherwise
 
     def __len__(self) -> int:
@@ -111,6 +112,11 @@ class PingSchedule:
         self._misses.pop(address, None)
         self._due.pop(address, None)
         self._in_flight.discard(address)
+        self._proven.discard(address)
+
+    def proven(self, address: str) -> bool:
+        """Whether ``address`` answered its last ping (a new one, or one that missed, has not)."""
+        return address in self._proven
 
     def take_due(self, now: float) -> list[str]:
         """The addresses whose ping is due at ``now``, marked in flight (each is then
@@ -136,6 +142,7 @@ class PingSchedule:
         if address not in self._in_flight:
             return False
         self._in_flight.discard(address)
+        self._proven.add(address)
         self._misses[address] = 0
         self._set_due(address, now + self.terms.interval)
         return True
@@ -146,6 +153,7 @@ class PingSchedule:
         if address not in self._in_flight:
             return False
         self._in_flight.discard(address)
+        self._proven.discard(address)
         self._misses[address] += 1
         if self._misses[address] >= self.terms.misses:
             self.forget(address)

@@ -1,11 +1,16 @@
 """Pinging the daemons of names registered through the name server face: :class:`DaemonPinger`.
 
 One thread waits for the next ping due (:class:`~lookup.service.pyrons.liveness.PingSchedule`
-says when) and hands the due addresses to a bounded pool of workers; each
+says when) and hands the due addresses to bounded pools of workers; each
 worker calls ``ping()`` on the daemon's own object (``PYRO:Pyro.Daemon@host:port``,
 which every Pyro5 daemon serves) with a timeout, and reports. Nothing here
 holds the lookup service's lock or runs on its request threads: a daemon that
 hangs costs one worker for :attr:`PingTerms.timeout`.
+
+Two pools: addresses that answered their last ping have one, new addresses and
+those that missed the other. So a stranger who registers names at a thousand
+addresses that never answer (which costs him nothing) keeps the second pool
+busy, and the daemons that answer are pinged on time all the same.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ __all__ = ["DaemonPinger", "ping_daemon", "PING_WORKERS"]
 
 log = logging.getLogger("lookup.pyrons")
 
-PING_WORKERS = 16  # pings at once: 1,000 dead daemons whose hosts never answer cost 1,000 x timeout / 16
+PING_WORKERS = 16  # pings at once, half for daemons that answered: 1,000 silent ones cost 1,000 x timeout / 8
 
 
 def ping_daemon(address: str, timeout: float) -> None:
@@ -50,23 +55,26 @@ class DaemonPinger:
         dead: called (on a worker) with an address given up on (it is no longer watched).
         ping: how one address is pinged (default :func:`ping_daemon`); raises if it did not answer.
         clock: the monotonic clock the schedule is kept on.
-        workers: pings at once.
+        workers: pings at once, split between the two pools.
 
     Raises:
-        ValueError: ``workers`` is not a positive int.
+        ValueError: ``workers`` is not an int of at least 2.
     """
 
     def __init__(self, terms: PingTerms, answered: Callable[[str], None], dead: Callable[[str], None], *,
                  ping: Callable[[str, float], None] = ping_daemon, clock: Clock = SYSTEM_CLOCK,
                  workers: int = PING_WORKERS) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be a positive int, got {workers!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 2:
+            raise ValueError(f"workers must be an int of at least 2 (two pools), got {workers!r}")
         self.terms = terms
         self._answered, self._dead, self._ping, self._clock = answered, dead, ping, clock
         self._schedule = PingSchedule(terms)
         self._changed = threading.Condition()
         self._closed = False
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pyrons-ping")
+        self._proven_pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers // 2,
+                                                                  thread_name_prefix="pyrons-ping")
+        self._unproven_pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers - workers // 2,
+                                                                    thread_name_prefix="pyrons-ping-new")
         self._thread = threading.Thread(target=self._run, name="pyrons-pinger", daemon=True)
         self._thread.start()
 
@@ -92,14 +100,16 @@ class DaemonPinger:
             self._closed = True
             self._changed.notify()
         self._thread.join()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        for pool in (self._proven_pool, self._unproven_pool):
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _run(self) -> None:
         with self._changed:
             while not self._closed:
                 now = self._clock.monotonic()
                 for address in self._schedule.take_due(now):
-                    self._pool.submit(self._ping_one, address)
+                    pool = self._proven_pool if self._schedule.proven(address) else self._unproven_pool
+                    pool.submit(self._ping_one, address)
                 due = self._schedule.next_due()
                 self._changed.wait(None if due is None else max(0.0, due - self._clock.monotonic()))
 
