@@ -119,7 +119,19 @@ def calls(args: argparse.Namespace, bridge: Pyro5.api.Proxy, ns: Pyro5.api.Proxy
             args.rounds, what=metric)
         rows.append(compare(f"{metric} at {args.names:,} names", "calls/s", figures["bridge"], figures["ns"],
                             goal=GOALS[metric], baseline_name="Pyro5 name server"))
+    rows.append(floor(args, bridge, ns))
     return rows
+
+
+def floor(args: argparse.Namespace, bridge: Pyro5.api.Proxy, ns: Pyro5.api.Proxy) -> harness.Row:
+    """Each server's floor, no goal: a ``ping()`` of its Pyro5 daemon, through the same kind of proxy."""
+    with Pyro5.api.Proxy(f"PYRO:Pyro.Daemon@{bridge._pyroUri.location}") as ours, \
+            Pyro5.api.Proxy(f"PYRO:Pyro.Daemon@{ns._pyroUri.location}") as theirs:
+        figures = harness.alternate({"bridge": lambda: harness.rate(ours.ping, args.seconds / args.rounds),
+                                     "ns": lambda: harness.rate(theirs.ping, args.seconds / args.rounds)},
+                                    args.rounds, what="daemon ping")
+    return compare("daemon ping (each server's floor)", "calls/s", figures["bridge"], figures["ns"],
+                   baseline_name="Pyro5 name server")
 
 
 def liveness(args: argparse.Namespace, bridge_pid: int, bridge: Pyro5.api.Proxy, daemons: Daemons) -> list[str]:
