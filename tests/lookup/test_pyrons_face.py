@@ -215,3 +215,15 @@ def test_names_registered_before_a_restart_on_the_store_are_held_again(tmp_path:
     finally:
         face.close()
         service.close()
+
+
+def test_list_stays_right_while_names_come_and_go_and_change(face: NameServerFace) -> None:
+    for round_ in range(3):
+        for i in range(150):
+            face.register(f"r{round_}.{i}", URI_A, metadata=[str(round_)])
+        face.set_metadata(f"r{round_}.0", ["changed"])
+        listed = face.list(return_metadata=True)
+        assert len(listed) == 151 and listed[f"r{round_}.0"] == (URI_A, {"changed"})
+        assert listed[f"r{round_}.1"] == (URI_A, {str(round_)})
+        assert face.remove(prefix=f"r{round_}.") == 150
+    assert face.list() == {"Pyro.NameServer": OWN}

@@ -50,7 +50,7 @@ from Pyro5.errors import NamingError
 from landlord import LeaseDeniedError, UnknownLeaseError
 
 from ...entry import Entry, Name, PyroMetadata
-from ...item import MAX_MATCHES, ServiceItem, ServiceTemplate
+from ...item import ServiceItem, ServiceTemplate
 from ..lookupservice import LookupService
 from .liveness import PingTerms
 from .patterns import MAX_MATCHED_NAME, UnsafePatternError, safe_pattern
@@ -360,9 +360,10 @@ class NameServerFace:
                     others.append((name, listed))
         for name, listed in others:
             names.setdefault(name, listed)
-        if len(self._seen) > 2 * len(items) + 100:  # items gone: drop what was read of them
-            self._seen = {item.service_id or "": self._seen[item.service_id or ""] for item, _ in items
-                          if (item.service_id or "") in self._seen}
+        seen = self._seen
+        if len(seen) > 2 * len(items) + 100:  # items gone: drop what was read of them
+            live = {item.service_id or "" for item, _ in items}
+            self._seen = {service_id: read for service_id, read in list(seen.items()) if service_id in live}
         return names
 
     def _listed(self, item: ServiceItem) -> builtins.list[tuple[str, _Listed]]:
@@ -376,18 +377,18 @@ class NameServerFace:
         self._seen[item.service_id or ""] = (item, entries)  # a race only reads an item twice
         return entries
 
-    def _lookup(self, name: str) -> tuple[str, frozenset[str]] | None:
+    def _lookup(self, name: str) -> _Listed | None:
         """The ``(uri, metadata)`` of ``name``: this face's own, the one it holds, else any live one."""
         if name == _NAMESERVER_NAME and self.own_uri is not None:
             return self.own_uri, NS_OWN_METADATA
-        matches = self._service.lookup_all(ServiceTemplate(attributes=[_entry(Name, name=name)]), MAX_MATCHES)
-        if not matches.items:
-            return None
         with self._lock:
             held = self._held.get(name)
-        mine = [item for item in matches.items if held is not None and item.service_id == held.service_id]
-        item = (mine or matches.items)[0]
-        return item.service_uri, _tags_of(item)
+        named = _entry(Name, name=name)
+        for service_id in ([held.service_id] if held is not None else []) + [None]:
+            found = self._service.lookup_all(ServiceTemplate(service_id, attributes=[named]), 1).items
+            if found:
+                return found[0].service_uri, _tags_of(found[0])
+        return None
 
 
 # -- checks, as Pyro5's name server makes them ---------------------------------------------------
