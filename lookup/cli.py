@@ -225,9 +225,13 @@ def _pyro_ns(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Any:
     from .service.pyrons.liveness import PingTerms
 
     try:
-        return PyroNs.parse(args.pyro_ns, PingTerms.every(args.pyro_ns_ping), args.pyro_ns_broadcast or None)
+        settings = PyroNs.parse(args.pyro_ns, PingTerms.every(args.pyro_ns_ping), args.pyro_ns_broadcast or None)
     except ValueError as exc:
         parser.error(f"--pyro-ns: {exc}")
+    if settings.terms.lease_term > args.max_lease:
+        parser.error(f"--pyro-ns-ping {args.pyro_ns_ping:g} gives names leases of {settings.terms.lease_term:g} s, "
+                     f"longer than --max-lease ({args.max_lease:g}): ping more often, or grant longer leases")
+    return settings
 
 
 def _discovery_network(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Any:

@@ -19,7 +19,7 @@ import Pyro5.api
 import Pyro5.errors
 import pytest
 from conftest import ChildProcess, free_port
-from lookup_processes import LookupProcess, serve_lookup  # noqa: F401  (a fixture)
+from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 from pyrons_calls import CALLS, outcome
 
 import lookup
@@ -206,3 +206,16 @@ def test_every_call_answers_over_the_wire_as_pyro5s_own_name_server(
             if got != expected:
                 differences.append(f"{what}: {got!r} != Pyro5's {expected!r}")
     assert not differences, "\n".join(differences)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--pyro-ns", "host:port"], "expected [HOST:]PORT"),
+    (["--pyro-ns", ":9090"], "expected a host"),
+    (["--pyro-ns", "70000"], "0 to 65535"),
+    (["--pyro-ns", "9090", "--max-lease", "20"], "longer than --max-lease"),
+    (["--pyro-ns", "9090", "--etcd", "127.0.0.1:1", "--group", "g", "--replicas",
+      "127.0.0.1:2,127.0.0.1:3"], "not served by a replica"),
+])
+def test_bad_pyro_ns_options_are_usage_errors(args: list[str], says: str) -> None:
+    done = run_lookup("serve", "--port", "0", *args)
+    assert done.returncode == 2 and says in done.stderr, done.stderr
