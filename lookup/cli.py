@@ -33,6 +33,11 @@ restarted on it (even after ``kill -9``) has them back, each with its
 remaining time less the downtime, and its clients carry on as if nothing had
 happened (see :class:`landlord.LeaseStore`).
 
+``--http-port PORT`` serves the lookup browser, a live page of the
+registrations, at ``http://ADDR:PORT/`` (ADDR: ``--http-host``, default
+127.0.0.1); with ``--admin-token-file`` it shows the leases and evicts
+(:mod:`lookup.browser`).
+
 ``--metrics-port PORT`` serves Prometheus metrics at
 ``http://HOST:PORT/metrics`` (HOST: ``--metrics-host``, default ``--host``),
 with health checks for a load balancer: ``/healthz`` (200 while the process
@@ -299,6 +304,11 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     _add_connection_options(serve)
     _add_discovery_options(serve)
     _add_etcd_options(serve, serving=True)
+    serve.add_argument("--http-port", type=any_port_argument, default=None, metavar="PORT",
+                       help="also serve the lookup browser page (registrations, live) at http://ADDR:PORT/ "
+                            "(0: any free port; default: no page); not with --etcd")
+    serve.add_argument("--http-host", default="127.0.0.1", metavar="ADDR",
+                       help="the address the page listens on (default %(default)s: this host only)")
     layer_options(serve, env_prefix="LOOKUP_SERVE_", table="serve")
 
     show = commands.add_parser(
@@ -369,6 +379,8 @@ def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             parser.error("--etcd, --group and --replicas go together")
         if args.store is not None:
             parser.error("--store and --etcd exclude each other: a replica keeps its leases in etcd")
+        if args.http_port is not None:
+            parser.error("--http-port is not served by a replica (yet): serve the page from a plain lookup service")
         return _serve_replica(args, parser)
     return _serve(args)
 
@@ -409,7 +421,7 @@ def _serve(args: argparse.Namespace) -> int:
               default_lease=args.default_lease, reaper=args.reaper, tls=args.tls, store=args.store,
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
               admin_names=args.admin_name, mail_limits=args.mail_limits, callback_hosts=args.callback_hosts,
-              limits=args.frame_limits, lookup_limits=args.lookup_limits, **_discovery(args))
+              limits=args.frame_limits, lookup_limits=args.lookup_limits, page=_page(args), **_discovery(args))
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -417,6 +429,15 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"lookup: cannot use the store {args.store}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     return EXIT_OK
+
+
+def _page(args: argparse.Namespace) -> Any:
+    """The browser page ``serve`` starts (``--http-port``), or ``None``."""
+    if args.http_port is None:
+        return None
+    from .browser import page_at  # here: only a server with the page loads it
+
+    return page_at(args.http_host, args.http_port)
 
 
 def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
