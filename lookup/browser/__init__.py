@@ -1,8 +1,9 @@
 """The lookup browser: a live web page of a lookup service's registrations
 (``lookup serve --http-port PORT``; see docs/lookup.md).
 
-Its modules, top down (each imports only those below it, and lookup's own
-values and service, landlord's public modules and the standard library):
+Its modules, top down. Each may import only those below it, lookup's values
+and service (never the clients nor the command line), landlord's public
+modules and the standard library:
 
 * :mod:`lookup.browser.http`: the HTTP server (:class:`~lookup.browser.http.BrowserServer`,
   and :func:`~lookup.browser.http.page_at`, what ``serve(page=...)`` starts), its hostile-proof bounds;

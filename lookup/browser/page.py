@@ -60,7 +60,8 @@ table { border-collapse: collapse; width: 100%; font-size: .92em; }
 th, td { text-align: left; padding: .35em .6em; border-bottom: 1px solid #ddd; vertical-align: top; }
 th { background: #f3f3f3; }
 td.id, td.address, td.lease { font-family: ui-monospace, monospace; font-size: .88em; word-break: break-all; }
-td.left { font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.left, td.lease { white-space: nowrap; }
+td.left { font-variant-numeric: tabular-nums; }
 tr.expired td { color: #aaa; }
 .attribute { display: block; }
 .attribute .class { color: #555; }

@@ -332,10 +332,10 @@ def test_a_flood_of_streams_is_capped_and_a_reader_that_stops_is_dropped_not_wai
         readers = [Reader(Stream(page)) for _ in range(3)]
         assert Stream(page).status == 503  # the fifth
         started = time.monotonic()
-        for number in range(FLOOD):  # 6 MB of puts: more than the stalled socket's buffers and its queue
+        for number in range(FLOOD):  # 9 MB of puts: more than the stalled socket's buffers and its queue
             service.register(item(name=f"{number:05d}" + "x" * 30000), 30)
-            if number % 4 == 3:  # the readers keep up (a burst beyond their queues would drop them too)
-                assert all(wait_until(lambda r=reader: r.puts > number - 4, 5) for reader in readers)
+            if number % 2 == 1:  # the readers keep up (a burst beyond their queues would drop them too)
+                assert all(wait_until(lambda r=reader, n=number: r.puts >= n, 5) for reader in readers)
         assert time.monotonic() - started < 20  # the service never waited for the stalled reader
         assert wait_until(lambda: page.feed.clients == 3, 5)  # it was dropped
         for reader in readers:  # the others had every change
@@ -347,7 +347,7 @@ def test_a_flood_of_streams_is_capped_and_a_reader_that_stops_is_dropped_not_wai
         assert canary.stop() > 0
 
 
-FLOOD = 200
+FLOOD = 300
 
 
 class Reader:
@@ -388,3 +388,40 @@ def test_limits_are_checked() -> None:
             FeedLimits(**bad)
     with pytest.raises(ValueError):
         PageLimits(read_timeout=0)
+
+
+# -- the service's watchers, and the command line --------------------------------------------------------------
+
+
+def test_watch_tells_each_change_in_order_and_a_failing_watcher_stops_nothing(
+        service: LookupService, caplog: pytest.LogCaptureFixture) -> None:
+    kept = service.register(item(name="kept"), 30)
+    told: list[tuple[str, bool]] = []
+
+    def failing(record: Any, ended: bool) -> None:
+        raise RuntimeError("a broken watcher")
+
+    assert [record.service_id for record in service.watch(lambda r, e: told.append((r.service_id, e)))] == [
+        kept.service_id]
+    assert service.watch(failing) == service.watch(failing)  # watched once: told once
+    registration = service.register(item(), 30)
+    registration.add_attributes([Name("more")])
+    registration.lease.cancel()
+    assert told == [(registration.service_id, False)] * 2 + [(registration.service_id, True)]
+    assert [r.getMessage().startswith("registration watcher") for r in caplog.records] == [True] * 3
+    kept.lease.renew(30)  # the service went on
+
+
+def test_lookup_serve_http_port_serves_the_page_beside_the_service(tmp_path: Any) -> None:
+    from lookup_processes import LookupProcess, run_lookup
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    with LookupProcess("serve", "--port", "0", "--no-announce", "--http-port", "0",
+                       "--admin-token-file", str(token_file)) as server:
+        url = server.wait_for(r"^lookup browser at (http://127\.0\.0\.1:\d+/)$").group(1)
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            assert answer.status == 200 and b"Lookup browser" in answer.read()
+    refused = run_lookup("serve", "--http-port", "0", "--etcd", "127.0.0.1:1", "--group", "g",
+                         "--replicas", "127.0.0.1:1")
+    assert refused.returncode == 2 and "--http-port is not served by a replica" in refused.stderr
