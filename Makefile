@@ -29,7 +29,7 @@ demo: $(VENV)/.runtime
 
 # the whole suite, after lint and types: a lint or type error fails `make test` too
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=20
 
 test-fast: lint
 	$(PY) -m pytest -q -m "not slow"
