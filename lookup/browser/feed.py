@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from landlord import LeasedResource, LeaseHooks
+from landlord import LeasedResource, LeaseHooks, UnknownLeaseError
 
 from ..entry import entry_class_name, entry_fields
 from ..item import ServiceItem
@@ -287,6 +287,7 @@ class BrowserFeed:
     def _send_snapshots(self, subscriptions: list[Subscription]) -> None:
         if not subscriptions:
             return
+        self._refresh_expiries()
         now = round(self._service.clock.time() * 1000)
         public = [registration for registration, _ in self._mirror.values()]
         plain = _encoded({"kind": "snapshot", "now": now, "registrations": public})
@@ -294,6 +295,14 @@ class BrowserFeed:
             _with_lease(registration, cookie) for registration, cookie in self._mirror.values()]})
         for subscription in subscriptions:
             self._offer(subscription, admin if subscription.admin else plain)
+
+    def _refresh_expiries(self) -> None:
+        """Each registration's end as its lease says now: renewals are not followed while nobody streams."""
+        for service_id, (registration, cookie) in list(self._mirror.items()):
+            try:
+                registration["expires"] = self._wall_ms(self._service.manager.get(cookie).expiration)
+            except UnknownLeaseError:  # ended: its "gone" is on its way
+                self._mirror.pop(service_id, None)
 
     def _send(self, public: dict[str, Any], admin: dict[str, Any] | None) -> None:
         if not self._clients:

@@ -155,6 +155,20 @@ def test_a_registration_that_expires_is_told_gone_on_the_service_s_clock() -> No
         service.close()
 
 
+def test_a_renewal_while_nobody_streams_shows_in_the_next_client_s_snapshot() -> None:
+    clock = FakeClock()
+    service = LookupService(clock=clock, reaper="polling")
+    try:
+        with page_of(service) as page:
+            registration = service.register(item(), 5)
+            clock.advance(3)
+            registration.lease.renew(10)  # nobody streams: the feed does not follow renewals
+            [shown] = Stream(page).next()["registrations"]
+            assert shown["expires"] == round((clock.time() + 10) * 1000)
+    finally:
+        service.close()
+
+
 def test_with_the_admin_token_a_stream_shows_lease_prefixes_never_whole_cookies(service: LookupService) -> None:
     registration = service.register(item(), 30)
     with page_of(service) as page:
