@@ -83,6 +83,7 @@ import Pyro5.errors
 from landlord import StoreInUseError, __version__
 from landlord.admin import (
     add_admin_commands,
+    host_argument,
     hosts_argument,
     positive_count_argument,
     prefix_behind_dashes,
@@ -305,7 +306,8 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
         "list", help="print the registrations of a lookup service",
         description="Print the registrations of the lookup service at HOST:PORT as a table: "
                     "service id, types, attributes, time left.")
-    show.add_argument("--host", default=DEFAULT_HOST, help="the lookup service's host (default %(default)s)")
+    show.add_argument("--host", type=host_argument, default=DEFAULT_HOST,
+                      help="the lookup service's host (default %(default)s)")
     show.add_argument("--port", type=any_port_argument, default=DEFAULT_PORT, help="its port (default %(default)s)")
     show.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="S",
                       help="seconds to wait for it (default %(default)g)")

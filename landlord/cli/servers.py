@@ -14,7 +14,7 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from ..admin.commands import port_argument
+from ..admin.commands import host_argument, port_argument
 from ..admin.protocol import read_token
 from ..tls import TLSConfig
 from ..transport.addresses import check_advertise
@@ -75,7 +75,7 @@ def add_server_options(parser: argparse.ArgumentParser, *, default_host: str, de
         store_help: what ``--store`` keeps, for its help.
     """
     listen = parser.add_argument_group("listen", f"where the {what} listens, and the address its URIs name")
-    listen.add_argument("--host", default=default_host,
+    listen.add_argument("--host", type=host_argument, default=default_host,
                         help="address to listen on (default %(default)s; 0.0.0.0 or :: for every interface)")
     listen.add_argument("--port", type=any_port_argument, default=default_port,
                         help="port to listen on (default %(default)s; 0: any free port, which the printed URI names)")
