@@ -283,6 +283,13 @@ class _Failed(Exception):
         self.code = code
 
 
+def _given_as(args: argparse.Namespace, dest: str) -> str:
+    """How an error names option ``dest``: where its value came from (``--token-file``,
+    ``$LANDLORD_LIST_TOKEN_FILE``, ``FILE: token-file``) as landlord.cli.config recorded it."""
+    origins: dict[str, str] = getattr(args, "option_origins", {})
+    return origins.get(dest, "--" + dest.replace("_", "-"))
+
+
 def _credentials(args: argparse.Namespace, environ: dict[str, str] | os._Environ[str]) -> tuple[str | None,
                                                                                                   TLSConfig | None]:
     tls_files = [args.cert, args.key, args.ca]
@@ -301,9 +308,11 @@ def _credentials(args: argparse.Namespace, environ: dict[str, str] | os._Environ
         elif environ.get(TOKEN_ENV):
             token = check_token(environ[TOKEN_ENV].strip())
     except OSError as exc:
-        raise _Failed(EXIT_USAGE, f"cannot read the token file: {exc}") from None
+        raise _Failed(EXIT_USAGE, f"{_given_as(args, 'token_file')}: cannot read the token file {args.token_file}: "
+                                  f"{exc.strerror or exc}") from None
     except ValueError as exc:
-        raise _Failed(EXIT_USAGE, str(exc) if args.token_file is not None else f"${TOKEN_ENV}: {exc}") from None
+        raise _Failed(EXIT_USAGE, f"{_given_as(args, 'token_file')}: {exc}" if args.token_file is not None
+                      else f"${TOKEN_ENV}: {exc}") from None
     if token is None and tls is None:
         raise _Failed(EXIT_USAGE, f"no credentials: give --token-file PATH (or set ${TOKEN_ENV}), "
                                   f"or an admin certificate (--cert, --key, --ca)")

@@ -18,6 +18,7 @@ from ..admin.commands import host_argument, port_argument
 from ..admin.protocol import read_token
 from ..tls import TLSConfig
 from ..transport.addresses import check_advertise
+from .config import given_as
 from .logs import add_logging_options
 
 __all__ = ["ServerSettings", "add_server_options", "add_tls_options", "server_settings", "tls_config",
@@ -151,7 +152,7 @@ def server_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         try:
             token = read_token(args.admin_token_file)
         except (OSError, ValueError) as exc:
-            _error(parser, f"--admin-token-file: {exc}")
+            _error(parser, f"{given_as(args, 'admin_token_file')}: {exc}")
     if args.admin_name and tls is None:
         _error(parser, "--admin-name needs --cert, --key and --ca: without TLS no caller has a certificate")
     if args.metrics_host is not None and args.metrics_port is None:

@@ -452,7 +452,7 @@ def test_serve_takes_its_options_from_a_file_and_the_environment_a_flag_winning(
 @pytest.mark.parametrize(("source", "says"), [
     ({"LOOKUP_SERVE_PORT": "http"}, "lookup serve: error: $LOOKUP_SERVE_PORT: not a port number: 'http'"),
     ({"LOOKUP_SERVE_REAPER": "eager"}, "lookup serve: error: $LOOKUP_SERVE_REAPER: 'eager' is not one of"),
-    ({"LOOKUP_SERVE_CONFIG": "{missing}"}, "lookup serve: error: --config {missing}: cannot read it"),
+    ({"LOOKUP_SERVE_CONFIG": "{missing}"}, "lookup serve: error: $LOOKUP_SERVE_CONFIG {missing}: cannot read it"),
     ({"LOOKUP_SERVE_CONFIG": "{config}"}, "lookup serve: error: {config}: max-leas: not an option of this command"),
 ])
 def test_a_bad_value_from_the_environment_or_the_file_is_one_line_and_exit_2(
