@@ -322,8 +322,9 @@ def _credentials(args: argparse.Namespace, environ: dict[str, str] | os._Environ
 def run_admin(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
               prog: str = "landlord", environ: dict[str, str] | None = None) -> int:
     """Run an admin command parsed by a parser :func:`add_admin_commands` made; its exit code:
-    0 done, 1 refused or unreachable (or a replica that does not lead), 2 bad input (the
-    options, or a prefix matching no lease or several). A failure is one line on ``err``:
+    0 done, 1 refused or unreachable (or a replica that does not lead), or no lease to evict
+    (the prefix matches none: it may have ended since it was listed), 2 bad input (the options,
+    the files they name, or a prefix matching several leases). A failure is one line on ``err``:
     ``<prog>: error: <what>``.
 
     Args:
@@ -377,7 +378,9 @@ def _call(args: argparse.Namespace, token: str | None) -> tuple[str, str]:
     except NotLeaderError as exc:
         raise _Failed(EXIT_FAILED, f"{where} does not lead its group"
                                    + (f": ask {exc.leader}" if exc.leader else "")) from None
-    except (UnknownLeaseError, TypeError, ValueError) as exc:
+    except UnknownLeaseError as exc:  # not found: well-formed, but no lease (now) has that prefix
+        raise _Failed(EXIT_FAILED, str(exc)) from None
+    except (TypeError, ValueError) as exc:  # a prefix of several leases, say
         raise _Failed(EXIT_USAGE, str(exc)) from None
     except LeaseError as exc:
         raise _Failed(EXIT_FAILED, str(exc)) from None

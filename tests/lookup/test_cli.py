@@ -161,12 +161,12 @@ def test_serve_on_a_port_in_use_exits_1_with_a_clear_message() -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_serve_with_a_store_it_cannot_use_exits_1_with_a_clear_message(tmp_path: pathlib.Path) -> None:
+def test_serve_with_a_store_it_cannot_use_exits_2_with_a_clear_message(tmp_path: pathlib.Path) -> None:
     not_a_database = tmp_path / "notes.txt"
     not_a_database.write_text("these are not leases\n" * 100)
     for store in (not_a_database, tmp_path / "no such folder" / "lookup.sqlite"):
         done = run_lookup("serve", "--port", str(free_port()), "--store", str(store))
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == 2, done.stderr  # bad input: a restart would not mend it
         assert f"cannot use the store {store}" in done.stderr
         assert "Traceback" not in done.stderr
     assert not_a_database.read_text() == "these are not leases\n" * 100  # left as it was
