@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 # true of any project laid out as this one is, and nothing a newcomer can act on, so it is not shown
 PIP    := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip
 
-.PHONY: demo test test-fast test-multihost test-etcd lint bench clean
+.PHONY: demo test test-fast test-multihost test-etcd lint docs bench clean
 
 LINTED := landlord lookup tests benchmarks examples
 
@@ -21,7 +21,7 @@ $(VENV)/.runtime: pyproject.toml
 
 # and the test toolchain, with the extras the tests exercise: what `make test` needs
 $(VENV)/.installed: $(VENV)/.runtime
-	$(PIP) install --quiet -e '.[test,etcd,metrics]'
+	$(PIP) install --quiet -e '.[test,etcd,metrics,docs]'
 	touch $@
 
 demo: $(VENV)/.runtime
@@ -29,7 +29,7 @@ demo: $(VENV)/.runtime
 
 # the whole suite, after lint and types: a lint or type error fails `make test` too
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=20
 
 test-fast: lint
 	$(PY) -m pytest -q -m "not slow"
@@ -51,8 +51,14 @@ test-etcd: $(VENV)/.installed
 	    tests/landlord/test_etcdstore.py tests/landlord/test_replicated.py tests/lookup/test_lookup_replicated.py \
 	    tests/faults/test_replicated_failover.py tests/faults/test_lock_replicated.py tests/examples/test_example_replicated.py
 
+# the API reference (docs/reference, Sphinx autodoc) into build/docs, a warning failing it;
+# make test builds it too (tests/test_docs.py), so that it cannot rot
+docs: $(VENV)/.installed
+	$(PY) -m sphinx -E -n -W --keep-going -q -b html docs/reference build/docs
+	@echo "the API reference: build/docs/index.html"
+
 bench: $(VENV)/.installed
-	$(PIP) install --quiet -e '.[test,etcd,metrics,bench]'
+	$(PIP) install --quiet -e '.[test,etcd,metrics,docs,bench]'
 	-VENV=$(VENV) bash benchmarks/setup_etcd.sh
 	-VENV=$(VENV) bash benchmarks/setup_locks.sh
 	$(PY) benchmarks/run_all.py

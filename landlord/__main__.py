@@ -1,15 +1,23 @@
-"""``python -m landlord``: administer a served landlord.
+"""The ``landlord`` command (``python -m landlord``): administer a served landlord, or serve a
+renewal service.
 
 ::
 
-    python -m landlord list  --port P [--host H] [--token-file F] [--cert C --key K --ca CA]
-                             [--id LANDLORD_ID | --object-id ID] [--limit N] [--timeout S]
-    python -m landlord evict PREFIX --port P [the same options but --limit]
-    python -m landlord renewal-service [--host H] [--port P] [--advertise A] [--store PATH]
-                                       [--max-set-lease S] [--set-lease S] [--sets-per-client N]
-                                       [--leases-per-set N] [--leases-per-client N]
-                                       [--landlord-hosts H1,H2] [--callback-hosts H1,H2] [-v]
-    python -m landlord --version
+    landlord list  --port P [--host H] [--token-file F] [--cert C --key K --ca CA]
+                   [--id LANDLORD_ID | --object-id ID] [--limit N] [--timeout S] [-o text|json]
+    landlord evict PREFIX --port P [the same options but --limit and -o]
+    landlord renewal-service [--max-set-lease S] [--set-lease S] [--sets-per-client N]
+                             [--leases-per-set N] [--leases-per-client N]
+                             [--landlord-hosts H1,H2] [--callback-hosts H1,H2]
+                             [every server's options: --host --port --advertise, --cert --key --ca,
+                              --metrics-port --metrics-host, --admin-token-file --admin-name,
+                              --store, --log-level --log-format -v]
+    landlord --version
+
+(``python -m landlord`` is the same command.) Every option also comes from the environment
+(``LANDLORD_LIST_``, ``LANDLORD_EVICT_``, ``LANDLORD_RENEWAL_SERVICE_`` and its name in capitals)
+or a TOML ``--config`` file, a flag winning over the environment and the environment over the
+file; ``--print-config`` shows what is in force (:mod:`landlord.cli.config`, docs/commands.md).
 
 ``list`` prints the leases the landlord at ``H:P`` holds, earliest
 expiration first: the first 8 characters of each cookie (never the whole:
@@ -35,9 +43,10 @@ which admin object it serves.
 
 ``renewal-service`` serves a lease renewal service
 (:mod:`landlord.renewalservice.service`, after Jini's Norm) until SIGTERM or SIGINT,
-printing ``landlord at <uri> (...)`` once it answers. With ``--store`` its
-renewal sets survive a restart. ``--sets-per-client``, ``--leases-per-set`` and
-``--leases-per-client`` bound what one client (a host) may hold;
+printing ``renewal service at <uri> (...)`` once it answers (and telling systemd so, under
+a ``Type=notify`` unit). It takes the option groups every server takes
+(:mod:`landlord.cli.servers`). With ``--store`` its renewal sets survive a restart.
+``--sets-per-client``, ``--leases-per-set`` and ``--leases-per-client`` bound what one client (a host) may hold;
 ``--landlord-hosts`` names the only hosts the leases' landlords may be at and
 ``--callback-hosts`` the only hosts the sets' listeners may be on (each: any
 host when not given). See :class:`landlord.renewalservice.service.RenewalLimits`.

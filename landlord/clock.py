@@ -55,7 +55,7 @@ class SystemClock:
         return "SystemClock()"
 
 
-SYSTEM_CLOCK = SystemClock()
+SYSTEM_CLOCK = SystemClock()  #: this process's real clocks, the default wherever a clock is taken
 
 
 class FakeClock:

@@ -11,8 +11,8 @@ import numbers
 
 __all__ = ["ANY", "FOREVER", "check_duration"]
 
-FOREVER: float = math.inf
-ANY: float = -1.0
+FOREVER: float = math.inf  #: a duration without end (``math.inf``)
+ANY: float = -1.0  #: asks the grantor to choose the duration
 
 
 def check_duration(duration: object, *, name: str = "duration", allow_any: bool = True) -> float:

@@ -206,7 +206,7 @@ def record_grants(leases: Sequence[AbstractLease], sent: tuple[float, float], gr
         granted: the seconds granted to each, as the landlord answered them (unchecked).
 
     Returns:
-        Whether it recorded them: not when a grant is not a float of at least 0 (``-1``, a
+        Whether it recorded them; not when a grant is not a float of at least 0 (``-1``, a
         refusal), nor when a lease's class records its grants its own way. Then nothing is
         recorded: the caller goes through them one by one.
     """

@@ -101,7 +101,7 @@ M = TypeVar("M", bound="Metrics")
 # milliseconds, and one that waits on a store's lock may take a second
 RENEWAL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 DENIAL_REASONS = ("denied", "unknown", "other")
-FENCE_OUTCOMES = ("accepted", "refused", "invalid")  # what landlord_fence_checks_total counts, by outcome
+FENCE_OUTCOMES = ("accepted", "refused", "invalid")  #: what landlord_fence_checks_total counts, by outcome
 REQUEST_TIMEOUT = 10.0  # seconds a client of the endpoint may take to send its request
 JOIN_TIMEOUT = 5.0  # seconds close() waits for the endpoint's thread
 
@@ -149,8 +149,8 @@ class Metrics:
 
     def count_refusals(self, refusals: Callable[[], Mapping[str, int]] | None) -> None:
         """Read, when scraped, what its server refused so far by rule (``None``: nothing), as
-        ``landlord_transport_refused_total{rule}`` (see :attr:`landlord.transport.frameserver.FrameServer.refusals`).
-        Read at scrape time only: a refusal costs the server nothing more."""
+        ``landlord_transport_refused_total{rule}`` (see ``FrameServer.refusals`` in
+        :mod:`landlord.transport.frameserver`). Read at scrape time only: a refusal costs the server nothing more."""
         self._refusals = refusals
 
     def refused(self) -> dict[str, int]:

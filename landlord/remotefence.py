@@ -68,6 +68,7 @@ class RemoteFence:
     def __init__(self, fence: Fence | None = None) -> None:
         if fence is not None and not isinstance(fence, Fence):
             raise TypeError(f"fence must be a landlord.Fence, got {type(fence).__name__}")
+        #: the fence served, for this process (others call :meth:`check` and :meth:`highest`)
         self.fence = fence if fence is not None else Fence()
         self._invalid = 0
         self._lock = threading.Lock()

@@ -116,9 +116,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
-SERVER_TYPE = "guarded"  # landlord.transport.frameserver: one thread gathers whole messages, workers serve them
+SERVER_TYPE = "guarded"  #: landlord.transport.frameserver: one thread gathers whole messages, workers serve them
 SERVER_TYPES = ("guarded", "multiplex", "thread")
-THREADPOOL_SIZE = 2048     # workers if the "thread" server type is asked for: one per connection
+THREADPOOL_SIZE = 2048     #: workers if the "thread" server type is asked for: one per connection
 
 # Requests to a landlord or a lookup service are small (a batch of 1,000
 # renewals is ~60 KiB, an item with its attributes a few KiB); Pyro5's default
@@ -138,7 +138,7 @@ MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 COMM_TIMEOUT = 5.0
 
 
-WANTED_OPEN_FILES = 65536  # soft limit asked for when the hard limit is unlimited
+WANTED_OPEN_FILES = 65536  #: soft limit asked for when the hard limit is unlimited
 _FEW_OPEN_FILES = 1100     # below this, warn: 1,000 clients cannot connect
 
 
@@ -150,8 +150,7 @@ def raise_open_files_limit(wanted: int = WANTED_OPEN_FILES) -> int:
         wanted: the soft limit to ask for when the hard limit is unlimited
             (or higher than this).
 
-    Raises:
-        Nothing: where the limit cannot be read or raised, the current one stays.
+    It raises nothing: where the limit cannot be read or raised, the current one stays.
     """
     if resource is None:  # pragma: no cover
         return -1
@@ -602,12 +601,13 @@ def _serving_line(name: str, uri: str, server_type: str, two_way_tls: bool, deta
 
 def _announce(name: str, announce: bool, serving: str, admin_uri: str | None,
               endpoint: MetricsEndpoint | None) -> None:
-    """Log where the object, its admin object and its metrics are served; with ``announce``, print the
-    same lines (readers of either find the same URI)."""
+    """Say where the object, its admin object and its metrics are served: with ``announce``, printed
+    to stdout (what a script reads the URI from) and logged at DEBUG only, so that an operator whose
+    stdout and stderr go to one journal sees each event once; without, logged at INFO."""
     lines = [serving] + ([f"{name} admin at {admin_uri}"] if admin_uri is not None else []) + (
         [f"{name} metrics at {endpoint.url} (health: /healthz, /readyz)"] if endpoint is not None else [])
     for line in lines:
-        log.info("%s", line)
+        log.log(logging.DEBUG if announce else logging.INFO, "%s", line)
         if announce:
             _print_line(line)
 

@@ -78,7 +78,7 @@ __all__ = ["TLSConfig", "apply_tls", "tls_settings", "server_handshake", "HANDSH
 
 log = logging.getLogger(__name__)
 
-HANDSHAKE_TIMEOUT = 5.0  # seconds a client may take over its TLS handshake (as landlord.serving's COMM_TIMEOUT)
+HANDSHAKE_TIMEOUT = 5.0  #: seconds a client may take over its TLS handshake (as landlord.serving's COMM_TIMEOUT)
 
 # Pyro5's config items for SSL, all set by apply_tls and restored by tls_settings
 PYRO_SSL_SETTINGS = (

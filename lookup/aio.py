@@ -196,7 +196,7 @@ class AsyncLookup:
     async def notify(self, template: ServiceTemplate, transitions: int, listener: Any, handback: Any = None,
                      duration: float = ANY) -> EventRegistration:
         """Ask for events on ``listener`` (a Pyro5 URI or proxy of an object with ``notify(event)``)
-        when items matching ``template`` make one of ``transitions``; see :meth:`LookupService.notify`.
+        when items matching ``template`` make one of ``transitions``; see :meth:`~lookup.LookupService.notify`.
 
         Raises:
             TypeError: a bad template or transitions.

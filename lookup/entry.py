@@ -37,11 +37,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MAX_FIELDS = 64              # fields of one entry
-MAX_LINEAGE = 32             # entry classes an entry descends from, its own included
-MAX_NAME_LENGTH = 256        # characters of a class, type or field name
-MAX_VALUE_DEPTH = 8          # nesting of lists, tuples and dicts in a field value
-MAX_CONTAINER_LENGTH = 4096  # elements of one list, tuple or dict in a field value
+MAX_FIELDS = 64              #: fields of one entry
+MAX_LINEAGE = 32             #: entry classes an entry descends from, its own included
+MAX_NAME_LENGTH = 256        #: characters of a class, type or field name
+MAX_VALUE_DEPTH = 8          #: nesting of lists, tuples and dicts in a field value
+MAX_CONTAINER_LENGTH = 4096  #: elements of one list, tuple or dict in a field value
 
 # every entry class, by qualified name, so that entries arriving by name can be rebuilt
 _registry: dict[str, type[Entry]] = {}

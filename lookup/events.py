@@ -22,9 +22,10 @@ __all__ = [
 ]
 
 
-TRANSITION_MATCH_NOMATCH = 1  # an item that matched no longer does (changed, cancelled, or expired)
-TRANSITION_NOMATCH_MATCH = 2  # an item now matches that did not (new, or changed)
-TRANSITION_MATCH_MATCH = 4    # an item that matched still does, but changed
+TRANSITION_MATCH_NOMATCH = 1  #: an item that matched no longer does (changed, cancelled, or expired)
+TRANSITION_NOMATCH_MATCH = 2  #: an item now matches that did not (new, or changed)
+TRANSITION_MATCH_MATCH = 4    #: an item that matched still does, but changed
+#: the three transitions at once
 ALL_TRANSITIONS = TRANSITION_MATCH_NOMATCH | TRANSITION_NOMATCH_MATCH | TRANSITION_MATCH_MATCH
 
 

@@ -30,10 +30,10 @@ __all__ = [
     "MAX_MATCHES", "MAX_TYPES", "MAX_ATTRIBUTES", "MAX_URI_LENGTH",
 ]
 
-MAX_MATCHES = 100_000  # the most items one lookup_all hands back (the service's cap, which clients check too)
-MAX_TYPES = 256        # type names of one item or template
-MAX_ATTRIBUTES = 256   # entries of one item or template
-MAX_URI_LENGTH = 1024  # characters of a service's URI
+MAX_MATCHES = 100_000  #: the most items one lookup_all hands back (the service's cap, which clients check too)
+MAX_TYPES = 256        #: type names of one item or template
+MAX_ATTRIBUTES = 256   #: entries of one item or template
+MAX_URI_LENGTH = 1024  #: characters of a service's URI
 
 Service = Pyro5.client.Proxy | Pyro5.core.URI | str
 _UNCHANGED: Any = object()

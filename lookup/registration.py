@@ -13,8 +13,8 @@ __all__ = ["ServiceRegistration", "DEFAULT_LEASE", "DEFAULT_MAX_LEASE"]
 
 # The lookup service's terms, here where its clients can see them too (a client
 # module never imports the service's): a LookupCache waits this long for an orphan.
-DEFAULT_MAX_LEASE = 300.0  # seconds: a dead service is gone within five minutes at worst
-DEFAULT_LEASE = 60.0       # seconds, for a registration asking for ANY
+DEFAULT_MAX_LEASE = 300.0  #: seconds: a dead service is gone within five minutes at worst
+DEFAULT_LEASE = 60.0       #: seconds, for a registration asking for ANY
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -25,6 +25,8 @@ def run_lookup(*args: str, timeout: float = 30, env: Mapping[str, str] | None = 
 class LookupProcess(ChildProcess):
     """``python -m lookup ARGS`` running."""
 
+    announced = ""  # the line `serve` printed once it answered (serve_lookup's processes)
+
     def __init__(self, *args: str, env: Mapping[str, str] | None = None) -> None:
         super().__init__("-m", "lookup", *args, env=env)
 
@@ -39,7 +41,7 @@ def serve_lookup() -> Iterator[Callable[..., tuple[LookupProcess, int]]]:
         port = port if port is not None else free_port()
         server = LookupProcess("serve", "--port", str(port), *args)
         started.append(server)
-        server.wait_for(re.escape(READY))
+        server.announced = server.wait_for(re.escape(READY)).string
         return server, port
 
     yield start

@@ -20,12 +20,12 @@ A leader that loses the lead (its lease ran out unrenewed) says so and campaigns
 from __future__ import annotations
 
 import argparse
-import logging
 import queue
 import sys
 import threading
 
 import landlord
+from landlord.cli import configure_logging
 
 TERM = 2.0  # seconds asked for each term of the lease; the server may give less
 WORK_EVERY = 0.5  # seconds between two pieces of work
@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("landlord")
     parser.add_argument("name")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging("warning")  # the format every landlord server and example logs in
     commands: queue.Queue[str] = queue.Queue()
     threading.Thread(target=read_commands, args=(commands,), daemon=True).start()
 

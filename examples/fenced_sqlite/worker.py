@@ -21,7 +21,6 @@ with the lock's fencing token, and then:
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import threading
 import time
@@ -29,6 +28,7 @@ import time
 import Pyro5.api
 
 import landlord
+from landlord.cli import configure_logging
 
 TERM = 2.0  # seconds asked for each term of the lock's lease
 LOST_TIMEOUT = 10.0  # seconds to wait for the lock's word that it was lost
@@ -50,7 +50,7 @@ def main() -> int:
     parser.add_argument("name")
     parser.add_argument("--pause-before-second-write", action="store_true")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging("warning")  # the format every landlord server and example logs in
 
     lock = landlord.Lock(args.locks, "ledger", duration=TERM, value=args.name)
     lost = threading.Event()

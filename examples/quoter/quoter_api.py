@@ -6,10 +6,10 @@ Both sides import this module, so the type name the service registers under
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 
+from landlord.cli import configure_logging
 from lookup import Entry
 
 
@@ -38,4 +38,4 @@ def stamp(started: float, who: str, message: str) -> None:
 
 def quiet_logging() -> None:
     """The story is told by the scripts; the libraries' INFO logs would drown it."""
-    logging.basicConfig(level=logging.WARNING)
+    configure_logging("warning")  # the format every landlord server and example logs in

@@ -25,7 +25,6 @@ Bad arguments print one line on stderr and exit with status 2.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import threading
 import time
@@ -37,6 +36,7 @@ import Pyro5.core
 
 import landlord  # importing it registers the converters that send leases over the wire
 from landlord import LandlordLease, LeaseDurationPolicy, ReplicatedLandlord, replica_uris
+from landlord.cli import configure_logging
 from landlord.replication.election import connect, parse_endpoints
 from landlord.replication.replicated import replica_object_id
 
@@ -124,7 +124,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
+    configure_logging("warning")  # the format every landlord server and example logs in
     listen = args.listen if args.listen is not None else args.advertise
     try:
         rooms = RoomLandlord(connect(args.etcd), group=args.group, replicas=replica_uris(args.replicas, args.group),

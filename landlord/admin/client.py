@@ -35,7 +35,7 @@ __all__ = ["AdminClient", "AdminRow", "AdminListing", "NameRow", "NameHolder", "
            "listing_objects",
            "find_admin", "format_table", "format_names", "format_remaining", "DEFAULT_TIMEOUT", "NAME_WIDTH"]
 
-DEFAULT_TIMEOUT = 10.0  # seconds a call waits for the landlord
+DEFAULT_TIMEOUT = 10.0  #: seconds a call waits for the landlord
 NAME_WIDTH = 40  # characters of a name the table shows (a name has up to 256)
 
 

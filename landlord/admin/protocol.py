@@ -65,16 +65,16 @@ __all__ = [
     "DEFAULT_LIMIT", "MAX_LIMIT", "RESOURCE_WIDTH", "NONCE_BYTES", "MAX_SEQUENCE", "COOKIE_CHARACTERS",
 ]
 
-ADMIN_PREFIX = "landlord-admin."  # an admin object's id: this and its landlord's id
-MIN_TOKEN_LENGTH = 16  # characters: a shorter token could be guessed
+ADMIN_PREFIX = "landlord-admin."  #: an admin object's id: this and its landlord's id
+MIN_TOKEN_LENGTH = 16  #: characters: a shorter token could be guessed
 MAX_TOKEN_LENGTH = 4096
-MIN_PREFIX = 8  # characters of a cookie an eviction must name: 48 bits, so a typo hits no other lease
-PREFIX_SHOWN = 8  # characters of a cookie a listing shows: enough to evict, far from the capability
-DEFAULT_LIMIT = 1000  # leases listed unless told otherwise
-MAX_LIMIT = 10_000  # leases one listing may return (~1 MB on the wire)
-RESOURCE_WIDTH = 60  # characters of a resource's repr a listing shows
-NONCE_BYTES = 32  # random bytes of a connection's challenge: never drawn twice
-MAX_SEQUENCE = 2**63 - 1  # the highest sequence number a proof may carry
+MIN_PREFIX = 8  #: characters of a cookie an eviction must name: 48 bits, so a typo hits no other lease
+PREFIX_SHOWN = 8  #: characters of a cookie a listing shows: enough to evict, far from the capability
+DEFAULT_LIMIT = 1000  #: leases listed unless told otherwise
+MAX_LIMIT = 10_000  #: leases one listing may return (~1 MB on the wire)
+RESOURCE_WIDTH = 60  #: characters of a resource's repr a listing shows
+NONCE_BYTES = 32  #: random bytes of a connection's challenge: never drawn twice
+MAX_SEQUENCE = 2**63 - 1  #: the highest sequence number a proof may carry
 COOKIE_CHARACTERS = re.compile(r"[A-Za-z0-9_-]+\Z")  # secrets.token_urlsafe's alphabet: every cookie's
 _PROOF_CONTEXT = "landlord-admin-proof/1"  # first in every proved message: a proof means nothing elsewhere
 _HEX_NONCE = re.compile(r"[0-9a-f]{64}\Z")  # NONCE_BYTES, in hex

@@ -86,7 +86,7 @@ _timeout: Any = getattr(asyncio, "timeout", None)  # Python 3.11 on
 DEFAULT_MAX_WORKERS = 8
 """Threads in a :class:`CallPool` unless told otherwise: as many calls in flight at once."""
 
-MAX_WORKERS = 256  # more threads than this buys nothing but memory: the landlords are the bottleneck
+MAX_WORKERS = 256  #: more threads than this buys nothing but memory: the landlords are the bottleneck
 
 
 # -- the pool of worker threads ------------------------------------------------------------------------

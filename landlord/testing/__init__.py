@@ -224,7 +224,9 @@ class OutputLines:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        #: every stdout line read so far, in order (a separate stderr's in :attr:`error_lines`)
         self.lines: list[Line] = []
+        #: every stderr line read so far, when stderr is kept separate
         self.error_lines: list[Line] = []
         self._changed = threading.Condition()
         self._ended = False  # its stdout reached its end
@@ -366,7 +368,7 @@ class ChildProcess(OutputLines):
     something else, and is a prefix: ``ChildProcess("server.py", command=["ip",
     "netns", "exec", "h1", sys.executable])`` runs ``server.py`` with this
     Python in network namespace ``h1``. A thread reads the child's stdout
-    into :attr:`lines`, each stamped with the moment it was read.
+    into :attr:`~OutputLines.lines`, each stamped with the moment it was read.
 
     Two ways to wait for output: :meth:`wait_for` and :meth:`expect` read
     forward, as from a stream (each returns a line after the last one they
@@ -382,7 +384,7 @@ class ChildProcess(OutputLines):
         command: what to run ``args`` with (default: this Python interpreter).
         name: what to call it in failure messages (default: from ``args``).
         stderr: ``"merge"`` it into stdout's lines, keep it ``"separate"``
-            (in :attr:`error_lines`, shown in failure messages), or let it
+            (in :attr:`~OutputLines.error_lines`, shown in failure messages), or let it
             ``"inherit"`` this process's stderr.
         stdin: give it a pipe for :meth:`send` (else it inherits this process's stdin).
         env: variables set on top of this process's environment.
@@ -406,7 +408,8 @@ class ChildProcess(OutputLines):
         prefix = [sys.executable] if command is None else list(command)
         self.argv = [*prefix, *args]
         super().__init__(name or _name_of(args, prefix))
-        self.killed = False  # stop() or kill() had to SIGKILL it
+        #: whether :meth:`stop` or :meth:`kill` had to SIGKILL it
+        self.killed = False
         self.process = subprocess.Popen(
             self.argv, stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE,
             stderr={"merge": subprocess.STDOUT, "separate": subprocess.PIPE, "inherit": None}[stderr],

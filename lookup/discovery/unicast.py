@@ -29,7 +29,7 @@ __all__ = [
 
 log = logging.getLogger("lookup.locate")  # its name before it moved; logs and tests know it by it
 
-LOOKUP_OBJECT_ID = "lookup.LookupService"  # fixed, so the URI follows from host and port
+LOOKUP_OBJECT_ID = "lookup.LookupService"  #: fixed, so the URI follows from host and port
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4160       # Jini's lookup port
 DEFAULT_TIMEOUT = 10.0    # seconds, to connect and then for every call

@@ -113,6 +113,7 @@ class LookupService(Landlord):
                  limits: LookupLimits | None = None) -> None:
         if limits is not None and not isinstance(limits, LookupLimits):
             raise TypeError(f"limits must be a LookupLimits or None, got {type(limits).__name__}")
+        #: what one client may hold (registrations, event registrations)
         self.limits = limits if limits is not None else LookupLimits()
         self._registrations_held = ClientCounts(self.limits.registrations_per_client, "registrations",
                                                 exempt=[IN_PROCESS_CLIENT])
@@ -120,7 +121,9 @@ class LookupService(Landlord):
                                                       "event registrations", exempt=[IN_PROCESS_CLIENT])
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
+        #: the registrations by service id, with their index (read only while the service is quiet)
         self.registry = Registry(clock=clock)
+        #: the event registrations and their mail (read only while the service is quiet)
         self.fanout = EventFanout(clock=clock, cancel=self._cancel_lease, mailer=mailer, limits=mail_limits,
                                   persist=self._store_record if store is not None else None)
         super().__init__(policy=policy or LeaseDurationPolicy(maximum=DEFAULT_MAX_LEASE, default=DEFAULT_LEASE),

@@ -250,6 +250,18 @@ def test_announce_false_prints_nothing_and_logs_as_before(
     assert capsys.readouterr().out == ""
     assert f"landlord at {uri} (guarded server)" in caplog.messages
 
+def test_announced_it_is_printed_once_and_logged_at_debug_only(
+        close_later: list, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    rooms = Rooms()
+    close_later.append(rooms)
+    with caplog.at_level(logging.DEBUG, logger="landlord.serving"):
+        with _served(rooms, "127.0.0.1") as uri:
+            pass
+    assert capsys.readouterr().out.splitlines().count(f"landlord at {uri} (guarded server)") == 1
+    levels = [record.levelno for record in caplog.records if record.getMessage().startswith(f"landlord at {uri}")]
+    assert levels == [logging.DEBUG]  # one journal for stdout and stderr sees the event once
+
+
 def test_a_closed_or_missing_stdout_stops_no_server(close_later: list, monkeypatch: pytest.MonkeyPatch) -> None:
     closed = io.StringIO()
     closed.close()
@@ -300,8 +312,8 @@ def test_a_served_landlord_prints_the_advertised_uri_it_serves_once(spawn: Any) 
     landlord.transport.proxies.discard(uri)
     assert server.stop() == 0
     server.wait_for("^stopped$")
-    assert sum(line.startswith("landlord at ") for line in server.output) == 1  # and the INFO log line
-    assert sum(f"landlord at {uri}" in line for line in server.output) == 2
+    assert sum(line.startswith("landlord at ") for line in server.output) == 1
+    assert sum(f"landlord at {uri}" in line for line in server.output) == 1  # printed, not logged at INFO too
 
     quiet = spawn("served_landlord.py", "--quiet")
     uri = quiet.expect("URI:")

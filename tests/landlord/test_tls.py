@@ -186,8 +186,8 @@ def test_a_tls_landlord_serves_clients_of_its_ca_and_refuses_every_other_client(
         spawn: Any, certs: Certs, server_type: str) -> None:
     started = time.monotonic()
     server = spawn("served_landlord.py", "--server-type", server_type, *certs.args(certs.server))
-    uri = server.expect("URI:")  # printed once the log line below is written
-    assert f"INFO landlord.serving: landlord at {uri} ({server_type} server, two-way TLS)" in server.output
+    uri = server.expect("URI:")  # printed after the line below
+    assert f"landlord at {uri} ({server_type} server, two-way TLS)" in server.output
 
     with tls_settings(certs.client):
         lease = _rent(uri, "101")
