@@ -156,17 +156,10 @@ def _serve_renewals(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     from .admin.server import LandlordAdmin
     from .grantor.policy import LeaseDurationPolicy
     from .grantor.store import StoreInUseError
-    from .metrics import require_prometheus
     from .renewalservice.service import SERVICE_OBJECT_ID, LeaseRenewalService, RenewalLimits
     from .serving import serve_landlord
 
     settings = server_settings(args, parser)
-    if settings.metrics_port is not None:
-        try:
-            require_prometheus()
-        except ImportError as exc:
-            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
     logging_from(args)
     try:
         policy = LeaseDurationPolicy(args.max_set_lease, min(args.set_lease, args.max_set_lease))

@@ -1,10 +1,11 @@
 """Prometheus metrics of a landlord, and of fences, with health checks over HTTP: :class:`LeaseMetrics`,
 :class:`Metrics`, :func:`serve_metrics`.
 
-Needs the ``metrics`` extra (``pip install 'landlord[metrics]'``, which is
-prometheus-client). Importing this module does not: making a
-:class:`LeaseMetrics` (or :class:`Metrics`) does, and says so if it is missing. ``import landlord``
-never imports this module.
+The metrics need the ``metrics`` extra (``pip install 'landlord[metrics]'``,
+which is prometheus-client); the health checks need nothing. Importing this
+module does not need it: making a :class:`LeaseMetrics` (or :class:`Metrics`)
+does, and says so if it is missing (:func:`prometheus_available` asks
+first). ``import landlord`` never imports this module.
 
 Serving a landlord with its metrics is one option::
 
@@ -23,7 +24,7 @@ A :class:`LeaseMetrics` is a :class:`~landlord.grantor.hooks.LeaseHooks`: the
 landlord tells it of every grant, renewal, denial and end, and it counts.
 Each has a registry of its own (never prometheus-client's global one), so
 two landlords in one process keep their counts apart. Exposed, in the
-Prometheus text format:
+Prometheus text format (or OpenMetrics, for a scraper that asks):
 
 - ``landlord_leases_granted_total``, ``landlord_leases_renewed_total`` (each
   lease of a batch), ``landlord_leases_cancelled_total``,
@@ -60,30 +61,44 @@ A process that serves a fence and no landlord counts it in a plain
     serve_object(RemoteFence(fence), "0.0.0.0", 4180, object_id="fence.orders",
                  metrics=metrics, metrics_port=9180)
 
+Every registry also holds what every Prometheus client exports, read when
+scraped: the process's (``process_cpu_seconds_total``,
+``process_resident_memory_bytes``, ``process_open_fds``, ...; Linux only),
+the platform's (``python_info``) and the garbage collector's
+(``python_gc_collections_total``, ...); and
+``landlord_build_info{version, python}``, always 1.
+
 What it costs a renewal: renewals come to the hooks in batches, and each
 batch is one ``inc`` and one ``observe``, whatever its size (measured by
-``benchmarks/bench_metrics.py``).
+``benchmarks/bench_metrics.py``); the process's series cost only the scrape.
 
-The endpoint (:func:`serve_metrics`) answers ``GET /metrics``; ``/healthz``
-(200 ``ok`` while the process serves: a load balancer's liveness check); and
-``/readyz`` (200 while the landlord answers leases, else 503: a replica of a
-replicated landlord answers only while it leads). Plain HTTP, on a thread of
-its own: bind it where your monitoring reaches, not the world.
+The endpoint (:func:`serve_metrics`) answers ``GET /metrics`` through
+prometheus-client's own exposition (its WSGI app: the format the scraper's
+``Accept`` asks for, gzip when it accepts it); ``/healthz`` (200 ``ok``
+while the process serves: a liveness check); and ``/readyz`` (200 while the
+landlord answers leases, else 503: a replica of a replicated landlord
+answers only while it leads). Without prometheus-client the health checks
+are served all the same, and ``/metrics`` answers 501 naming the extra. The
+server (:mod:`landlord.transport.httpserver`) is the standard library's
+asyncio on a thread of its own, and no client holds it: requests bounded in
+size and time, connections in number, scrapes made one at a time. Plain
+HTTP: bind it where your monitoring reaches, not the world.
 """
 
 from __future__ import annotations
 
-import http.server
 import logging
-import socket
+import platform
+import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import LeaseDeniedError, UnknownLeaseError
 from .grantor.hooks import HookFanout, LeaseHooks
 from .grantor.landlord import Landlord
 from .replication.replicated import ReplicatedLandlord
+from .transport.httpserver import Answer, HttpLimits, HttpServer, Page, Request, text_answer
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -91,7 +106,8 @@ if TYPE_CHECKING:
     from .grantor.resource import LeasedResource
 
 __all__ = ["Metrics", "LeaseMetrics", "CountedFence", "MetricsEndpoint", "serve_metrics", "find_metrics",
-           "require_prometheus", "check_metrics_port", "RENEWAL_BUCKETS", "DENIAL_REASONS", "FENCE_OUTCOMES"]
+           "require_prometheus", "prometheus_available", "check_metrics_port", "HttpLimits", "RENEWAL_BUCKETS",
+           "DENIAL_REASONS", "FENCE_OUTCOMES", "INSTALL_METRICS"]
 
 log = logging.getLogger(__name__)
 
@@ -102,20 +118,35 @@ M = TypeVar("M", bound="Metrics")
 RENEWAL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 DENIAL_REASONS = ("denied", "unknown", "other")
 FENCE_OUTCOMES = ("accepted", "refused", "invalid")  #: what landlord_fence_checks_total counts, by outcome
-REQUEST_TIMEOUT = 10.0  # seconds a client of the endpoint may take to send its request
-JOIN_TIMEOUT = 5.0  # seconds close() waits for the endpoint's thread
+INSTALL_METRICS = "landlord's metrics need prometheus-client: pip install 'landlord[metrics]'"
 
 
 def require_prometheus() -> None:
     """Check that prometheus-client can be imported.
 
     Raises:
-        ImportError: it is not installed; the message says how to install it.
+        ImportError: it is not installed; the message says how to install it (:data:`INSTALL_METRICS`).
     """
     try:
         import prometheus_client  # noqa: F401
     except ImportError as exc:
-        raise ImportError("landlord's metrics need prometheus-client: pip install 'landlord[metrics]'") from exc
+        raise ImportError(INSTALL_METRICS) from exc
+
+
+def prometheus_available() -> bool:
+    """Whether prometheus-client can be imported (and so :class:`Metrics` made)."""
+    try:
+        require_prometheus()
+    except ImportError:
+        return False
+    return True
+
+
+def _version() -> str:
+    """landlord's version, as ``landlord --version`` says it."""
+    # read from the package, which has run before any of its modules, not imported: the package's
+    # facade sits above this module (it loads it lazily)
+    return str(getattr(sys.modules[__name__.rpartition(".")[0]], "__version__", "unknown"))
 
 
 class CountedFence(Protocol):
@@ -138,7 +169,14 @@ class Metrics:
 
     def __init__(self) -> None:
         require_prometheus()
-        from prometheus_client import CollectorRegistry
+        from prometheus_client import (
+            CollectorRegistry,
+            GCCollector,
+            Info,
+            PlatformCollector,
+            ProcessCollector,
+            make_wsgi_app,
+        )
 
         self.registry: CollectorRegistry = CollectorRegistry()
         self._refusals: Callable[[], Mapping[str, int]] | None = None
@@ -146,6 +184,13 @@ class Metrics:
         self._fences_lock = threading.Lock()
         self.registry.register(_RefusalCollector(self))
         self.registry.register(_FenceCollector(self))
+        # the process's own series, as every Prometheus client exports them: read when scraped
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        Info("landlord_build", "landlord's version, and Python's.", registry=self.registry).info(
+            {"version": _version(), "python": platform.python_version()})
+        self._app: Callable[[dict[str, str], Callable[..., Any]], Iterable[bytes]] = make_wsgi_app(self.registry)
 
     def count_refusals(self, refusals: Callable[[], Mapping[str, int]] | None) -> None:
         """Read, when scraped, what its server refused so far by rule (``None``: nothing), as
@@ -189,10 +234,26 @@ class Metrics:
         return True
 
     def exposition(self) -> bytes:
-        """The metrics in the Prometheus text format, as ``/metrics`` answers them."""
+        """The metrics in the Prometheus text format, as ``/metrics`` answers a scraper that asks for nothing else."""
         from prometheus_client import generate_latest
 
         return generate_latest(self.registry)
+
+    def scrape(self, request: Request) -> Answer:
+        """``/metrics``' answer to ``request``, as prometheus-client's own WSGI app makes it: the format the
+        ``Accept`` header asks for (the text format, or OpenMetrics), gzipped if ``Accept-Encoding`` allows,
+        only the series the query's ``name[]`` names if it names any."""
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": request.path, "QUERY_STRING": request.query,
+                   "HTTP_ACCEPT": request.headers.get("accept", ""),
+                   "HTTP_ACCEPT_ENCODING": request.headers.get("accept-encoding", "")}
+        started: list[tuple[str, list[tuple[str, str]]]] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+            started.append((status, headers))
+
+        body = b"".join(self._app(environ, start_response))
+        status, headers = started[0]
+        return Answer(int(status.split(" ", 1)[0]), tuple(headers), body)
 
 
 class LeaseMetrics(Metrics, LeaseHooks):
@@ -411,17 +472,22 @@ def _told(hooks: LeaseHooks | None) -> Iterator[LeaseHooks]:
 
 
 class MetricsEndpoint:
-    """An HTTP server answering ``/metrics``, ``/healthz`` and ``/readyz`` on a daemon thread of its own
+    """An HTTP server answering ``/metrics``, ``/healthz`` and ``/readyz`` on a thread of its own
     (see :func:`serve_metrics`). Close it to stop it."""
 
-    def __init__(self, server: _MetricsServer) -> None:
-        self._server = server
-        self.host: str = str(server.server_address[0])
-        self.port: int = int(server.server_address[1])
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name=f"metrics {self.port}", daemon=True)
-        self._thread.start()
-        self._closed = False
+    def __init__(self, metrics: Metrics | None, host: str, port: int, is_ready: Callable[[], bool],
+                 limits: HttpLimits | None = None) -> None:
+        pages: dict[str, Page] = {"/healthz": lambda request: text_answer(200, "ok"),
+                                  "/readyz": lambda request: _readiness(is_ready)}
+        slow_pages: dict[str, Page] = {}
+        if metrics is None:
+            pages["/metrics"] = lambda request: text_answer(501, f"no metrics here: {INSTALL_METRICS}")
+        else:
+            slow_pages["/metrics"] = metrics.scrape
+        self.metrics = metrics
+        self._server = HttpServer(host, port, pages=pages, slow_pages=slow_pages, limits=limits, name="metrics")
+        self.host: str = self._server.host
+        self.port: int = self._server.port
 
     @property
     def url(self) -> str:
@@ -429,14 +495,13 @@ class MetricsEndpoint:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/metrics"
 
+    def refused(self) -> dict[str, int]:
+        """HTTP connections it closed or refused so far, by rule (see :meth:`HttpServer.refused`)."""
+        return self._server.refused()
+
     def close(self) -> None:
-        """Stop answering and free the port (requests being answered finish on their threads). Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(JOIN_TIMEOUT)
+        """Stop answering and free the port. Idempotent."""
+        self._server.close()
 
     def __enter__(self) -> MetricsEndpoint:
         return self
@@ -448,31 +513,37 @@ class MetricsEndpoint:
         return f"MetricsEndpoint({self.url!r})"
 
 
-def serve_metrics(metrics: Metrics, host: str = "127.0.0.1", port: int = 0, *,
-                  is_ready: Callable[[], bool] | None = None) -> MetricsEndpoint:
-    """Answer HTTP at ``host:port`` from now until the endpoint is closed, on a daemon thread:
+def serve_metrics(metrics: Metrics | None, host: str = "127.0.0.1", port: int = 0, *,
+                  is_ready: Callable[[], bool] | None = None, limits: HttpLimits | None = None) -> MetricsEndpoint:
+    """Answer HTTP at ``host:port`` from now until the endpoint is closed, on a thread of its own:
 
-    - ``GET /metrics``: ``metrics`` in the Prometheus text format;
+    - ``GET /metrics``: ``metrics`` through prometheus-client's own exposition (:meth:`Metrics.scrape`:
+      the text format, or OpenMetrics when the scraper asks for it; gzipped when it accepts gzip);
+      without ``metrics`` (prometheus-client is not installed), 501 and a line saying how to install it;
     - ``GET /healthz``: 200 ``ok`` (the process serves);
     - ``GET /readyz``: 200 ``ready`` while ``is_ready()`` is true, else 503 ``not ready``;
-    - any other path 404, another method 501, a malformed request 400. No request stops it.
+    - ``HEAD`` of each the same without the body; any other path 404, another method 405, a malformed
+      request 400. No client holds it: requests are bounded in size and time, connections in number,
+      and scrapes made on a worker thread one at a time (see :mod:`landlord.transport.httpserver`).
 
     Args:
-        metrics: what ``/metrics`` shows.
+        metrics: what ``/metrics`` shows (``None``: health checks only).
         host: the address to listen on (``0.0.0.0``, ``::`` or ``""``: every interface).
         port: the port (0: any free one; the endpoint's ``port`` says which).
-        is_ready: what ``/readyz`` asks (default: ``metrics.answering``).
+        is_ready: what ``/readyz`` asks, on the server's thread: it must be quick (default:
+            ``metrics.answering``; without metrics, always ready).
+        limits: what one HTTP client may take (default: :class:`HttpLimits`' defaults).
 
     Raises:
-        TypeError: ``metrics`` is not :class:`Metrics` (a :class:`LeaseMetrics`, say).
+        TypeError: ``metrics`` is neither :class:`Metrics` (a :class:`LeaseMetrics`, say) nor ``None``.
         ValueError: ``port`` is not 0 to 65535.
         OSError: the address is in use or cannot be bound.
     """
-    if not isinstance(metrics, Metrics):
-        raise TypeError(f"expected Metrics (a LeaseMetrics, say), got {type(metrics).__name__}")
+    if metrics is not None and not isinstance(metrics, Metrics):
+        raise TypeError(f"expected Metrics (a LeaseMetrics, say) or None, got {type(metrics).__name__}")
     check_metrics_port(port, name="port")
-    ready = is_ready if is_ready is not None else metrics.answering
-    return MetricsEndpoint(_MetricsServer((host, port), metrics, ready))
+    ready = is_ready if is_ready is not None else metrics.answering if metrics is not None else _always
+    return MetricsEndpoint(metrics, host, port, ready, limits)
 
 
 def check_metrics_port(port: object, *, name: str = "metrics_port") -> int:
@@ -486,57 +557,9 @@ def check_metrics_port(port: object, *, name: str = "metrics_port") -> int:
     return port
 
 
-class _MetricsServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True  # a client that hangs on never holds up the process's exit
-
-    def __init__(self, address: tuple[str, int], metrics: Metrics, is_ready: Callable[[], bool]) -> None:
-        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.metrics = metrics
-        self.is_ready = is_ready
-        super().__init__(address, _MetricsHandler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # a client gone mid-answer, or a request that broke the handler: the server answers on
-        log.debug("metrics request from %s failed", client_address, exc_info=True)
+def _readiness(is_ready: Callable[[], bool]) -> Answer:
+    return text_answer(200, "ready") if is_ready() else text_answer(503, "not ready")
 
 
-_TEXT = "text/plain; charset=utf-8"
-
-
-class _MetricsHandler(http.server.BaseHTTPRequestHandler):
-    timeout = REQUEST_TIMEOUT  # a client that connects and says nothing frees its thread after this
-    server_version = "landlord-metrics"
-
-    def do_GET(self) -> None:
-        self._answer(body=True)
-
-    def do_HEAD(self) -> None:
-        self._answer(body=False)
-
-    def _answer(self, *, body: bool) -> None:
-        try:
-            status, content_type, payload = self._page(self.path.split("?", 1)[0])
-        except Exception:
-            log.exception("cannot answer %s", self.path[:80])
-            status, content_type, payload = 500, _TEXT, b"error\n"
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        if body:
-            self.wfile.write(payload)
-
-    def _page(self, path: str) -> tuple[int, str, bytes]:
-        server = cast(_MetricsServer, self.server)
-        if path == "/metrics":
-            from prometheus_client import CONTENT_TYPE_LATEST
-
-            return 200, CONTENT_TYPE_LATEST, server.metrics.exposition()
-        if path == "/healthz":
-            return 200, _TEXT, b"ok\n"
-        if path == "/readyz":
-            return (200, _TEXT, b"ready\n") if server.is_ready() else (503, _TEXT, b"not ready\n")
-        return 404, _TEXT, b"not found\n"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+def _always() -> bool:
+    return True

@@ -61,11 +61,15 @@ URIs (its ``nathost``).
 
 Metrics and health checks
 -------------------------
-``serve_landlord(..., metrics_port=9170)`` (and :func:`serve_replica`, and
-``python -m lookup serve --metrics-port``) also answers plain HTTP on that
-port while it serves: ``/metrics`` in the Prometheus text format,
-``/healthz`` and ``/readyz`` for a load balancer (see :mod:`landlord.metrics`).
-That server has threads of its own: a slow scraper never holds up a renewal.
+``serve_landlord(..., metrics_port=9170)`` (and :func:`serve_replica`,
+:func:`serve_object`, ``python -m lookup serve --metrics-port``) also
+answers plain HTTP on that port while it serves: ``/healthz`` and
+``/readyz`` for a load balancer or systemd, and ``/metrics`` for Prometheus
+(see :mod:`landlord.metrics`). The health checks need nothing installed;
+without prometheus-client, ``/metrics`` answers 501 naming the extra, and
+the server logs so once, at start. That HTTP server has a thread of its own
+and bounds every client (:mod:`landlord.transport.httpserver`): a slow
+scraper, or a hostile one, never holds up a renewal.
 
 Per process
 -----------
@@ -238,14 +242,15 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
     """Serve ``landlord`` (a :class:`~landlord.Landlord` or subclass) at
     ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
-    With ``metrics_port``, its Prometheus metrics and health checks are served
+    With ``metrics_port``, its health checks and Prometheus metrics are served
     over HTTP at ``metrics_host:metrics_port`` for as long (see
-    :mod:`landlord.metrics`; needs prometheus-client): ``/metrics``,
-    ``/healthz``, and ``/readyz``, which answers 200 from the moment the
-    landlord answers until it is told to stop. A second line is printed:
-    ``landlord metrics at http://host:port/metrics (...)``. The
-    :class:`~landlord.metrics.LeaseMetrics` stays among the landlord's hooks,
-    and serving it again with metrics goes on counting in it.
+    :mod:`landlord.metrics`): ``/healthz``, ``/readyz``, which answers 200 from
+    the moment the landlord answers until it is told to stop, and ``/metrics``
+    (which needs prometheus-client: without it, 501 and a warning logged at
+    start). A second line is printed: ``landlord metrics at
+    http://host:port/metrics (...)``. The :class:`~landlord.metrics.LeaseMetrics`
+    stays among the landlord's hooks, and serving it again with metrics goes
+    on counting in it.
 
     Its leases carry the URI it is served under, with the advertised address
     (see :func:`advertised_host`). Prints ``landlord at <uri> (...)`` to
@@ -290,7 +295,6 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
             ``advertise`` that is not a host name or address, a bad ``metrics_port``,
             ``metrics`` without ``metrics_port``, or ``metrics`` counting another
             landlord (nothing is bound).
-        ImportError: ``metrics_port`` given, and prometheus-client not installed.
         OSError: the address (or the metrics' address) is in use or cannot be bound.
     """
     if not isinstance(landlord, Landlord):
@@ -300,7 +304,7 @@ def serve_landlord(landlord: Landlord, host: str = DEFAULT_HOST, port: int = 0, 
     serve_object(landlord, host, port, advertise=advertise, object_id=object_id, tls=tls,
                  server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=ready,
                  name=name, announce=announce, metrics=metrics, metrics_host=metrics_host,
-                 metrics_port=metrics_port or 0, admin=_admin_of(landlord, admin), limits=limits, workers=workers)
+                 metrics_port=metrics_port, admin=_admin_of(landlord, admin), limits=limits, workers=workers)
 
 
 def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: int = 0, *,
@@ -323,9 +327,10 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     elects a leader of its own) on one of the server's workers, and must not
     hold up other holders' renewals meanwhile, which never wait for etcd.
 
-    With ``metrics_port``, its metrics are served as :func:`serve_landlord`
+    With ``metrics_port``, its health checks and metrics are served as :func:`serve_landlord`
     serves a landlord's, counted across its terms of leadership; ``/readyz``
-    answers 200 only while it leads (a load balancer sends clients to the leader).
+    answers 200 only while it leads (a load balancer sends clients to the leader),
+    with prometheus-client or without.
 
     Args:
         replica: what to serve (not yet started).
@@ -341,7 +346,6 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
     Raises:
         TypeError: ``replica`` is not a :class:`~landlord.ReplicatedLandlord`.
         ValueError: its URI is not one of its ``replicas``, or as :func:`serve_landlord`.
-        ImportError: ``metrics_port`` given, and prometheus-client not installed.
         OSError: the address is in use or cannot be bound.
     """
     if not isinstance(replica, ReplicatedLandlord):
@@ -357,7 +361,7 @@ def serve_replica(replica: ReplicatedLandlord, host: str = DEFAULT_HOST, port: i
         serve_object(replica, host, port, advertise=advertise, object_id=replica.object_id, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=joined,
                      name=name, details=f"replica of group {replica.group}", announce=announce,
-                     metrics=metrics, metrics_host=metrics_host, metrics_port=metrics_port or 0,
+                     metrics=metrics, metrics_host=metrics_host, metrics_port=metrics_port,
                      admin=_admin_of(replica, admin), limits=limits, workers=workers)
     finally:
         replica.close()
@@ -385,22 +389,26 @@ def _admin_of(served: Landlord | ReplicatedLandlord, admin: LandlordAdmin | None
 def _attached_metrics(served: Landlord | ReplicatedLandlord, metrics: LeaseMetrics | None,
                       metrics_port: int | None) -> LeaseMetrics | None:
     """The metrics to serve with ``served``, attached to it: ``metrics``, else (a landlord) those among its
-    hooks, else new ones; ``None`` without a ``metrics_port``.
+    hooks, else new ones; ``None`` without a ``metrics_port``, or without prometheus-client (then
+    :func:`serve_object` serves the health checks alone, and says so).
 
     Raises:
         ValueError: a bad ``metrics_port``, ``metrics`` without one, or ``metrics`` counting another.
-        ImportError: prometheus-client is not installed.
         RuntimeError: ``served`` is a replica that has started.
     """
     if metrics_port is None:
         if metrics is not None:
             raise ValueError("metrics given without metrics_port: say where to serve them")
         return None
-    from .metrics import LeaseMetrics, check_metrics_port, find_metrics
+    from .metrics import LeaseMetrics, check_metrics_port, find_metrics, prometheus_available
 
     check_metrics_port(metrics_port)
     if metrics is None:  # a landlord served again with metrics counts on in those it had
-        metrics = (find_metrics(served) if isinstance(served, Landlord) else None) or LeaseMetrics()
+        metrics = find_metrics(served) if isinstance(served, Landlord) else None
+        if metrics is None:
+            if not prometheus_available():
+                return None
+            metrics = LeaseMetrics()
     return metrics.attach(served)
 
 
@@ -409,8 +417,8 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
                  threadpool_size: int = THREADPOOL_SIZE, stop: threading.Event | None = None,
                  ready: Callable[[str], None] | None = None, name: str = "object", details: str = "",
                  announce: bool = True, metrics: Metrics | None = None, metrics_host: str | None = None,
-                 metrics_port: int = 0, admin: LandlordAdmin | None = None, limits: FrameLimits | None = None,
-                 workers: int = WORKERS) -> None:
+                 metrics_port: int | None = None, admin: LandlordAdmin | None = None,
+                 limits: FrameLimits | None = None, workers: int = WORKERS) -> None:
     """Serve one Pyro5 object at ``host:port`` under ``object_id`` until
     SIGTERM or SIGINT (or ``stop`` is set): the loop behind :func:`serve_landlord`
     and ``python -m lookup serve``.
@@ -426,11 +434,14 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
     Every URI the daemon hands out (the object's, and any of the proxies and
     leases it returns) names :func:`advertised_host`, never a wildcard.
 
-    With ``metrics``, its endpoint (:func:`landlord.metrics.serve_metrics`) is
-    bound once the daemon is, and closed before the daemon; its ``/readyz``
-    answers 200 from just before ``ready`` is called until ``stop`` is set, and
-    while ``metrics.answering()``. A second line says where:
-    ``"<name> metrics at http://<host:port>/metrics (health: /healthz, /readyz)"``.
+    With ``metrics_port`` (or ``metrics``), its health checks and metrics
+    (:func:`landlord.metrics.serve_metrics`) are bound once the daemon is, and
+    closed before the daemon; ``/readyz`` answers 200 from just before
+    ``ready`` is called until ``stop`` is set, while ``metrics.answering()``
+    and, for a :class:`~landlord.ReplicatedLandlord`, while it leads. A second
+    line says where: ``"<name> metrics at http://<host:port>/metrics (health:
+    /healthz, /readyz)"``. Without prometheus-client, the health checks are
+    served alone: that line, and a warning logged, say so.
 
     Args:
         obj: the Pyro5-exposed object; unregistered (not closed) afterwards.
@@ -456,8 +467,11 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         metrics: serve these metrics and health checks too (attached by the caller): a landlord's
             :class:`~landlord.metrics.LeaseMetrics`, or a :class:`~landlord.metrics.Metrics` counting
             fences (:meth:`~landlord.metrics.Metrics.count_fence`) for a served :class:`~landlord.RemoteFence`.
+            ``None`` with a ``metrics_port``: a plain :class:`~landlord.metrics.Metrics` (its server's
+            refusals, the process's series) if prometheus-client is installed, else health checks alone.
         metrics_host: where the metrics listen (default: ``host``).
-        metrics_port: their port (0: any free one).
+        metrics_port: their port (0: any free one); ``None``: any free one if ``metrics`` is given,
+            else no health checks or metrics are served.
         admin: serve this :class:`~landlord.admin.LandlordAdmin` on the same daemon, under its
             ``object_id`` (logged, and printed with ``announce``: ``"<name> admin at <uri>"``).
 
@@ -467,8 +481,11 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
             ``advertise`` that is not a host name or address (nothing is bound).
         OSError: the address (or the metrics' address) is in use or cannot be bound.
     """
-    _check_options(server_type, threadpool_size, workers, limits, object_id, tls, metrics, metrics_port)
+    _check_options(server_type, threadpool_size, workers, limits, object_id, tls, metrics_port)
     advertised = advertised_host(host, advertise)  # checked before anything is bound
+    health = metrics is not None or metrics_port is not None
+    if metrics is None and metrics_port is not None:
+        metrics = _plain_metrics(name)
     translated = advertise is not None or host in WILDCARD_HOSTS  # the URIs carry another address than host
     stop = stop if stop is not None else threading.Event()
     _warn_if_few_open_files()
@@ -480,8 +497,8 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
         stack.callback(daemon.close)
         uri, admin_uri = _register(stack, daemon, obj, object_id, admin)
         answering = threading.Event()  # /readyz: from ready until told to stop
-        endpoint = _metrics_endpoint(stack, metrics, host if metrics_host is None else metrics_host, metrics_port,
-                                     answering, stop)
+        endpoint = _metrics_endpoint(stack, obj, metrics, host if metrics_host is None else metrics_host,
+                                     metrics_port or 0, answering, stop) if health else None
         stack.enter_context(_stopped_by_signals(stop))
 
         loop = threading.Thread(target=daemon.requestLoop, name=f"{name}-requests", daemon=True)
@@ -500,13 +517,13 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
 
 
 def _check_options(server_type: str, threadpool_size: int, workers: int, limits: FrameLimits | None,
-                   object_id: str, tls: TLSConfig | None, metrics: Metrics | None, metrics_port: int) -> None:
+                   object_id: str, tls: TLSConfig | None, metrics_port: int | None) -> None:
     """Refuse :func:`serve_object`'s bad options before anything is bound.
 
     Raises:
         TypeError, ValueError: as :func:`serve_object`.
     """
-    if metrics is not None:
+    if metrics_port is not None:
         from .metrics import check_metrics_port
 
         check_metrics_port(metrics_port)
@@ -523,6 +540,17 @@ def _check_options(server_type: str, threadpool_size: int, workers: int, limits:
         raise ValueError(f"object_id must be a non-empty str without spaces or '@', got {object_id!r:.80}")
     if tls is not None and not isinstance(tls, TLSConfig):
         raise TypeError(f"tls must be a TLSConfig or None, got {type(tls).__name__}")
+
+
+def _plain_metrics(name: str) -> Metrics | None:
+    """What a server with a metrics port and no metrics of its own serves: a plain Metrics (its server's
+    refusals, the process's series), or nothing without prometheus-client (said once, here)."""
+    from .metrics import INSTALL_METRICS, Metrics, prometheus_available
+
+    if prometheus_available():
+        return Metrics()
+    log.warning("%s: no /metrics (%s); /healthz and /readyz are served", name, INSTALL_METRICS)
+    return None
 
 
 def _warn_if_few_open_files() -> None:
@@ -575,17 +603,17 @@ def _register(stack: contextlib.ExitStack, daemon: Pyro5.api.Daemon, obj: object
     return uri, admin_uri
 
 
-def _metrics_endpoint(stack: contextlib.ExitStack, metrics: Metrics | None, host: str, port: int,
-                      answering: threading.Event, stop: threading.Event) -> MetricsEndpoint | None:
-    """The metrics' HTTP endpoint, bound now and closed with the stack (none without ``metrics``);
-    ready while ``answering`` is set, ``stop`` is not, and the metrics say the object answers."""
-    if metrics is None:
-        return None
+def _metrics_endpoint(stack: contextlib.ExitStack, obj: object, metrics: Metrics | None, host: str, port: int,
+                      answering: threading.Event, stop: threading.Event) -> MetricsEndpoint:
+    """The health checks' and metrics' HTTP endpoint, bound now and closed with the stack; ready while
+    ``answering`` is set, ``stop`` is not, the metrics say the object answers, and a replica leads."""
     from .metrics import serve_metrics
 
-    watched = metrics
-    endpoint = serve_metrics(metrics, host, port,
-                             is_ready=lambda: answering.is_set() and not stop.is_set() and watched.answering())
+    def ready() -> bool:
+        return (answering.is_set() and not stop.is_set() and (metrics is None or metrics.answering())
+                and (not isinstance(obj, ReplicatedLandlord) or obj.leading))
+
+    endpoint = serve_metrics(metrics, host, port, is_ready=ready)
     stack.callback(endpoint.close)
     return endpoint
 
@@ -605,11 +633,18 @@ def _announce(name: str, announce: bool, serving: str, admin_uri: str | None,
     to stdout (what a script reads the URI from) and logged at DEBUG only, so that an operator whose
     stdout and stderr go to one journal sees each event once; without, logged at INFO."""
     lines = [serving] + ([f"{name} admin at {admin_uri}"] if admin_uri is not None else []) + (
-        [f"{name} metrics at {endpoint.url} (health: /healthz, /readyz)"] if endpoint is not None else [])
+        [_metrics_line(name, endpoint)] if endpoint is not None else [])
     for line in lines:
         log.log(logging.DEBUG if announce else logging.INFO, "%s", line)
         if announce:
             _print_line(line)
+
+
+def _metrics_line(name: str, endpoint: MetricsEndpoint) -> str:
+    """``"<name> metrics at <url> (health: /healthz, /readyz[; /metrics needs prometheus-client: ...])"``."""
+    missing = "" if endpoint.metrics is not None else "; /metrics needs prometheus-client: " \
+        "pip install 'landlord[metrics]'"
+    return f"{name} metrics at {endpoint.url} (health: /healthz, /readyz{missing})"
 
 
 def _wait_for_stop(stop: threading.Event, loop: threading.Thread) -> None:

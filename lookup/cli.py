@@ -33,12 +33,13 @@ restarted on it (even after ``kill -9``) has them back, each with its
 remaining time less the downtime, and its clients carry on as if nothing had
 happened (see :class:`landlord.LeaseStore`).
 
-``--metrics-port PORT`` serves Prometheus metrics at
-``http://HOST:PORT/metrics`` (HOST: ``--metrics-host``, default ``--host``),
-with health checks for a load balancer: ``/healthz`` (200 while the process
-serves) and ``/readyz`` (200 while it answers leases: a replica only while it
-leads). Needs prometheus-client (``pip install 'landlord[metrics]'``; without
-it, exit 2). See :class:`lookup.service.server.LookupMetrics`.
+``--metrics-port PORT`` serves health checks for a load balancer at
+``http://HOST:PORT`` (HOST: ``--metrics-host``, default ``--host``): ``/healthz``
+(200 while the process serves) and ``/readyz`` (200 while it answers leases: a
+replica only while it leads), which need nothing installed; and Prometheus
+metrics at ``/metrics`` with prometheus-client (``pip install
+'landlord[metrics]'``; without it ``/metrics`` answers 501 naming the extra,
+and the server says so once at start). See :class:`lookup.service.server.LookupMetrics`.
 
 ``--admin-token-file PATH`` (and, over two-way TLS, ``--admin-name NAME``)
 serves an admin object beside the service (:class:`landlord.admin.LandlordAdmin`):
@@ -360,8 +361,6 @@ def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     """``serve``'s options checked together, then the service served (a replica, with ``--etcd``)."""
     settings = server_settings(args, parser)
     args.tls, args.admin_token = settings.tls, settings.admin_token
-    if args.metrics_port is not None and not _metrics_available():
-        return EXIT_USAGE
     if args.default_lease is None:
         args.default_lease = min(DEFAULT_LEASE, args.max_lease)
     elif args.default_lease > args.max_lease:
@@ -394,18 +393,6 @@ def _addresses(args: argparse.Namespace) -> str:
     if args.metrics_port is not None:
         where += f" (or metrics at {args.metrics_host or args.host}:{args.metrics_port})"
     return where
-
-
-def _metrics_available() -> bool:
-    """Whether prometheus-client can be imported; if not, says so on stderr."""
-    from landlord.metrics import require_prometheus
-
-    try:
-        require_prometheus()
-    except ImportError as exc:
-        print(f"lookup: {exc}", file=sys.stderr)
-        return False
-    return True
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -85,8 +85,8 @@ def add_server_options(parser: argparse.ArgumentParser, *, default_host: str, de
                              "(default: --host, or this host's own address if --host is every interface)")
     add_tls_options(parser, side="server")
     metrics = parser.add_argument_group(
-        "metrics and health", "over HTTP: /healthz, /readyz, and /metrics for Prometheus (needs prometheus-client: "
-                              "pip install 'landlord[metrics]')")
+        "metrics and health", "over HTTP: /healthz and /readyz, and /metrics for Prometheus (/metrics needs "
+                              "prometheus-client: pip install 'landlord[metrics]'; without it, 501)")
     metrics.add_argument("--metrics-port", type=any_port_argument, metavar="PORT",
                          help="serve /metrics, /healthz and /readyz at this port (0: any free port; default: none)")
     metrics.add_argument("--metrics-host", metavar="ADDR", help="address the metrics listen on (default: --host)")

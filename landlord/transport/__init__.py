@@ -16,7 +16,8 @@
   :mod:`~landlord.transport.refusals` (refusals counted, logged in bursts, told)
   and :mod:`~landlord.transport.budget` (the bytes of large messages; pure);
   :mod:`~landlord.transport.multiplex` (Pyro5's multiplex server,
-  greeting a connection once it speaks), :mod:`~landlord.transport.clients` (who
+  greeting a connection once it speaks), :mod:`~landlord.transport.httpserver`
+  (the small HTTP server of health checks and metrics, bounding every client), :mod:`~landlord.transport.clients` (who
   a caller is counted as), :mod:`~landlord.transport.callbacks` (the URIs a
   server may call back), :mod:`~landlord.transport.addresses` (what a server
   advertises).

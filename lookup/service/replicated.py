@@ -41,6 +41,7 @@ from landlord import (
     serve_replica,
 )
 from landlord.admin import LandlordAdmin
+from landlord.metrics import prometheus_available
 from landlord.replication.election import connect, etcd_errors, leader_key
 from landlord.replication.replicated import ReplicaTerm
 from landlord.serving import FrameLimits
@@ -255,7 +256,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
         ValueError: a malformed etcd URL, group name or address; this replica's address not
             among ``replicas``; bad lease terms (all before anything is bound or sent).
         EtcdUnreachableError: no etcd member answered.
-        ImportError: ``metrics_port`` given, and prometheus-client not installed.
+        ImportError: the etcd client is not installed.
         OSError: the address is in use or cannot be bound.
     """
     uris = replica_uris(replicas, group, object_id=LOOKUP_OBJECT_ID)
@@ -266,7 +267,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
     announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
     if discovery:
         Announcement(group_lookup_id(group), tuple(uris), announcing.groups)  # raises if it cannot fit a packet
-    metrics = LookupMetrics() if metrics_port is not None else None
+    metrics = LookupMetrics() if metrics_port is not None and prometheus_available() else None
     replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper)
     admin = LandlordAdmin(replica, token=admin_token, admin_names=admin_names) \
         if admin_token is not None or admin_names else None

@@ -20,9 +20,11 @@ measurements are in :mod:`landlord.serving`'s docstring.
 Metrics
 -------
 ``serve(metrics_port=9160)`` (``python -m lookup serve --metrics-port 9160``)
-serves the landlord's metrics (:mod:`landlord.metrics`) and health checks
-over HTTP, and the lookup service's own (:class:`LookupMetrics`): its event
-deliveries, the attempts that failed, and the listeners given up on.
+serves health checks over HTTP (``/healthz``, ``/readyz``: nothing to
+install) and, with prometheus-client, the landlord's metrics
+(:mod:`landlord.metrics`) and the lookup service's own (:class:`LookupMetrics`):
+the registrations it holds, its event deliveries, the attempts that failed,
+and the listeners given up on.
 
 TLS
 ---
@@ -45,7 +47,7 @@ import Pyro5.server
 
 from landlord import Landlord, LeaseDurationPolicy, LeaseStore, RenewResults, UnknownLeaseError
 from landlord.admin import LandlordAdmin
-from landlord.metrics import LeaseMetrics
+from landlord.metrics import LeaseMetrics, prometheus_available
 from landlord.serving import (
     COMM_TIMEOUT,
     MAX_MESSAGE_SIZE,
@@ -179,7 +181,10 @@ def _describe_record(record: Any) -> str:
 
 class LookupMetrics(LeaseMetrics):
     """A lookup service's metrics: a landlord's (:class:`landlord.metrics.LeaseMetrics`: its
-    registrations and event registrations are its leases) and its event mail's:
+    registrations and event registrations are its leases), what it holds, read when scraped:
+    ``lookup_registrations_active`` (services registered) and ``lookup_event_registrations_active``
+    (event registrations; both counting those run out but not yet freed, as ``landlord_leases_active``
+    does, and 0 on a replica that does not lead); and its event mail's:
     ``lookup_event_deliveries_total`` (events that reached their listener),
     ``lookup_event_delivery_failures_total`` (attempts that could not reach it; each retry
     counts), ``lookup_event_listeners_dropped_total`` (listeners given up on, their
@@ -194,8 +199,14 @@ class LookupMetrics(LeaseMetrics):
 
     def __init__(self) -> None:
         super().__init__()
-        from prometheus_client import Counter
+        from prometheus_client import Counter, Gauge
 
+        self._service: LookupService | None = None  # the last term's, for a replica
+        Gauge("lookup_registrations_active", "Services registered now (run out but not yet freed among them).",
+              registry=self.registry).set_function(lambda: self._held_by(lambda service: len(service.registry)))
+        Gauge("lookup_event_registrations_active", "Event registrations held now (run out but not yet freed "
+              "among them).", registry=self.registry).set_function(
+            lambda: self._held_by(lambda service: len(service.fanout)))
         self.mail = _CountedMail(
             Counter("lookup_event_deliveries", "Events that reached their listener.", registry=self.registry),
             Counter("lookup_event_delivery_failures", "Event deliveries that could not reach the listener "
@@ -208,6 +219,14 @@ class LookupMetrics(LeaseMetrics):
     def landlord_attached(self, landlord: Landlord) -> None:
         if isinstance(landlord, LookupService):
             landlord.fanout.mailer.observer = self.mail
+            self._service = landlord
+
+    def _held_by(self, count: Callable[[LookupService], int]) -> float:
+        """``count`` of the service attached (a replica's: of its term, while it leads), else 0."""
+        service, watched = self._service, self.landlord
+        if service is None or watched is None or watched.manager is not service.manager:
+            return 0.0  # a replica that does not lead, or whose term has ended
+        return float(count(service))
 
 
 class _CountedMail(DeliveryObserver):
@@ -272,9 +291,10 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             when called from the main thread.
         ready: called with the service's URI once it answers.
         announce: print the line saying where it is served (flushed) once it answers.
-        metrics_port: serve its metrics (:class:`LookupMetrics`) and health checks over
+        metrics_port: serve its health checks and metrics (:class:`LookupMetrics`) over
             HTTP at this port (0: any free one), printing ``lookup service metrics at
-            http://...`` (see :func:`landlord.serving.serve_object`); ``None``: no metrics.
+            http://...`` (see :func:`landlord.serving.serve_object`); ``None``: none. Without
+            prometheus-client the health checks are served alone (a warning logged says so).
         metrics_host: the address the metrics listen on (default: ``host``).
         admin_token, admin_names: serve an admin object beside the service
             (:class:`landlord.admin.LandlordAdmin`: ``python -m lookup leases|evict``),
@@ -297,7 +317,6 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         ValueError: bad lease terms, an unknown reaper or server type, an
             ``advertise`` that is not a host name or address, a bad ``metrics_port``,
             bad ``groups`` or ``announce_interval``, a ``discovery_network.interface`` not ours.
-        ImportError: ``metrics_port`` given, and prometheus-client not installed.
         TypeError: ``tls`` is not a TLSConfig, or ``advertise`` not a str.
         OSError: the address is in use or cannot be bound.
         sqlite3.Error: ``store`` cannot be opened as a database.
@@ -305,7 +324,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     _check_choices(server_type=server_type, reaper=reaper, tls=tls, advertise=advertise)  # before the store opens
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
     announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
-    metrics = LookupMetrics() if metrics_port is not None else None  # before the store is opened
+    # before the store is opened; without prometheus-client, health checks alone (serve_object says so)
+    metrics = LookupMetrics() if metrics_port is not None and prometheus_available() else None
     service = ServedLookupService(policy=policy, reaper=reaper, mail_limits=mail_limits, callback_hosts=callback_hosts,
                                   limits=lookup_limits,
                                   store=LeaseStore(store, name=STORE_NAME) if store is not None else None)
@@ -324,7 +344,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
                      server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=answering,
                      name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,
-                     metrics_port=metrics_port or 0, admin=admin, limits=limits,
+                     metrics_port=metrics_port, admin=admin, limits=limits,
                      details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
         announcing.close()  # first: no client should be sent to a service that is going

@@ -1,13 +1,17 @@
 """Metrics of a landlord (landlord.metrics): each change counted once (fake clock), the leases held read
-when scraped, one registry per LeaseMetrics, the endpoint's pages and health checks, a replica ready only
-while it leads (real etcd), and a landlord served with metrics in its own process, scraped over HTTP.
+when scraped, one registry per LeaseMetrics with the process's series and the build's, the endpoint's
+pages and health checks (OpenMetrics and gzip when asked, through prometheus-client's own exposition;
+health checks alone without it), a replica ready only while it leads (real etcd), a landlord served with
+metrics in its own process, scraped over HTTP, and the renewal service served without prometheus-client.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import logging
 import math
+import platform
 import re
 import socket
 import subprocess
@@ -15,15 +19,18 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import prometheus_client
 import Pyro5.api
 import pytest
-from conftest import Spawner, free_port
+from conftest import ChildProcess, Spawner, free_port
 from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster  # noqa: F401
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
+import landlord as landlord_package
 from landlord import (
     FOREVER,
     FakeClock,
@@ -39,7 +46,16 @@ from landlord import (
     serve_landlord,
 )
 from landlord.grantor.hooks import LeaseHooks
-from landlord.metrics import DENIAL_REASONS, LeaseMetrics, Metrics, find_metrics, serve_metrics
+from landlord.metrics import (
+    DENIAL_REASONS,
+    INSTALL_METRICS,
+    HttpLimits,
+    LeaseMetrics,
+    Metrics,
+    find_metrics,
+    prometheus_available,
+    serve_metrics,
+)
 from landlord.serving import serve_object
 from landlord.testing import NamesHeard, Recorder
 from landlord.testing.etcd import EtcdCluster
@@ -205,14 +221,32 @@ def test_the_exposition_names_and_types() -> None:
                 for family in text_string_to_metric_families(LeaseMetrics().exposition().decode())}
     expected = {f"landlord_leases_{name}": "counter" for name in (*COUNTERS, "denied")}
     expected |= {"landlord_leases_active": "gauge", "landlord_renewal_duration_seconds": "histogram",
-                 "landlord_transport_refused": "counter", "landlord_fence_checks": "counter"}
+                 "landlord_transport_refused": "counter", "landlord_fence_checks": "counter",
+                 "landlord_build_info": "gauge"}
     expected |= {f"landlord_names_{name}": "counter" for name in NAME_COUNTERS}
-    assert {name: kind for name, kind in families.items() if not name.endswith("_created")} == expected
+    assert {name: kind for name, kind in families.items()
+            if name.startswith("landlord_") and not name.endswith("_created")} == expected
     text = LeaseMetrics().exposition().decode()
     for line in ("landlord_leases_granted_total 0.0", 'landlord_leases_denied_total{reason="unknown"} 0.0',
                  "# TYPE landlord_leases_active gauge",
                  'landlord_renewal_duration_seconds_bucket{le="0.00025"} 0.0'):
         assert line in text.splitlines()
+
+
+def test_every_registry_has_the_process_platform_gc_and_build_series(clock: FakeClock) -> None:
+    for metrics in (Metrics(), LeaseMetrics()):
+        sample = metrics.registry.get_sample_value
+        assert sample("landlord_build_info", {"version": landlord_package.__version__,
+                                              "python": platform.python_version()}) == 1
+        assert (sample("process_open_fds") or 0) > 0  # this process's own, read when scraped
+        assert (sample("process_resident_memory_bytes") or 0) > 0
+        assert sample("python_info", {"implementation": platform.python_implementation(),
+                                      "major": str(sys.version_info.major), "minor": str(sys.version_info.minor),
+                                      "patchlevel": str(sys.version_info.micro),
+                                      "version": platform.python_version()}) == 1
+        assert sample("python_gc_collections_total", {"generation": "0"}) is not None
+    global_names = {metric.name for metric in prometheus_client.REGISTRY.collect()}
+    assert "landlord_build" not in global_names  # registered on our registries alone
 
 
 def name_counts(metrics: LeaseMetrics) -> dict[str, float | None]:
@@ -358,11 +392,19 @@ def test_landlord_imports_without_prometheus_client() -> None:
 
 def get(url: str, method: str = "GET") -> tuple[int, str, str]:
     """Status, content type and body of an HTTP request (an error status is an answer too)."""
+    status, headers, body = request(url, method=method)
+    return status, headers.get("Content-Type", ""), body.decode()
+
+
+def request(url: str, method: str = "GET", headers: Mapping[str, str] | None = None
+            ) -> tuple[int, Mapping[str, str], bytes]:
+    """Status, headers and the raw body of an HTTP request (an error status is an answer too)."""
+    asked = urllib.request.Request(url, method=method, headers=dict(headers or {}))
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=HTTP_TIMEOUT) as answer:
-            return answer.status, answer.headers.get("Content-Type", ""), answer.read().decode()
+        with urllib.request.urlopen(asked, timeout=HTTP_TIMEOUT) as answer:
+            return answer.status, answer.headers, answer.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers.get("Content-Type", ""), exc.read().decode()
+        return exc.code, exc.headers, exc.read()
 
 
 def base(url: str) -> str:
@@ -389,7 +431,7 @@ def test_the_endpoint_answers_each_page(clock: FakeClock) -> None:
     with serve_metrics(metrics, "127.0.0.1", 0, is_ready=ready.is_set) as endpoint:
         root = base(endpoint.url)
         status, kind, body = get(endpoint.url)
-        assert (status, kind) == (200, prometheus_client.CONTENT_TYPE_LATEST)
+        assert (status, kind) == (200, choose_encoder("")[1])  # what prometheus-client answers a plain scraper
         assert "landlord_leases_granted_total 1.0" in body.splitlines()
         assert "landlord_leases_active 1.0" in body.splitlines()
         assert get(root + "/healthz") == (200, "text/plain; charset=utf-8", "ok\n")
@@ -400,20 +442,65 @@ def test_the_endpoint_answers_each_page(clock: FakeClock) -> None:
         assert get(root + "/")[0] == 404
         assert get(root + "/metrics/x")[0] == 404
         assert get(endpoint.url, "HEAD")[::2] == (200, "")
-        assert get(endpoint.url, "POST")[0] == 501
+        assert get(endpoint.url, "POST")[0] == 405
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", endpoint.port), timeout=HTTP_TIMEOUT).close()  # closed: port free
 
 
 def test_no_request_stops_the_endpoint() -> None:
-    with serve_metrics(LeaseMetrics(), "127.0.0.1", 0) as endpoint:
-        assert b"Error code: 400" in raw_request(endpoint.port, b"\x00\xff\xfe garbage\r\n\r\n")
-        assert raw_request(endpoint.port, b"GET /" + b"x" * 70000 + b" HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 414")
-        for hostile in (b"GET /metrics HTTP/1.1\r\nHost", b"GET /metr", b"", b"\r\n" * 1000, bytes(range(256))):
+    with serve_metrics(LeaseMetrics(), "127.0.0.1", 0, limits=HttpLimits(head_bytes=4096)) as endpoint:
+        assert raw_request(endpoint.port, b"\x00\xff\xfe garbage\r\n\r\n").startswith(b"HTTP/1.1 400 Bad Request")
+        assert raw_request(endpoint.port, b"GET /metrics HTTP/1.1\r\n" + b"X: y\r\n" * 1000 + b"\r\n").startswith(
+            b"HTTP/1.1 431 Request Header Fields Too Large")
+        for hostile in (b"GET /metrics HTTP/1.1\r\nHost", b"GET /metr", b"", b"\r\n" * 1000, bytes(range(256)),
+                        b"GET /" + b"x" * 70000 + b" HTTP/1.0\r\n\r\n"):
             raw_request(endpoint.port, hostile)  # whatever it answers, it answers the next one
         with socket.create_connection(("127.0.0.1", endpoint.port), timeout=HTTP_TIMEOUT):  # silent, held open
             assert get(base(endpoint.url) + "/healthz")[0] == 200  # others are answered meanwhile
         assert get(endpoint.url)[0] == 200
+        assert endpoint.refused().keys() >= {"malformed", "too large", "cut off"}
+
+
+def test_metrics_are_negotiated_as_prometheus_client_does_openmetrics_gzip_and_names(clock: FakeClock) -> None:
+    metrics = LeaseMetrics()
+    landlord = metrics.attach(Landlord(clock=clock, reaper="lazy")).landlord
+    assert isinstance(landlord, Landlord)
+    landlord.new_lease("a", 10)
+    with serve_metrics(metrics) as endpoint:
+        status, headers, body = request(endpoint.url, headers={
+            "Accept": "application/openmetrics-text; version=1.0.0; charset=utf-8,text/plain;q=0.5",
+            "Accept-Encoding": "gzip, deflate"})
+        assert status == 200
+        assert headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+        assert headers["Content-Encoding"] == "gzip"
+        families = {family.name: family for family in openmetrics_families(gzip.decompress(body).decode())}
+        assert families["landlord_leases_granted"].samples[0].value == 1
+        assert families["landlord_build"].type == "info"
+        assert families["process_open_fds"].samples[0].value > 0
+
+        status, headers, body = request(endpoint.url)  # a scraper asking for nothing: plain text, not gzipped
+        assert (status, headers["Content-Type"]) == (200, choose_encoder("")[1])
+        assert "Content-Encoding" not in headers
+        assert "landlord_leases_active 1.0" in body.decode().splitlines()
+
+        body = request(endpoint.url + "?name[]=landlord_leases_active&name[]=landlord_build_info")[2]
+        names = {family.name for family in text_string_to_metric_families(body.decode())}
+        assert names == {"landlord_leases_active", "landlord_build_info"}
+
+
+def test_without_metrics_the_endpoint_serves_health_checks_and_names_the_extra() -> None:
+    ready = threading.Event()
+    with serve_metrics(None, is_ready=ready.is_set) as endpoint:
+        assert endpoint.metrics is None
+        assert get(endpoint.url) == (501, "text/plain; charset=utf-8", f"no metrics here: {INSTALL_METRICS}\n")
+        assert get(base(endpoint.url) + "/healthz")[::2] == (200, "ok\n")
+        assert get(base(endpoint.url) + "/readyz")[::2] == (503, "not ready\n")
+        ready.set()
+        assert get(base(endpoint.url) + "/readyz")[::2] == (200, "ready\n")
+    with serve_metrics(None) as endpoint:
+        assert get(base(endpoint.url) + "/readyz")[0] == 200  # nothing to ask: ready
+    with pytest.raises(TypeError, match="Metrics"):
+        serve_metrics("metrics")  # type: ignore[arg-type]
 
 
 def test_serve_landlord_serves_metrics_while_it_serves(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
@@ -526,7 +613,87 @@ def test_a_served_landlord_is_scraped_over_http(served: tuple[object, str, str])
     assert scrape(url)["landlord_leases_cancelled_total"] == 1
 
     port = int(url.split(":")[2].split("/")[0])
-    assert b"Error code: 400" in raw_request(port, b"\x16\x03\x01 not http\r\n\r\n")  # TLS to a plain port
+    assert raw_request(port, b"\x16\x03\x01 not http\r\n\r\n").startswith(b"HTTP/1.1 400 ")  # TLS to a plain port
     raw_request(port, b"GET /metr")  # cut off
     assert scrape(url)["landlord_leases_active"] == 2  # still answering, and the landlord too
     assert leases[2].renew(60) > 0
+
+
+
+# -- served without metrics of their own, or without prometheus-client ---------------------------------
+
+
+@contextlib.contextmanager
+def served_in_thread(serve: Callable[..., None], caplog: pytest.LogCaptureFixture, *args: object,
+                     **options: object) -> Iterator[tuple[str, str]]:
+    """``serve(*args, **options)`` on a thread for the block: its URI, and its metrics' URL as logged."""
+    caplog.set_level(logging.INFO, logger="landlord.serving")
+    caplog.clear()
+    stop, ready = threading.Event(), Recorder[str]()
+    thread = threading.Thread(target=serve, args=args,
+                              kwargs={"stop": stop, "ready": ready, "announce": False, **options})
+    thread.start()
+    try:
+        [uri] = ready.wait_for(1)
+        [url] = [match["url"] for record in caplog.records
+                 if (match := re.search(r"metrics at (?P<url>http://\S+/metrics)", record.getMessage()))]
+        yield uri, url
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+
+
+def refused_by_pyro_port(uri: str) -> None:
+    """Send HTTP to a Pyro5 port: its guarded server refuses it (rule ``not pyro``) and closes."""
+    with socket.create_connection(("127.0.0.1", int(uri.rsplit(":", 1)[1])), timeout=HTTP_TIMEOUT) as garbage:
+        garbage.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        assert garbage.recv(4096)
+
+
+def test_serve_object_with_a_metrics_port_and_no_metrics_serves_its_refusals_and_the_process(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with served_in_thread(serve_object, caplog, RemoteFence(Fence()), object_id="fence.plain",
+                          metrics_port=0) as (uri, url):
+        refused_by_pyro_port(uri)
+        samples = scrape(url)
+        assert samples['landlord_transport_refused_total{rule="not pyro"}'] == 1
+        assert samples["process_open_fds"] > 0
+        assert get(base(url) + "/readyz")[0] == 200
+
+
+def test_without_prometheus_client_a_landlord_is_served_with_health_checks_alone(
+        clock: FakeClock, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # not installed: its import fails
+    assert not prometheus_available()
+    landlord = Landlord(clock=clock, reaper="lazy")
+    with served_in_thread(serve_landlord, caplog, landlord, metrics_port=0) as (_, url):
+        assert get(url) == (501, "text/plain; charset=utf-8", f"no metrics here: {INSTALL_METRICS}\n")
+        assert get(base(url) + "/healthz")[::2] == (200, "ok\n")
+        assert get(base(url) + "/readyz")[::2] == (200, "ready\n")
+        warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+        assert warnings == [f"landlord: no /metrics ({INSTALL_METRICS}); /healthz and /readyz are served"]
+        [line] = [record.getMessage() for record in caplog.records if " metrics at " in record.getMessage()]
+        assert line.endswith("(health: /healthz, /readyz; /metrics needs prometheus-client: "
+                             "pip install 'landlord[metrics]')")
+    assert landlord.manager.hooks is None  # no metrics among its hooks
+
+
+def test_the_renewal_service_without_prometheus_client_answers_health_checks_and_names_the_extra() -> None:
+    script = """if True:
+        import sys
+        sys.modules["prometheus_client"] = None  # not installed: its import fails
+        from landlord.__main__ import main
+        sys.exit(main(sys.argv[1:]))
+    """
+    port, metrics_port = free_port(), free_port()
+    with ChildProcess("-c", script, "renewal-service", "--port", str(port), "--metrics-port", str(metrics_port),
+                      name="renewal service without prometheus-client") as service:
+        url = service.wait_for(r"renewal service metrics at (?P<url>http://\S+/metrics)")["url"]
+        assert url == f"http://127.0.0.1:{metrics_port}/metrics"
+        assert get(base(url) + "/healthz")[::2] == (200, "ok\n")
+        assert get(base(url) + "/readyz")[::2] == (200, "ready\n")
+        status, _, body = get(url)
+        assert (status, body) == (501, f"no metrics here: {INSTALL_METRICS}\n")
+        assert len(service.matches(r"WARNING .*no /metrics \(landlord's metrics need prometheus-client")) == 1
+        assert service.stop() == 0

@@ -586,3 +586,36 @@ def test_a_strangers_set_of_dead_landlords_costs_no_other_set_a_renewal(
         rooms.wait_for(r"^freed probe", timeout=30)
         assert rooms.matches(r"^freed canary") == [], service.tail()
         assert len(stranger.leases()) == 1000  # still being tried: none has run out of its term
+
+
+def test_the_served_service_takes_the_server_options_an_operator_lists_its_sets_with_the_token(
+        tmp_path: pathlib.Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("the renewal service's operators' token\n")
+    port = free_port()
+    config = tmp_path / "renewal-service.toml"  # the options from a file, as deploy/ runs it
+    config.write_text(f'port = {port}\nadmin-token-file = "{token_file}"\nlog-format = "json"\n')
+    child, uri = start_server("-m", "landlord", "renewal-service", "--config", str(config),
+                              pattern=r"^renewal service at (?P<uri>\S+)")
+    with child:
+        assert str(uri).endswith(f"@127.0.0.1:{port}")
+        with Pyro5.api.Proxy(str(uri)) as proxy:
+            set_id, set_lease = proxy.create_set(60)
+
+        def listed(*extra: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "landlord", "list", "--port", str(port), "-o", "json",
+                                   *extra], capture_output=True, text=True, timeout=60)
+
+        done = listed("--token-file", str(token_file))
+        assert done.returncode == 0, done.stderr
+        [row] = [json.loads(line) for line in done.stdout.splitlines()]
+        assert row["kind"] == "lease" and row["cookie"] == set_lease.cookie[:8] and 50 < row["seconds_left"] <= 60
+        wrong = tmp_path / "wrong-token"
+        wrong.write_text("not the operators' token at all\n")
+        refused = listed("--token-file", str(wrong))
+        assert refused.returncode == 1 and refused.stdout == "" and set_lease.cookie[:8] not in refused.stderr
+        assert set_lease.renew(60) == 60  # the refused caller touched nothing

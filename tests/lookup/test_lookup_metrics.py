@@ -1,12 +1,13 @@
-"""The lookup service's metrics (lookup.service.server.LookupMetrics): its event mail counted (deliveries, failed
-attempts, listeners given up on), in-process and in ``python -m lookup serve --metrics-port`` scraped over
-HTTP, the replica path (``--etcd``) too, ready only while it leads.
+"""The lookup service's metrics (lookup.service.server.LookupMetrics): the registrations it holds and its
+event mail counted (deliveries, failed attempts, listeners given up on), in-process and in ``python -m
+lookup serve --metrics-port`` scraped over HTTP, the replica path (``--etcd``) too, ready only while it
+leads; and both served without prometheus-client: health checks alone, the extra named.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import contextlib
+import platform
 import threading
 import time
 import urllib.error
@@ -21,6 +22,8 @@ from etcd_fixtures import cluster, etcd_cluster, new_group  # noqa: F401
 from lookup_processes import run_lookup, serve_lookup  # noqa: F401
 from prometheus_client.parser import text_string_to_metric_families
 
+import landlord
+from landlord.metrics import INSTALL_METRICS
 from landlord.testing import Recorder, ServingDaemon
 from landlord.testing.etcd import EtcdCluster
 from lookup import ALL_TRANSITIONS, LookupService, Name, ServiceEvent, ServiceItem, ServiceTemplate
@@ -118,18 +121,24 @@ def test_a_failing_observer_changes_no_delivery() -> None:
 
 def test_lookup_metrics_count_a_services_registrations_and_mail() -> None:
     service = LookupService(reaper="lazy")
-    metrics = LookupMetrics().attach(service)
+    metrics = LookupMetrics()
+    sample = metrics.registry.get_sample_value
+    assert (sample("lookup_registrations_active"), sample("lookup_event_registrations_active")) == (0, 0)
+    metrics.attach(service)
     try:
         listener = Listener()
         service.notify(ServiceTemplate(), ALL_TRANSITIONS, listener, None, 60)
-        service.register(quoter("one"), 60)
-        listener.wait_for(1)
+        registration = service.register(quoter("one"), 60)
+        service.register(quoter("two"), 60)
+        listener.wait_for(2)
         assert service.fanout.mailer.wait_idle(10)
-        sample = metrics.registry.get_sample_value
-        assert sample("lookup_event_deliveries_total") == 1
+        assert sample("lookup_event_deliveries_total") == 2
         assert sample("lookup_event_delivery_failures_total") == 0
-        assert sample("landlord_leases_granted_total") == 2  # the event registration and the service's
-        assert sample("landlord_leases_active") == 2
+        assert sample("landlord_leases_granted_total") == 3  # the event registration and the services'
+        assert sample("landlord_leases_active") == 3
+        assert (sample("lookup_registrations_active"), sample("lookup_event_registrations_active")) == (2, 1)
+        service.cancel(registration.lease.cookie)
+        assert sample("lookup_registrations_active") == 1  # read when scraped
     finally:
         service.close()
 
@@ -204,6 +213,9 @@ def test_served_lookup_counts_a_registration_and_an_event_delivery(
 
     settled(lambda: scrape(url)["lookup_event_deliveries_total"] == 1, "the delivery counted")
     assert scrape(url)["landlord_leases_granted_total"] == 3  # two event registrations and the service's
+    assert scrape(url)["lookup_registrations_active"] == 1
+    build = f'landlord_build_info{{python="{platform.python_version()}"}}{{version="{landlord.__version__}"}}'
+    assert scrape(url)[build] == 1
     settled(lambda: scrape(url)["lookup_event_listeners_dropped_total"] == 1, "the dead listener given up on")
     final = scrape(url)
     assert final["lookup_event_delivery_failures_total"] == 4  # its first attempt and three retries
@@ -219,17 +231,32 @@ def test_the_metrics_options_on_the_command_line() -> None:
     assert "--metrics-host needs --metrics-port" in done.stderr.splitlines()[-1]
 
 
-def test_serve_with_metrics_but_no_prometheus_client_says_so_and_exits_2() -> None:
-    script = """if True:
-        import sys
-        sys.modules["prometheus_client"] = None  # not installed: its import fails
-        from lookup.cli import main
-        sys.exit(main(["serve", "--port", sys.argv[1], "--metrics-port", "0"]))
-    """
-    done = subprocess.run([sys.executable, "-c", script, str(free_port())], capture_output=True, text=True,
-                          timeout=60)
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == "lookup: landlord's metrics need prometheus-client: pip install 'landlord[metrics]'\n"
+WITHOUT_PROMETHEUS = """if True:
+    import sys
+    sys.modules["prometheus_client"] = None  # not installed: its import fails
+    from lookup.cli import main
+    sys.exit(main(sys.argv[1:]))
+"""
+
+
+def without_prometheus(*args: str, name: str) -> ChildProcess:
+    """``python -m lookup ARGS`` with prometheus-client hidden from it."""
+    return ChildProcess("-c", WITHOUT_PROMETHEUS, *args, name=name)
+
+
+def test_serve_without_prometheus_client_answers_health_checks_and_names_the_extra() -> None:
+    port, metrics_port = free_port(), free_port()
+    with without_prometheus("serve", "--port", str(port), "--metrics-port", str(metrics_port), "--no-announce",
+                            name="lookup serve without prometheus-client") as server:
+        root = server.wait_for(METRICS_LINE)["url"].removesuffix("/metrics")
+        assert root == f"http://127.0.0.1:{metrics_port}"
+        assert get(root + "/healthz") == (200, "ok\n")
+        assert get(root + "/readyz") == (200, "ready\n")
+        assert get(root + "/metrics") == (501, f"no metrics here: {INSTALL_METRICS}\n")
+        assert len(server.matches(r"WARNING .*lookup service: no /metrics \(landlord's metrics need")) == 1
+        with locate("127.0.0.1", port) as proxy:  # and it serves
+            assert proxy.register(quoter("served"), 60).lease.remaining > 0
+        assert server.stop() == 0
 
 
 def test_a_served_replica_is_ready_while_it_leads_and_counts(cluster: EtcdCluster,
@@ -251,5 +278,26 @@ def test_a_served_replica_is_ready_while_it_leads_and_counts(cluster: EtcdCluste
         settled(lambda: scrape(url)["lookup_event_deliveries_total"] == 1, "the term's delivery counted")
         assert scrape(url)["landlord_leases_granted_total"] == 2
         assert scrape(url)["landlord_leases_active"] == 2
+        assert scrape(url)["lookup_registrations_active"] == 1  # the term's service's
     finally:
         replica.close()
+
+
+def test_without_prometheus_client_only_the_leading_replica_is_ready(cluster: EtcdCluster) -> None:
+    group, ports = new_group(), [free_port(), free_port()]
+    replicas = ",".join(f"127.0.0.1:{port}" for port in ports)
+    metrics_ports = [free_port(), free_port()]
+    with contextlib.ExitStack() as stack:
+        for port, metrics_port in zip(ports, metrics_ports):
+            replica = stack.enter_context(without_prometheus(
+                "serve", "--etcd", ",".join(cluster.endpoints), "--group", group, "--replicas", replicas,
+                "--port", str(port), "--metrics-port", str(metrics_port), "--no-announce", name=f"replica {port}"))
+            replica.wait_for(METRICS_LINE)
+        roots = [f"http://127.0.0.1:{metrics_port}" for metrics_port in metrics_ports]
+
+        def readiness() -> list[int]:
+            return sorted(get(root + "/readyz")[0] for root in roots)
+
+        settled(lambda: readiness() == [200, 503], "one replica leads, the other follows")
+        assert [get(root + "/healthz")[0] for root in roots] == [200, 200]
+        assert [get(root + "/metrics")[0] for root in roots] == [501, 501]

@@ -29,7 +29,7 @@ def main() -> None:
     remote = landlord.RemoteFence(landlord.Fence(highest=args.highest))
     metrics = Metrics().count_fence(remote, "hostile") if args.metrics_port is not None else None
     serve_object(remote, "127.0.0.1", 0, object_id="fence.hostile", name="fence", metrics=metrics,
-                 metrics_port=args.metrics_port or 0)
+                 metrics_port=args.metrics_port)
     counts = remote.counts()
     print("counts", counts["accepted"], counts["refused"], counts["invalid"], "highest", remote.highest(), flush=True)
     print("stopped", flush=True)
