@@ -52,9 +52,14 @@ a ``Type=notify`` unit). It takes the option groups every server takes
 host when not given). See :class:`landlord.renewalservice.service.RenewalLimits`.
 
 Errors are one line on stderr, ``landlord <command>: error: <what>`` (usage)
-or ``landlord: error: <what>``. Exit codes: 0 done, 1 refused or unreachable
-(or a replica that does not lead), 2 bad input (the options, a token file
-that holds no token, or a prefix that matches no lease or several).
+or ``landlord: error: <what>``, naming the option as it was given (``--store``,
+``$LANDLORD_RENEWAL_SERVICE_STORE``, ``FILE: store``). Exit codes: 0 done; 1
+refused or unreachable (or a replica that does not lead), nothing to evict (no
+lease's cookie starts with the prefix: it may have ended since it was listed),
+or in use (the address, or the store, held by another process; a restart
+may mend it); 2 bad input: the options, and the files they name (a token file
+that is missing, unreadable or holds no token, TLS files, a store whose
+directory is missing or that is not a database), or a prefix of several leases.
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from typing import Any
 
 from . import __version__
 from .admin.commands import (
+    EXIT_FAILED,
     EXIT_USAGE,
     add_admin_commands,
     hosts_argument,
@@ -77,6 +83,7 @@ from .admin.commands import (
 from .cli import (
     OneLineParser,
     add_server_options,
+    given_as,
     layer_options,
     logging_from,
     resolve,
@@ -92,7 +99,8 @@ def build_parser(prog: str = "landlord") -> argparse.ArgumentParser:
     """The command line's parser, with the ``list`` and ``evict`` subcommands."""
     parser = OneLineParser(
         prog=prog, description="Administer a served landlord: list its leases, end one.",
-        epilog="Exit codes: 0 done, 1 refused or unreachable, 2 bad input.")
+        epilog="Exit codes: 0 done, 1 refused, unreachable, in use or nothing to evict, 2 bad input "
+               "(the options, and the files they name).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_admin_commands(commands)
@@ -159,9 +167,13 @@ def _serve_renewals(args: argparse.Namespace, parser: argparse.ArgumentParser) -
                                None if args.landlord_hosts is None else frozenset(args.landlord_hosts))
         service = LeaseRenewalService(policy=policy, store=settings.store, limits=limits,
                                       callback_hosts=args.callback_hosts)
-    except (ValueError, sqlite3.Error, StoreInUseError, OSError) as exc:
-        print(f"{parser.prog}: error: cannot use the store {settings.store}: {exc}" if settings.store else
-              f"{parser.prog}: error: {exc}", file=sys.stderr)
+    except StoreInUseError as exc:  # another process's: it may let go, so a restart may mend it
+        print(f"{parser.prog}: error: {given_as(args, 'store')}: cannot use the store {settings.store}: {exc}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    except (ValueError, sqlite3.Error, OSError) as exc:  # no such directory, not ours to write, not a database
+        print(f"{parser.prog}: error: {given_as(args, 'store')}: cannot use the store {settings.store}: {exc}"
+              if settings.store else f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     admin = LandlordAdmin(service, token=settings.admin_token, admin_names=settings.admin_names) \
         if settings.admin_token is not None or settings.admin_names else None

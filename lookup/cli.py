@@ -33,6 +33,11 @@ restarted on it (even after ``kill -9``) has them back, each with its
 remaining time less the downtime, and its clients carry on as if nothing had
 happened (see :class:`landlord.LeaseStore`).
 
+``--http-port PORT`` serves the lookup browser, a live page of the
+registrations, at ``http://ADDR:PORT/`` (ADDR: ``--http-host``, default
+127.0.0.1); with ``--admin-token-file`` it shows the leases and evicts
+(:mod:`lookup.browser`).
+
 ``--metrics-port PORT`` serves health checks for a load balancer at
 ``http://HOST:PORT`` (HOST: ``--metrics-host``, default ``--host``): ``/healthz``
 (200 while the process serves) and ``/readyz`` (200 while it answers leases: a
@@ -65,8 +70,14 @@ replicated lookup service (see docs/replication.md and
 with the same three options. ``list --etcd URL --group NAME`` asks etcd
 which replica leads the group, says so, and lists that replica's table.
 
-Exit codes: 0 done, 1 the lookup service (or etcd) cannot be reached (or the
-address cannot be served, or the store opened), 2 a usage error.
+Errors are one line on stderr, naming the option as it was given (``--store``,
+``$LOOKUP_SERVE_STORE``, ``FILE: store``). Exit codes: 0 done; 1 the lookup
+service (or etcd) cannot be reached, the address cannot be served, or the store
+is in use by another process (a restart may mend these), or, for ``evict``, no
+lease's cookie starts with the prefix; 2 bad input: the options, and the files
+they name (a store whose directory is missing or that is not a database, token
+and TLS files missing or unreadable), or an extra the options need and that is
+not installed (``--etcd`` without ``pip install 'landlord[etcd]'``).
 """
 
 from __future__ import annotations
@@ -84,7 +95,9 @@ import Pyro5.errors
 from landlord import StoreInUseError, __version__
 from landlord.admin import (
     add_admin_commands,
+    host_argument,
     hosts_argument,
+    port_argument,
     positive_count_argument,
     prefix_behind_dashes,
     run_admin,
@@ -96,6 +109,7 @@ from landlord.cli import (
     add_server_options,
     add_tls_options,
     any_port_argument,
+    given_as,
     layer_options,
     logging_from,
     resolve,
@@ -310,7 +324,8 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     """The command line's parser: ``serve``, ``list``, and the admin commands ``leases`` and ``evict``."""
     parser = OneLineParser(
         prog=prog, description="A Jini-style lookup service whose registrations are leases.",
-        epilog="Exit codes: 0 ok, 1 cannot reach (or serve at) the address, or open the store, 2 usage error.")
+        epilog="Exit codes: 0 ok, 1 cannot reach (or serve at) the address, the store in use, or nothing to "
+               "evict, 2 bad input (the options, the files they name, an extra they need).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
                         help="print the version (of landlord, which lookup is part of) and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -334,14 +349,20 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     _add_discovery_options(serve)
     _add_pyro_ns_options(serve)
     _add_etcd_options(serve, serving=True)
+    serve.add_argument("--http-port", type=any_port_argument, default=None, metavar="PORT",
+                       help="also serve the lookup browser page (registrations, live) at http://ADDR:PORT/ "
+                            "(0: any free port; default: no page); not with --etcd")
+    serve.add_argument("--http-host", default="127.0.0.1", metavar="ADDR",
+                       help="the address the page listens on (default %(default)s: this host only)")
     layer_options(serve, env_prefix="LOOKUP_SERVE_", table="serve")
 
     show = commands.add_parser(
         "list", help="print the registrations of a lookup service",
         description="Print the registrations of the lookup service at HOST:PORT as a table: "
                     "service id, types, attributes, time left.")
-    show.add_argument("--host", default=DEFAULT_HOST, help="the lookup service's host (default %(default)s)")
-    show.add_argument("--port", type=any_port_argument, default=DEFAULT_PORT, help="its port (default %(default)s)")
+    show.add_argument("--host", type=host_argument, default=DEFAULT_HOST,
+                      help="the lookup service's host (default %(default)s)")
+    show.add_argument("--port", type=port_argument, default=DEFAULT_PORT, help="its port (default %(default)s)")
     show.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="S",
                       help="seconds to wait for it (default %(default)g)")
     show.add_argument("--limit", type=_count, default=DEFAULT_LIMIT, metavar="N",
@@ -377,8 +398,6 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "lookup") -> int:
     args.tls = tls_config(args, command)
     if (args.etcd is None) != (args.group is None):
         command.error("--etcd and --group go together")
-    if args.port == 0:
-        command.error("list needs the lookup service's port, not 0")
     return _list(args, sys.stdout)
 
 
@@ -405,6 +424,8 @@ def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             parser.error("--store and --etcd exclude each other: a replica keeps its leases in etcd")
         if args.pyro_ns is not None:
             parser.error("--pyro-ns is not served by a replica (yet): serve it from a lookup service without --etcd")
+        if args.http_port is not None:
+            parser.error("--http-port is not served by a replica (yet): serve the page from a plain lookup service")
         return _serve_replica(args, parser)
     return _serve(args)
 
@@ -416,10 +437,12 @@ def _discovery(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _addresses(args: argparse.Namespace) -> str:
-    """Where ``serve`` listens: ``host:port``, and its metrics' address if any."""
+    """Where ``serve`` listens: ``host:port``, and its metrics' and page's addresses if any."""
     where = f"{args.host}:{args.port}"
     if args.metrics_port is not None:
         where += f" (or metrics at {args.metrics_host or args.host}:{args.metrics_port})"
+    if getattr(args, "http_port", None) is not None:
+        where += f" (or the page at {args.http_host}:{args.http_port})"
     return where
 
 
@@ -434,14 +457,26 @@ def _serve(args: argparse.Namespace) -> int:
               metrics_port=args.metrics_port, metrics_host=args.metrics_host, admin_token=args.admin_token,
               admin_names=args.admin_name, mail_limits=args.mail_limits, callback_hosts=args.callback_hosts,
               limits=args.frame_limits, lookup_limits=args.lookup_limits, pyro_ns=args.pyro_ns_settings,
-              **_discovery(args))
+              page=_page(args), **_discovery(args))
     except OSError as exc:  # the address is in use, or not ours
         print(f"lookup: cannot serve at {_addresses(args)}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
-    except (sqlite3.Error, ValueError, StoreInUseError) as exc:  # not a database, another's, or in use
-        print(f"lookup: cannot use the store {args.store}: {exc}", file=sys.stderr)
+    except StoreInUseError as exc:  # another process's: it may let go, so a restart may mend it
+        print(f"lookup: {given_as(args, 'store')}: cannot use the store {args.store}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    except (sqlite3.Error, ValueError) as exc:  # no such directory, not ours to write, not a database
+        print(f"lookup: {given_as(args, 'store')}: cannot use the store {args.store}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
+
+
+def _page(args: argparse.Namespace) -> Any:
+    """The browser page ``serve`` starts (``--http-port``), or ``None``."""
+    if args.http_port is None:
+        return None
+    from .browser import page_at  # here: only a server with the page loads it
+
+    return page_at(args.http_host, args.http_port)
 
 
 def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -470,8 +505,9 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     return EXIT_OK
 
 
-def _leader_address(args: argparse.Namespace, out: TextIO) -> bool:
-    """Ask etcd which replica leads ``--group``, say so, and point ``args`` at it; whether one does."""
+def _leader_address(args: argparse.Namespace, out: TextIO) -> int:
+    """Ask etcd which replica leads ``--group``, say so, and point ``args`` at it; :data:`EXIT_OK` if one
+    does, else the exit code (the error said on stderr)."""
     import Pyro5.core
 
     from landlord.replication.election import etcd_errors
@@ -480,28 +516,33 @@ def _leader_address(args: argparse.Namespace, out: TextIO) -> bool:
 
     try:
         client = reach_etcd(args.etcd, timeout=args.timeout)
-        try:
-            leader = group_leader(client, args.group)
-        finally:
-            client.close()
+    except ImportError as exc:  # no etcd client: before etcd_errors(), which needs it
+        print(f"lookup: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except EtcdUnreachableError as exc:
         print(f"lookup: cannot reach etcd: {exc}", file=sys.stderr)
-        return False
+        return EXIT_UNREACHABLE
+    try:
+        leader = group_leader(client, args.group)
     except etcd_errors() as exc:  # it answered once, then no more
         print(f"lookup: lost etcd: {exc}", file=sys.stderr)
-        return False
+        return EXIT_UNREACHABLE
+    finally:
+        client.close()
     if leader is None:
         print(f"lookup: group {args.group} has no leader now", file=sys.stderr)
-        return False
+        return EXIT_UNREACHABLE
     out.write(f"group {args.group}: led by {leader}\n")
     uri = Pyro5.core.URI(leader)
     args.host, args.port = uri.host, uri.port
-    return True
+    return EXIT_OK
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
-    if args.etcd is not None and not _leader_address(args, out):
-        return EXIT_UNREACHABLE
+    if args.etcd is not None:
+        code = _leader_address(args, out)
+        if code != EXIT_OK:
+            return code
     try:
         # restored after: main() may run inside a longer-lived process
         with tls_settings(args.tls) if args.tls is not None else contextlib.nullcontext():

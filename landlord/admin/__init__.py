@@ -73,6 +73,7 @@ from .commands import (
     EXIT_USAGE,
     TOKEN_ENV,
     add_admin_commands,
+    host_argument,
     hosts_argument,
     port_argument,
     positive_count_argument,
@@ -107,5 +108,6 @@ __all__ = [
     "format_table", "add_admin_commands", "EVICT_OPTIONS", "prefix_behind_dashes", "run_admin",
     "ADMIN_PREFIX", "MIN_TOKEN_LENGTH", "MAX_TOKEN_LENGTH", "MIN_PREFIX", "PREFIX_SHOWN", "DEFAULT_LIMIT",
     "MAX_LIMIT", "RESOURCE_WIDTH", "TOKEN_ENV", "DEFAULT_TIMEOUT", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE",
-    "NONCE_BYTES", "MAX_SEQUENCE", "positive_count_argument", "hosts_argument", "port_argument", "seconds_argument",
+    "NONCE_BYTES", "MAX_SEQUENCE", "positive_count_argument", "host_argument", "hosts_argument", "port_argument",
+    "seconds_argument",
 ]

@@ -2,8 +2,8 @@
 (``python -m landlord list|evict``, ``python -m lookup leases|evict``): :func:`add_admin_commands`
 adds them to a parser, :func:`run_admin` runs what it parsed (one error line and an exit code on
 failure), :func:`prefix_behind_dashes` lets a cookie prefix start with ``-``. With them, the
-argument types both command lines share (:func:`port_argument`, :func:`seconds_argument`,
-:func:`positive_count_argument`, :func:`hosts_argument`).
+argument types both command lines share (:func:`host_argument`, :func:`port_argument`,
+:func:`seconds_argument`, :func:`positive_count_argument`, :func:`hosts_argument`).
 
 The credentials come from a file (``--token-file``) or the ``LANDLORD_ADMIN_TOKEN``
 variable, never from the arguments, which ``ps`` shows to every user of the host;
@@ -27,7 +27,7 @@ import Pyro5.errors
 
 from ..errors import LeaseError, NotLeaderError, UnknownLeaseError
 from ..tls import TLSConfig, tls_settings
-from ..transport.addresses import uri_host
+from ..transport.addresses import check_host, uri_host
 from .client import (
     DEFAULT_TIMEOUT,
     AdminClient,
@@ -53,13 +53,26 @@ from .protocol import (
 )
 
 __all__ = [
-    "add_admin_commands", "run_admin", "prefix_behind_dashes", "EVICT_OPTIONS", "port_argument",
+    "add_admin_commands", "run_admin", "prefix_behind_dashes", "EVICT_OPTIONS", "host_argument", "port_argument",
     "seconds_argument", "positive_count_argument", "hosts_argument", "TOKEN_ENV", "EXIT_OK", "EXIT_FAILED",
     "EXIT_USAGE",
 ]
 
 TOKEN_ENV = "LANDLORD_ADMIN_TOKEN"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def host_argument(text: str) -> str:
+    """A host to connect to or listen on from the command line: a host name or an IP address
+    (``0.0.0.0`` and ``::``, every interface, included; an IPv6 address in brackets comes bare).
+
+    Raises:
+        argparse.ArgumentTypeError: empty, or no host name or address (a port, a URI, spaces...).
+    """
+    try:
+        return check_host(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def port_argument(text: str, *, allow_zero: bool = False) -> int:
@@ -184,7 +197,8 @@ def add_admin_commands(commands: argparse._SubParsersAction[Any], *,
             parser.add_argument("prefix", type=_prefix, metavar="PREFIX",
                                 help=f"the start of its cookie, as {list_name} shows it ({MIN_PREFIX}+ characters)")
         parser.set_defaults(admin_command=command)
-        parser.add_argument("--host", default=default_host, help=f"the {what}'s host (default %(default)s)")
+        parser.add_argument("--host", type=host_argument, default=default_host,
+                            help=f"the {what}'s host (default %(default)s)")
         parser.add_argument("--port", type=port_argument, default=default_port, required=default_port is None,
                             help=f"its port{' (default %(default)s)' if default_port is not None else ''}")
         parser.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT, metavar="S",
@@ -269,6 +283,13 @@ class _Failed(Exception):
         self.code = code
 
 
+def _given_as(args: argparse.Namespace, dest: str) -> str:
+    """How an error names option ``dest``: where its value came from (``--token-file``,
+    ``$LANDLORD_LIST_TOKEN_FILE``, ``FILE: token-file``) as landlord.cli.config recorded it."""
+    origins: dict[str, str] = getattr(args, "option_origins", {})
+    return origins.get(dest, "--" + dest.replace("_", "-"))
+
+
 def _credentials(args: argparse.Namespace, environ: dict[str, str] | os._Environ[str]) -> tuple[str | None,
                                                                                                   TLSConfig | None]:
     tls_files = [args.cert, args.key, args.ca]
@@ -287,9 +308,11 @@ def _credentials(args: argparse.Namespace, environ: dict[str, str] | os._Environ
         elif environ.get(TOKEN_ENV):
             token = check_token(environ[TOKEN_ENV].strip())
     except OSError as exc:
-        raise _Failed(EXIT_USAGE, f"cannot read the token file: {exc}") from None
+        raise _Failed(EXIT_USAGE, f"{_given_as(args, 'token_file')}: cannot read the token file {args.token_file}: "
+                                  f"{exc.strerror or exc}") from None
     except ValueError as exc:
-        raise _Failed(EXIT_USAGE, str(exc) if args.token_file is not None else f"${TOKEN_ENV}: {exc}") from None
+        raise _Failed(EXIT_USAGE, f"{_given_as(args, 'token_file')}: {exc}" if args.token_file is not None
+                      else f"${TOKEN_ENV}: {exc}") from None
     if token is None and tls is None:
         raise _Failed(EXIT_USAGE, f"no credentials: give --token-file PATH (or set ${TOKEN_ENV}), "
                                   f"or an admin certificate (--cert, --key, --ca)")
@@ -299,8 +322,9 @@ def _credentials(args: argparse.Namespace, environ: dict[str, str] | os._Environ
 def run_admin(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None,
               prog: str = "landlord", environ: dict[str, str] | None = None) -> int:
     """Run an admin command parsed by a parser :func:`add_admin_commands` made; its exit code:
-    0 done, 1 refused or unreachable (or a replica that does not lead), 2 bad input (the
-    options, or a prefix matching no lease or several). A failure is one line on ``err``:
+    0 done, 1 refused or unreachable (or a replica that does not lead), or no lease to evict
+    (the prefix matches none: it may have ended since it was listed), 2 bad input (the options,
+    the files they name, or a prefix matching several leases). A failure is one line on ``err``:
     ``<prog>: error: <what>``.
 
     Args:
@@ -354,7 +378,9 @@ def _call(args: argparse.Namespace, token: str | None) -> tuple[str, str]:
     except NotLeaderError as exc:
         raise _Failed(EXIT_FAILED, f"{where} does not lead its group"
                                    + (f": ask {exc.leader}" if exc.leader else "")) from None
-    except (UnknownLeaseError, TypeError, ValueError) as exc:
+    except UnknownLeaseError as exc:  # not found: well-formed, but no lease (now) has that prefix
+        raise _Failed(EXIT_FAILED, str(exc)) from None
+    except (TypeError, ValueError) as exc:  # a prefix of several leases, say
         raise _Failed(EXIT_USAGE, str(exc)) from None
     except LeaseError as exc:
         raise _Failed(EXIT_FAILED, str(exc)) from None

@@ -20,7 +20,8 @@ environment; a repeatable option (``--admin-name``) is an array in the file and 
 list in the environment.
 
 ``--print-config`` prints the options in force as TOML, each with where it came from, and exits: the
-output is itself a file ``--config`` reads.
+output is itself a file ``--config`` reads. A check made after :func:`resolve` (a file an option names
+cannot be read, say) names the option as its source has it, through :func:`given_as`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, TextIO
 
 __all__ = [
-    "OneLineParser", "subcommand_parser", "layer_options", "resolve", "Layered", "Option", "ConfigError",
+    "OneLineParser", "subcommand_parser", "layer_options", "resolve", "given_as", "Layered", "Option", "ConfigError",
     "read_config", "render_config", "FROM_FLAG", "FROM_DEFAULT", "EXIT_USAGE",
 ]
 
@@ -160,8 +161,9 @@ def _option_of(action: argparse.Action) -> Option | None:
 def resolve(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None,
             out: TextIO | None = None) -> argparse.Namespace:
     """Fill in the options the command line left out, from the environment, the file, the default;
-    record where each came from in ``args.config_sources``. With ``--print-config``, print them and
-    exit. A command parsed without :func:`layer_options` is returned as it is.
+    record where each came from in ``args.config_sources`` (and how an error names it, for
+    :func:`given_as`). With ``--print-config``, print them and exit. A command parsed without
+    :func:`layer_options` is returned as it is.
 
     Args:
         args: what the parser returned.
@@ -182,10 +184,28 @@ def resolve(args: argparse.Namespace, *, environ: Mapping[str, str] | None = Non
     except ConfigError as exc:
         _fail(layered.prog, str(exc))
     args.config_sources = sources
+    args.option_origins = {dest: _origin(layered, dest, source) for dest, source in sources.items()
+                           if dest in layered.options}
     if getattr(args, "print_config", False):
         (out or sys.stdout).write(render_config(args, layered))
         raise SystemExit(0)
     return args
+
+
+def given_as(args: argparse.Namespace, dest: str) -> str:
+    """How an error names the option whose dest is ``dest``: as its value was given, ``--store``,
+    ``$LOOKUP_SERVE_STORE`` or ``/etc/lookup.toml: store`` (``--`` and the dest, for a namespace
+    :func:`resolve` did not fill)."""
+    origins: dict[str, str] = getattr(args, "option_origins", {})
+    return origins.get(dest, "--" + dest.replace("_", "-"))
+
+
+def _origin(layered: Layered, dest: str, source: str) -> str:
+    """An option's name as its source has it, from the source :func:`_fill` recorded."""
+    name = layered.options[dest].name
+    if source.startswith("$"):
+        return source
+    return f"--{name}" if source in (FROM_FLAG, FROM_DEFAULT) else f"{source}: {name}"
 
 
 def _fail(prog: str, message: str) -> NoReturn:
@@ -201,7 +221,8 @@ def _fill(args: argparse.Namespace, layered: Layered, environ: Mapping[str, str]
         config_path = pathlib.Path(environ[layered.env_prefix + "CONFIG"])
         config_source = f"${layered.env_prefix}CONFIG"
     args.config = config_path
-    from_file = read_config(config_path, layered) if config_path is not None else {}
+    config_name = "--config" if config_source == FROM_FLAG else config_source
+    from_file = read_config(config_path, layered, named=config_name) if config_path is not None else {}
     sources = {"config": config_source if config_path is not None else FROM_DEFAULT}
     for dest, option in layered.options.items():
         if hasattr(args, dest):
@@ -224,9 +245,14 @@ def _fill(args: argparse.Namespace, layered: Layered, environ: Mapping[str, str]
     return sources
 
 
-def read_config(path: pathlib.Path, layered: Layered) -> dict[str, Any]:
+def read_config(path: pathlib.Path, layered: Layered, *, named: str = "--config") -> dict[str, Any]:
     """The keys of the TOML file at ``path`` that apply to ``layered``'s command: its top-level keys,
     and over them those of the table named after the command.
+
+    Args:
+        path: the file.
+        layered: the command's options.
+        named: how an error names where the path came from (``$LOOKUP_SERVE_CONFIG``).
 
     Raises:
         ConfigError: the file cannot be read or is not TOML, the command's table is not a table, or a
@@ -235,7 +261,7 @@ def read_config(path: pathlib.Path, layered: Layered) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--config {path}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+        raise ConfigError(f"{named} {path}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         document = _toml_loads(text)
     except ValueError as exc:  # tomllib.TOMLDecodeError is a ValueError

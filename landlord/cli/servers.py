@@ -14,10 +14,11 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from ..admin.commands import port_argument
+from ..admin.commands import host_argument, port_argument
 from ..admin.protocol import read_token
 from ..tls import TLSConfig
 from ..transport.addresses import check_advertise
+from .config import given_as
 from .logs import add_logging_options
 
 __all__ = ["ServerSettings", "add_server_options", "add_tls_options", "server_settings", "tls_config",
@@ -75,7 +76,7 @@ def add_server_options(parser: argparse.ArgumentParser, *, default_host: str, de
         store_help: what ``--store`` keeps, for its help.
     """
     listen = parser.add_argument_group("listen", f"where the {what} listens, and the address its URIs name")
-    listen.add_argument("--host", default=default_host,
+    listen.add_argument("--host", type=host_argument, default=default_host,
                         help="address to listen on (default %(default)s; 0.0.0.0 or :: for every interface)")
     listen.add_argument("--port", type=any_port_argument, default=default_port,
                         help="port to listen on (default %(default)s; 0: any free port, which the printed URI names)")
@@ -151,7 +152,7 @@ def server_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         try:
             token = read_token(args.admin_token_file)
         except (OSError, ValueError) as exc:
-            _error(parser, f"--admin-token-file: {exc}")
+            _error(parser, f"{given_as(args, 'admin_token_file')}: {exc}")
     if args.admin_name and tls is None:
         _error(parser, "--admin-name needs --cert, --key and --ca: without TLS no caller has a certificate")
     if args.metrics_host is not None and args.metrics_port is None:

@@ -4,7 +4,8 @@ A server listens on ``host`` and puts ``advertise`` in every URI it hands
 out. Listening on every interface (:data:`WILDCARD_HOSTS`) without an
 ``advertise`` advertises this host's own address (:func:`own_address`), never
 the wildcard, which no other host can connect to; :func:`check_advertise`
-says what an address to advertise may be. Clients use :func:`uri_host` to
+says what an address to advertise may be, :func:`check_host` what a host to
+listen on or connect to may be. Clients use :func:`uri_host` to
 write a host into a URI. Split out of :mod:`landlord.serving` so that a
 client reads an address without loading the server.
 """
@@ -24,7 +25,7 @@ try:  # not on Windows: used to list the interfaces' addresses
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["WILDCARD_HOSTS", "advertised_host", "check_advertise", "own_address", "uri_host"]
+__all__ = ["WILDCARD_HOSTS", "advertised_host", "check_advertise", "check_host", "own_address", "uri_host"]
 
 # logged as before the split: operators' filters name landlord.serving
 log = logging.getLogger("landlord.serving")
@@ -68,8 +69,30 @@ def check_advertise(advertise: str) -> str:
         return advertise
 
 
-def _not_an_address(text: str) -> str | None:
-    """Why ``text`` is not a host name or IP address, or ``None`` if it is one."""
+def check_host(host: str) -> str:
+    """``host`` checked as a host to listen on or connect to: a host name or an IP address,
+    the wildcard (``0.0.0.0``, ``::``: every interface) included. An IPv6 address may come in
+    brackets; it is returned bare. A name is not resolved here.
+
+    Args:
+        host: a host name or an IPv4 or IPv6 address.
+
+    Raises:
+        TypeError: ``host`` is not a str.
+        ValueError: it is empty, has spaces, a port, a scheme, ``@`` or ``/``, or is no valid
+            host name or address; the message says which.
+    """
+    if not isinstance(host, str):
+        raise TypeError(f"a host is a str (a host name or IP address), got {type(host).__name__}")
+    reason = _not_an_address(host, wildcard=True)
+    if reason is not None:
+        raise ValueError(f"not a host: {host!r:.80}: {reason}")
+    return host[1:-1] if host.startswith("[") else host
+
+
+def _not_an_address(text: str, *, wildcard: bool = False) -> str | None:
+    """Why ``text`` is not a host name or IP address (nor the wildcard, unless ``wildcard``), or
+    ``None`` if it is one."""
     if not text:
         return "it is empty; give a host name or IP address"
     if any(char.isspace() for char in text):
@@ -82,7 +105,7 @@ def _not_an_address(text: str) -> str | None:
     except ValueError:
         address = None
     if address is not None:
-        if address.is_unspecified:
+        if address.is_unspecified and not wildcard:
             return "that is the wildcard address, which no other host can connect to: listen on it, " \
                    "but advertise an address others reach this host by"
         return None

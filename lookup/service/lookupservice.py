@@ -52,11 +52,14 @@ from .outbox import MailLimits
 from .quotas import ClientCounts, LookupLimits, attribute_bytes
 from .registry import Registry, ServiceRecord
 
-__all__ = ["LookupService"]
+__all__ = ["LookupService", "RegistrationWatcher"]
 
 log = logging.getLogger("lookup.service")  # its name before it moved; logs and tests know it by it
 
 _NEXT_EVENT_ID = "next_event_id"  # a store setting
+
+#: ``watcher(record, ended)``: told of each change of the registrations (see :meth:`LookupService.watch`)
+RegistrationWatcher = Callable[[ServiceRecord, bool], None]
 
 
 class LookupService(Landlord):
@@ -121,6 +124,7 @@ class LookupService(Landlord):
                                                       "event registrations", exempt=[IN_PROCESS_CLIENT])
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
+        self._watchers: tuple[RegistrationWatcher, ...] = ()  # before a store's leases are taken back and ended
         #: the registrations by service id, with their index (read only while the service is quiet)
         self.registry = Registry(clock=clock)
         #: the event registrations and their mail (read only while the service is quiet)
@@ -179,6 +183,7 @@ class LookupService(Landlord):
             if old is not None:  # replaced, so the end of its lease is ignored
                 self._cancel_lease(old.cookie)
             self.fanout.fire(record.service_id, previous, item, self.registry.expiry(record))
+            self._tell_watchers(record, False)
         log.info("registered %s %s for %.1f s", record.service_id, list(item.types), lease.remaining)
         return ServiceRegistration(record.service_id, lease, secret)
 
@@ -221,6 +226,7 @@ class LookupService(Landlord):
             if self.store is not None:
                 self.manager.resource_changed(record.cookie)
             self.fanout.fire(record.service_id, before, record.item, self.registry.expiry(record))
+            self._tell_watchers(record, False)
 
     # -- looking up -------------------------------------------------------------
 
@@ -353,6 +359,7 @@ class LookupService(Landlord):
                 if self.registry.end(record):
                     log.info("registration %s ended", record.service_id)
                     self.fanout.fire(record.service_id, record.item, None)
+                    self._tell_watchers(record, True)
             elif isinstance(record, EventRecord):
                 self._event_registrations_held.release(record.cookie)
                 self.fanout.end(record)
@@ -375,6 +382,29 @@ class LookupService(Landlord):
     def _store_record(self, record: EventRecord) -> None:
         with contextlib.suppress(UnknownLeaseError):  # it ended this instant
             self.manager.resource_changed(record.cookie)
+
+    def watch(self, watcher: RegistrationWatcher) -> list[ServiceRecord]:
+        """Call ``watcher(record, ended)`` after every registration, attribute change (``ended``
+        false) and end of a registration (true) from now on, and return the live registrations now.
+
+        In-process observers (the lookup browser's feed): ``watcher`` is called under the lock
+        under which the registrations change, so it sees changes in order and nothing falls
+        between the registrations returned and its first call; it must be quick (hand the
+        record on, never wait). What it raises is logged. Renewals are not changes here: a
+        :class:`~landlord.LeaseHooks` given to :attr:`manager` hears of those.
+        Watching again with the same watcher only returns the registrations.
+        """
+        with self._lock:
+            if watcher not in self._watchers:
+                self._watchers = (*self._watchers, watcher)
+            return [record for record in self.registry.records.values() if self.registry.live(record)]
+
+    def _tell_watchers(self, record: ServiceRecord, ended: bool) -> None:
+        for watcher in self._watchers:
+            try:
+                watcher(record, ended)
+            except Exception:  # an observer's bug must not undo nor stop a registration
+                log.exception("registration watcher %r failed", watcher)
 
     def registrations(self) -> list[tuple[ServiceItem, float]]:
         """Every live registration and its seconds left (a local view, for operators)."""

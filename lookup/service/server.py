@@ -37,6 +37,7 @@ it delivers events to must be served over TLS with the same CA too (see
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -91,6 +92,9 @@ MAX_TABLE_ROWS = 10_000    # rows of one registrations_table answer
 NAMED_IN_A_BATCH = 10      # leases a DEBUG line names, of a batch renewal; the rest are counted
 REAPERS = ("sleeper", "polling", "lazy")
 STORE_NAME = "lookup"      # the lookup service's name within a store file (see landlord.LeaseStore)
+
+#: ``page(service, admin, admin_token)``: what serves the browser page beside the service (see ``serve``)
+PageStarter = Callable[[LookupService, "LandlordAdmin | None", "str | None"], contextlib.AbstractContextManager[Any]]
 
 
 def entry_text(entry: Entry) -> str:
@@ -259,7 +263,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
           announce_interval: float = DEFAULT_INTERVAL, discovery_network: DiscoveryNetwork | None = None,
           mail_limits: MailLimits | None = None, callback_hosts: Iterable[str] | None = None,
           limits: FrameLimits | None = None, lookup_limits: LookupLimits | None = None,
-          pyro_ns: PyroNs | None = None) -> None:
+          pyro_ns: PyroNs | None = None, page: PageStarter | None = None) -> None:
     """Serve a lookup service at ``host:port`` until SIGTERM or SIGINT (or ``stop`` is set).
 
     Once it answers, prints ``lookup service at <uri> (...)`` to stdout
@@ -316,6 +320,10 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         lookup_limits: what one client may hold (see :class:`~lookup.service.quotas.LookupLimits`).
         pyro_ns: also serve Pyro5's name server protocol there (see :mod:`lookup.service.pyrons`),
             on ``host`` unless it names its own; its names' leases must fit ``max_lease``.
+        page: also serve the lookup browser page: called with the service, its admin (or
+            ``None``) and ``admin_token`` before the service answers, it returns what serves
+            the page, closed (as a context manager) when serving stops
+            (:func:`lookup.browser.page_at`, for ``--http-port``).
 
     Raises:
         ValueError: bad lease terms, an unknown reaper or server type, an
@@ -350,11 +358,14 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
             if ready is not None:
                 ready(uri)
 
-        serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
-                     server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=answering,
-                     name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,
-                     metrics_port=metrics_port, admin=admin, limits=limits,
-                     details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
+        with contextlib.ExitStack() as pages:
+            if page is not None:
+                pages.enter_context(page(service, admin, admin_token))
+            serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
+                         server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=answering,
+                         name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,
+                         metrics_port=metrics_port, admin=admin, limits=limits,
+                         details=f"leases up to {max_lease:g} s, {default_lease:g} s for ANY, {reaper} reaper, {kept}")
     finally:
         announcing.close()  # first: no client should be sent to a service that is going
         if bridge is not None:

@@ -10,7 +10,14 @@ import socket
 import pytest
 
 from landlord.transport import addresses
-from landlord.transport.addresses import WILDCARD_HOSTS, advertised_host, check_advertise, own_address, uri_host
+from landlord.transport.addresses import (
+    WILDCARD_HOSTS,
+    advertised_host,
+    check_advertise,
+    check_host,
+    own_address,
+    uri_host,
+)
 
 NOT_OURS = "203.0.113.77"  # a documentation address (RFC 5737): no host has it
 
@@ -48,6 +55,18 @@ def test_good_addresses_to_advertise_are_kept() -> None:
     assert check_advertise("[fd00::2]") == "fd00::2"
     with pytest.raises(TypeError, match="str"):
         check_advertise(b"h1")  # type: ignore[arg-type]
+
+
+def test_a_host_to_listen_on_or_connect_to_is_a_name_an_address_or_the_wildcard() -> None:
+    for good in ("h1", "h1.example.org", "localhost", "10.0.0.5", "fd00::2", "0.0.0.0", "::"):
+        assert check_host(good) == good
+    assert check_host("[::1]") == "::1"  # bare: the caller brackets it in a URI
+    for bad, reason in [("", "empty"), ("h1:4160", "without a port"), ("h1 h2", "no spaces"),
+                        ("PYRO:x@h1:4160", "not a URI"), ("1.2.3", "IPv4")]:
+        with pytest.raises(ValueError, match=f"not a host: {re.escape(repr(bad))}: .*{reason}"):
+            check_host(bad)
+    with pytest.raises(TypeError, match="str"):
+        check_host(None)  # type: ignore[arg-type]
 
 
 def test_own_address_is_one_of_this_hosts_and_not_loopback_when_it_has_another() -> None:

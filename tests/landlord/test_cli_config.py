@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from landlord.admin.commands import port_argument, seconds_argument
-from landlord.cli.config import FROM_DEFAULT, FROM_FLAG, ConfigError, layer_options, read_config, resolve
+from landlord.cli.config import FROM_DEFAULT, FROM_FLAG, ConfigError, given_as, layer_options, read_config, resolve
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -199,3 +199,17 @@ def test_a_required_option_may_come_from_any_source_but_must_come(
     assert raised.value.code == 2
     assert capsys.readouterr().err == ("toy list: error: --port is required (or $TOY_LIST_PORT, or port in a "
                                        "--config file)\n")
+
+
+def test_an_option_is_named_as_its_source_gave_it(tmp_path: pathlib.Path) -> None:
+    config = write(tmp_path, "store = 'kept.sqlite'\n")
+    args = parsed(["--config", str(config), "--port", "1"], {PREFIX + "MAX_LEASE": "60"})
+    assert [given_as(args, dest) for dest in ("port", "max_lease", "store", "reaper")] == [
+        "--port", "$TOY_SERVE_MAX_LEASE", f"{config}: store", "--reaper"]  # the last: its default
+    assert given_as(argparse.Namespace(), "admin_token_file") == "--admin-token-file"  # not resolved
+
+
+def test_a_config_file_from_the_environment_that_cannot_be_read_names_the_variable(
+        tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = failure([], {PREFIX + "CONFIG": str(tmp_path / "missing.toml")}, capsys)
+    assert code == 2 and err.startswith(f"toy serve: error: ${PREFIX}CONFIG {tmp_path / 'missing.toml'}: cannot read")

@@ -162,12 +162,12 @@ def test_serve_on_a_port_in_use_exits_1_with_a_clear_message() -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_serve_with_a_store_it_cannot_use_exits_1_with_a_clear_message(tmp_path: pathlib.Path) -> None:
+def test_serve_with_a_store_it_cannot_use_exits_2_with_a_clear_message(tmp_path: pathlib.Path) -> None:
     not_a_database = tmp_path / "notes.txt"
     not_a_database.write_text("these are not leases\n" * 100)
     for store in (not_a_database, tmp_path / "no such folder" / "lookup.sqlite"):
         done = run_lookup("serve", "--port", str(free_port()), "--store", str(store))
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == 2, done.stderr  # bad input: a restart would not mend it
         assert f"cannot use the store {store}" in done.stderr
         assert "Traceback" not in done.stderr
     assert not_a_database.read_text() == "these are not leases\n" * 100  # left as it was
@@ -453,7 +453,7 @@ def test_serve_takes_its_options_from_a_file_and_the_environment_a_flag_winning(
 @pytest.mark.parametrize(("source", "says"), [
     ({"LOOKUP_SERVE_PORT": "http"}, "lookup serve: error: $LOOKUP_SERVE_PORT: not a port number: 'http'"),
     ({"LOOKUP_SERVE_REAPER": "eager"}, "lookup serve: error: $LOOKUP_SERVE_REAPER: 'eager' is not one of"),
-    ({"LOOKUP_SERVE_CONFIG": "{missing}"}, "lookup serve: error: --config {missing}: cannot read it"),
+    ({"LOOKUP_SERVE_CONFIG": "{missing}"}, "lookup serve: error: $LOOKUP_SERVE_CONFIG {missing}: cannot read it"),
     ({"LOOKUP_SERVE_CONFIG": "{config}"}, "lookup serve: error: {config}: max-leas: not an option of this command"),
 ])
 def test_a_bad_value_from_the_environment_or_the_file_is_one_line_and_exit_2(

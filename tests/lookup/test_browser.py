@@ -1,0 +1,441 @@
+"""The lookup browser's feed and HTTP server, with real HTTP clients (urllib, raw sockets for the stream),
+and hostile callers: a slow-loris, a flood of streams, a reader that stops reading, oversized requests,
+state changes without the token; a canary holder keeps renewing through them all."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from landlord import FakeClock, UnknownLeaseError
+from landlord.admin import LandlordAdmin
+from lookup import LookupService, Name, ServiceItem
+from lookup.browser import TOKEN_HEADER, BrowserFeed, BrowserServer, FeedLimits, PageLimits, page_at
+from lookup.browser.feed import LEASE_PREFIX_SHOWN
+
+TOKEN = "the operators' admin token, long enough"
+URI = "PYRO:quotes@127.0.0.1:1"
+HOSTILE = "<script>window.pwned=1</script><img src=x onerror=window.pwned=2>"
+
+
+@pytest.fixture
+def service() -> Iterator[LookupService]:
+    service = LookupService()
+    yield service
+    service.close()
+
+
+def page_of(service: LookupService, *, limits: PageLimits | None = None,
+            feed_limits: FeedLimits | None = None) -> BrowserServer:
+    return BrowserServer(BrowserFeed(service, feed_limits), admin=LandlordAdmin(service, token=TOKEN),
+                         admin_token=TOKEN, limits=limits).start()
+
+
+def item(*types: str, name: str = "quotes") -> ServiceItem:
+    return ServiceItem(None, URI, types or ("acme.Quotes",), (Name(name),))
+
+
+class Stream:
+    """``GET /events`` on a raw socket: its messages, parsed as they come."""
+
+    def __init__(self, page: BrowserServer, token: str | None = None, receive_buffer: int | None = None) -> None:
+        self.socket = socket.socket()
+        if receive_buffer is not None:  # before connecting: no autotuning, the window stays this small
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        self.socket.settimeout(5)
+        self.socket.connect(page.address)
+        headers = f"{TOKEN_HEADER}: {token}\r\n" if token is not None else ""
+        self.socket.sendall(f"GET /events HTTP/1.0\r\n{headers}\r\n".encode())
+        self.buffer = bytearray()
+        head = self._until(b"\r\n\r\n")
+        self.status = int(head.split(b" ", 2)[1])
+
+    def _until(self, end: bytes) -> bytes:
+        searched = 0
+        while (found := self.buffer.find(end, searched)) < 0:
+            searched = max(0, len(self.buffer) - len(end))  # only new bytes are searched again
+            chunk = self.socket.recv(262144)
+            if not chunk:
+                raise EOFError("the stream ended")
+            self.buffer += chunk
+        part = bytes(self.buffer[:found])
+        del self.buffer[:found + len(end)]
+        return part
+
+    def next(self) -> dict[str, Any]:
+        """The next message (comments skipped)."""
+        while True:
+            event = self._until(b"\n\n")
+            if event.startswith(b"data: "):
+                message: dict[str, Any] = json.loads(event[len(b"data: "):])
+                return message
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+def get(page: BrowserServer, path: str, token: str | None = None) -> tuple[int, bytes, Any]:
+    request = urllib.request.Request(page.url.rstrip("/") + path, headers={TOKEN_HEADER: token} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, answer.read(), answer.headers
+    except urllib.error.HTTPError as error:
+        return error.code, error.read(), error.headers
+
+
+def post_evict(page: BrowserServer, body: object, token: str | None = None,
+               content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": content_type, **({TOKEN_HEADER: token} if token is not None else {})}
+    request = urllib.request.Request(page.url + "evict", data=json.dumps(body).encode(), headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+# -- the stream ----------------------------------------------------------------------------------------------
+
+
+def test_a_stream_starts_with_a_snapshot_then_tells_each_registration_change_renewal_and_end(
+        service: LookupService) -> None:
+    before = service.register(item("acme.Before"), 30)
+    with page_of(service) as page:
+        stream = Stream(page)
+        snapshot = stream.next()
+        assert snapshot["kind"] == "snapshot" and abs(snapshot["now"] / 1000 - time.time()) < 5
+        [shown] = snapshot["registrations"]
+        assert shown["id"] == before.service_id and shown["types"] == ["acme.Before"]
+        assert shown["attributes"] == [{"class": "lookup.entry.Name", "fields": {"name": "quotes"}}]
+        assert shown["address"] == URI and "lease" not in shown  # no token, no leases
+        assert 25 < shown["expires"] / 1000 - snapshot["now"] / 1000 <= 30
+
+        registration = service.register(item("acme.Quotes", name=HOSTILE), 10)
+        put = stream.next()
+        assert put["kind"] == "put" and put["registration"]["id"] == registration.service_id
+        assert put["registration"]["attributes"][0]["fields"]["name"] == HOSTILE  # JSON: escaping is the page's
+
+        registration.add_attributes([Name("second")])
+        changed = stream.next()
+        assert changed["kind"] == "put" and len(changed["registration"]["attributes"]) == 2
+
+        registration.lease.renew(20)
+        renewed = stream.next()
+        assert renewed == {"kind": "renewed", "id": registration.service_id, "expires": renewed["expires"]}
+        assert renewed["expires"] > put["registration"]["expires"] + 5000
+
+        registration.lease.cancel()
+        assert stream.next() == {"kind": "gone", "id": registration.service_id}
+        stream.close()
+
+
+def test_a_registration_that_expires_is_told_gone_on_the_service_s_clock() -> None:
+    clock = FakeClock()
+    service = LookupService(clock=clock, reaper="polling")
+    try:
+        with page_of(service) as page:
+            stream = Stream(page)
+            assert stream.next()["registrations"] == []
+            registration = service.register(item(), 5)
+            put = stream.next()["registration"]
+            assert put["expires"] == round((clock.time() + 5) * 1000)  # the wall clock's ms, not monotonic
+            clock.advance(6)
+            service.manager.reap()
+            assert stream.next() == {"kind": "gone", "id": registration.service_id}
+    finally:
+        service.close()
+
+
+def test_a_renewal_while_nobody_streams_shows_in_the_next_client_s_snapshot() -> None:
+    clock = FakeClock()
+    service = LookupService(clock=clock, reaper="polling")
+    try:
+        with page_of(service) as page:
+            registration = service.register(item(), 5)
+            clock.advance(3)
+            registration.lease.renew(10)  # nobody streams: the feed does not follow renewals
+            [shown] = Stream(page).next()["registrations"]
+            assert shown["expires"] == round((clock.time() + 10) * 1000)
+    finally:
+        service.close()
+
+
+def test_with_the_admin_token_a_stream_shows_lease_prefixes_never_whole_cookies(service: LookupService) -> None:
+    registration = service.register(item(), 30)
+    with page_of(service) as page:
+        admin, public = Stream(page, TOKEN), Stream(page)
+        [shown] = admin.next()["registrations"]
+        assert shown["lease"] == registration.lease.cookie[:LEASE_PREFIX_SHOWN]
+        assert registration.lease.cookie not in json.dumps(shown)
+        assert "lease" not in public.next()["registrations"][0]
+        wrong = Stream(page, "not the operators' token at all")
+        assert wrong.status == 403
+        admin.close(), public.close(), wrong.close()
+
+
+def test_each_client_gets_the_registrations_as_of_its_snapshot_and_every_change_after(
+        service: LookupService) -> None:
+    with page_of(service) as page:
+        early = Stream(page)
+        assert early.next()["registrations"] == []
+        first = service.register(item(), 30)
+        assert early.next()["kind"] == "put"
+        late = Stream(page)
+        assert [r["id"] for r in late.next()["registrations"]] == [first.service_id]
+        second = service.register(item(), 30)
+        assert early.next()["registration"]["id"] == late.next()["registration"]["id"] == second.service_id
+        early.close(), late.close()
+
+
+# -- the page and eviction -----------------------------------------------------------------------------------
+
+
+def test_the_page_is_served_with_a_policy_that_allows_scripts_from_its_own_files_only(
+        service: LookupService) -> None:
+    with page_of(service) as page:
+        status, body, headers = get(page, "/")
+        assert status == 200 and b"/page.js" in body and headers["Content-Type"].startswith("text/html")
+        assert "script-src 'self'" in headers["Content-Security-Policy"]
+        assert get(page, "/page.js")[0] == get(page, "/page.css")[0] == 200
+        assert get(page, "/nothing")[0] == 404
+        script = get(page, "/page.js")[1].decode()
+        assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "textContent" in script
+
+
+def test_evict_ends_a_lease_only_as_a_post_with_the_admin_token(service: LookupService) -> None:
+    registration = service.register(item(), 30)
+    prefix = registration.lease.cookie[:LEASE_PREFIX_SHOWN]
+    with page_of(service) as page:
+        assert get(page, "/evict", TOKEN)[0] == 405  # never GET, token or not
+        assert post_evict(page, {"lease": prefix})[0] == 403
+        assert post_evict(page, {"lease": prefix}, "a wrong token, long enough to be one")[0] == 403
+        assert post_evict(page, {"lease": prefix}, TOKEN, content_type="text/plain")[0] == 400
+        assert post_evict(page, {"lease": "x!"}, TOKEN)[0] == 400
+        assert post_evict(page, {"lease": "zzzzzzzz"}, TOKEN)[0] == 404
+        service.get_resource(registration.lease.cookie)  # still there after all of those
+        assert post_evict(page, {"lease": prefix}, TOKEN) == (200, {"evicted": prefix})
+        with pytest.raises(UnknownLeaseError):
+            service.get_resource(registration.lease.cookie)
+
+
+def test_a_service_without_an_admin_token_evicts_nothing_and_shows_no_leases(service: LookupService) -> None:
+    registration = service.register(item(), 30)
+    with BrowserServer(BrowserFeed(service)).start() as page:
+        assert post_evict(page, {"lease": registration.lease.cookie[:8]}, TOKEN)[0] == 403
+        assert Stream(page, TOKEN).status == 403
+        service.get_resource(registration.lease.cookie)
+
+
+def test_page_at_serves_the_page_for_serve_and_says_where(service: LookupService,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    with page_at("127.0.0.1", 0)(service, LandlordAdmin(service, token=TOKEN), TOKEN) as page:
+        assert capsys.readouterr().out == f"lookup browser at {page.url}\n"
+        assert get(page, "/")[0] == 200
+    with pytest.raises(ValueError):
+        page_at("127.0.0.1", 70000)
+
+
+# -- hostile callers -----------------------------------------------------------------------------------------
+
+
+class Canary:
+    """A holder renewing its registration every 50 ms, counting renewals, until stopped."""
+
+    def __init__(self, service: LookupService) -> None:
+        self.registration = service.register(item("acme.Canary"), 2)
+        self.renewals = 0
+        self.failure: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(0.05):
+                self.registration.lease.renew(2)
+                self.renewals += 1
+        except BaseException as exc:  # noqa: BLE001 (reported by stop)
+            self.failure = exc
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(5)
+        assert self.failure is None, self.failure
+        return self.renewals
+
+
+def wait_until(condition: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_slow_loris_is_cut_off_at_the_read_deadline_and_the_canary_renews_throughout(
+        service: LookupService) -> None:
+    limits = PageLimits(connections=8, read_timeout=0.5)
+    with page_of(service, limits=limits) as page:
+        canary = Canary(service)
+        loris = [socket.create_connection(page.address) for _ in range(8)]
+        for sock in loris:
+            sock.sendall(b"GET / HTTP/1.0\r\nX-Slow: ")
+        started = time.monotonic()
+        for sock in loris:  # a byte now and then: never a whole request
+            sock.settimeout(3)
+            with _ended_by_server(sock):
+                while time.monotonic() - started < 3:
+                    sock.sendall(b"a")
+                    time.sleep(0.05)
+        assert time.monotonic() - started < 2.5  # cut at about 0.5 s, not at 3
+        assert get(page, "/")[0] == 200  # the threads came back
+        assert canary.stop() > 0
+
+
+class _ended_by_server:  # noqa: N801 (used as a context manager, named for what it checks)
+    """Expects the server to end the connection: a send fails or a read sees its end."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> bool:
+        if kind is not None:
+            return issubclass(kind, OSError)
+        assert self.sock.recv(1024) == b"", "the server kept a slow request open"
+        return False
+
+
+def test_connections_beyond_the_cap_are_closed_unanswered(service: LookupService) -> None:
+    with page_of(service, limits=PageLimits(connections=4, read_timeout=2)) as page:
+        held = [socket.create_connection(page.address) for _ in range(4)]
+        assert wait_until(lambda: page.connections == 4, 3)
+        extra = socket.create_connection(page.address, timeout=2)
+        assert extra.recv(1024) == b""
+        for sock in held:
+            sock.close()
+        assert wait_until(lambda: get(page, "/")[0] == 200, 3)
+
+
+def test_an_oversized_request_is_refused_without_reading_it_all(service: LookupService) -> None:
+    with page_of(service, limits=PageLimits(request_bytes=4096)) as page:
+        sock = socket.create_connection(page.address, timeout=3)
+        with _ended_by_server(sock):
+            sock.sendall(b"GET / HTTP/1.0\r\n" + b"X-Big: " + b"a" * 60000 + b"\r\n\r\n")
+        assert get(page, "/")[0] == 200
+
+
+def test_a_flood_of_streams_is_capped_and_a_reader_that_stops_is_dropped_not_waited_for(
+        service: LookupService) -> None:
+    feed_limits = FeedLimits(clients=4, client_queue=8)
+    with page_of(service, feed_limits=feed_limits, limits=PageLimits(send_timeout=0.5)) as page:
+        canary = Canary(service)
+        stalled = Stream(page, receive_buffer=4096)  # and never read
+        readers = [Reader(Stream(page)) for _ in range(3)]
+        assert Stream(page).status == 503  # the fifth
+        started = time.monotonic()
+        for number in range(FLOOD):  # 9 MB of puts: more than the stalled socket's buffers and its queue
+            service.register(item(name=f"{number:05d}" + "x" * 30000), 30)
+            if number % 2 == 1:  # the readers keep up (a burst beyond their queues would drop them too)
+                assert all(wait_until(lambda r=reader, n=number: r.puts >= n, 5) for reader in readers)
+        assert time.monotonic() - started < 20  # the service never waited for the stalled reader
+        assert wait_until(lambda: page.feed.clients == 3, 5)  # it was dropped
+        for reader in readers:  # the others had every change
+            assert reader.wait() == FLOOD
+        with pytest.raises((EOFError, ConnectionResetError)):  # ended by the server, not a timeout of ours
+            while True:
+                stalled.next()
+        assert Stream(page).status == 200  # its place is free again
+        assert canary.stop() > 0
+
+
+FLOOD = 300
+
+
+class Reader:
+    """Reads a stream on a thread, counting the registrations put, until FLOOD of them."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.puts = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while self.puts < FLOOD:
+            if self.stream.next()["kind"] == "put":
+                self.puts += 1
+
+    def wait(self) -> int:
+        self._thread.join(20)
+        return self.puts
+
+
+def test_the_feed_resyncs_when_its_backlog_overflows(service: LookupService) -> None:
+    feed = BrowserFeed(service, FeedLimits(backlog=2))
+    for _ in range(5):  # not started: nothing drains the backlog
+        feed.push(("put", "x", None, "", 0.0))
+    assert feed._overflowed  # noqa: SLF001 (the flag the feed thread resyncs on)
+    with BrowserServer(feed).start() as page:
+        registration = service.register(item(), 30)
+        stream = Stream(page)
+        snapshot = stream.next()
+        assert [r["id"] for r in snapshot["registrations"]] == [registration.service_id]
+        stream.close()
+
+
+def test_limits_are_checked() -> None:
+    for bad in ({"clients": 0}, {"client_queue": True}, {"backlog": 1.5}):
+        with pytest.raises(ValueError):
+            FeedLimits(**bad)
+    with pytest.raises(ValueError):
+        PageLimits(read_timeout=0)
+
+
+# -- the service's watchers, and the command line --------------------------------------------------------------
+
+
+def test_watch_tells_each_change_in_order_and_a_failing_watcher_stops_nothing(
+        service: LookupService, caplog: pytest.LogCaptureFixture) -> None:
+    kept = service.register(item(name="kept"), 30)
+    told: list[tuple[str, bool]] = []
+
+    def failing(record: Any, ended: bool) -> None:
+        raise RuntimeError("a broken watcher")
+
+    assert [record.service_id for record in service.watch(lambda r, e: told.append((r.service_id, e)))] == [
+        kept.service_id]
+    assert service.watch(failing) == service.watch(failing)  # watched once: told once
+    registration = service.register(item(), 30)
+    registration.add_attributes([Name("more")])
+    registration.lease.cancel()
+    assert told == [(registration.service_id, False)] * 2 + [(registration.service_id, True)]
+    assert [r.getMessage().startswith("registration watcher") for r in caplog.records] == [True] * 3
+    kept.lease.renew(30)  # the service went on
+
+
+def test_lookup_serve_http_port_serves_the_page_beside_the_service(tmp_path: Any) -> None:
+    from lookup_processes import LookupProcess, run_lookup
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    with LookupProcess("serve", "--port", "0", "--no-announce", "--http-port", "0",
+                       "--admin-token-file", str(token_file)) as server:
+        url = server.wait_for(r"^lookup browser at (http://127\.0\.0\.1:\d+/)$").group(1)
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            assert answer.status == 200 and b"Lookup browser" in answer.read()
+    refused = run_lookup("serve", "--http-port", "0", "--etcd", "127.0.0.1:1", "--group", "g",
+                         "--replicas", "127.0.0.1:1")
+    assert refused.returncode == 2 and "--http-port is not served by a replica" in refused.stderr
