@@ -43,6 +43,9 @@ BENCHMARKS: list[tuple[str, list[str], str | None]] = [
     ("bench_wire.py", [], None),
     ("bench_etcd.py", [], None),
     ("bench_lookup.py", [], None),
+    ("bench_pyrons.py", [], None),
+    # the liveness pings' cost at issue 28's larger size: 10,000 names registered through the face
+    ("bench_pyrons.py", ["--names", "10000"], "pyrons_10k"),
     ("bench_expiry.py", [], None),
     ("bench_scale.py", [], None),  # with its memory pass: the grantor's bytes per lease at 1M is a goal
     ("bench_renewal_manager.py", [], None),
@@ -97,6 +100,8 @@ FAMILY_TITLES = {
     "renew": "renewals against raw Pyro5 calls of their shape, on serpent and msgpack",
     "etcd": "landlord against etcd (single member on loopback, data on tmpfs)",
     "lookup": "the lookup service against the Pyro5 name server",
+    "pyrons": "the lookup service's name server face (--pyro-ns) against Pyro5's own name server",
+    "pyrons_10k": "the name server face at 10,000 names, and the cost of its pings",
     "expiry": "the reapers against a bare dict + SortedList + one sleeping thread",
     "renewal": "the renewal manager's CPU against raw calls of its calls' shape",
     "store": "the SQLite LeaseStore against a landlord in memory",
