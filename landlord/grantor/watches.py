@@ -222,7 +222,6 @@ class NameWatches:
             if watch is None:
                 return
             doomed = list(self._at.get(_location(watch.listener), {cookie: None}))
-        log.warning("dropping %d watch(es) told at %s: could not be told", len(doomed), _location(watch.listener))
         for each in doomed:
             try:
                 self._revoke(each, "could not be told of its name's holders")
@@ -230,6 +229,8 @@ class NameWatches:
                 pass  # it ended meanwhile
             except Exception:
                 log.exception("could not drop the watch %s…", each[:6])
+        # said once they are gone: a reader of the log may count on it
+        log.warning("dropped %d watch(es) told at %s: could not be told", len(doomed), _location(watch.listener))
 
 
 class _WatchNotices(Notices):

@@ -196,7 +196,7 @@ def test_unreachable_and_hanging_listeners_are_dropped(served: tuple[landlord.te
                 inbox.watch(good.cookie, lambda name, holders: heard.record(holders))
                 heard.wait_for(1, timeout=NOTICE_TIMEOUT - 1)  # not behind the hanging one: a lane of its own
                 for where in ("127.0.0.1:9", hanging.rpartition("@")[2]):  # the hanging one after its timeout
-                    process.wait_for(rf"dropping \d+ watch\(es\) told at {re.escape(where)}",
+                    process.wait_for(rf"dropped \d+ watch\(es\) told at {re.escape(where)}",
                                      timeout=2 * NOTICE_TIMEOUT + 5)
                 for lease in (unreachable[0], unreachable[-1], stuck[0], stuck[-1]):
                     with pytest.raises(landlord.LeaseDeniedError, match="could not be told"):
