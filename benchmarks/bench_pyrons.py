@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
 import threading
 import time
 
 import harness
 import Pyro5
 import Pyro5.api
-import Pyro5.nameserver
+from bench_lookup import serve_ns  # the same baseline process: Pyro5's name server, broadcast off
 from harness import Report, ServerProcess, compare, positive_int, positive_seconds, progress
 
 import landlord
@@ -56,21 +55,6 @@ def serve_bridge(args: argparse.Namespace) -> int:
         serve(HOST, 0, announce=False, discovery=False, lookup_limits=LookupLimits(registrations_per_client=UNCAPPED),
               pyro_ns=PyroNs(port, HOST, PingTerms.every(PING_INTERVAL)),
               ready=lambda _: print(f"URI: PYRO:Pyro.NameServer@{HOST}:{port}", flush=True))
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-def serve_ns(args: argparse.Namespace) -> int:
-    """Pyro5's name server on a free port, broadcast off, until SIGTERM."""
-    signal.signal(signal.SIGTERM, harness.stop_on_sigterm)
-    try:
-        uri, daemon, _ = Pyro5.nameserver.start_ns(host=HOST, port=0, enableBroadcast=False)
-        try:
-            print(f"URI: {uri}", flush=True)
-            daemon.requestLoop()
-        finally:
-            daemon.close()
     except KeyboardInterrupt:
         pass
     return 0
