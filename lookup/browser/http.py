@@ -147,8 +147,8 @@ class _Server(http.server.ThreadingHTTPServer):
             self.serving += change
 
     def _ended(self) -> None:
+        self._open.release()  # first: once the count says a place is free, it is
         self._counted(-1)
-        self._open.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("lookup browser: a request from %s failed", client_address, exc_info=True)
