@@ -175,8 +175,7 @@ def _serve_renewals(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         print(f"{parser.prog}: error: {given_as(args, 'store')}: cannot use the store {settings.store}: {exc}"
               if settings.store else f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    admin = LandlordAdmin(service, token=settings.admin_token, admin_names=settings.admin_names) \
-        if settings.admin_token is not None or settings.admin_names else None
+    admin = LandlordAdmin.if_asked(service, token=settings.admin_token, admin_names=settings.admin_names)
     stop, ready = serving_hooks("renewal service")  # systemd (Type=notify) told when it answers, and stops
     try:
         serve_landlord(service, settings.host, settings.port, object_id=SERVICE_OBJECT_ID, stop=stop,

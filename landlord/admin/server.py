@@ -127,6 +127,20 @@ class LandlordAdmin:
         self._challenges: weakref.WeakKeyDictionary[Any, Challenge] = weakref.WeakKeyDictionary()
         self._challenges_lock = threading.Lock()
 
+    @classmethod
+    def if_asked(cls, landlord: AdminTarget, *, token: str | None = None,
+                 admin_names: Iterable[str] = ()) -> LandlordAdmin | None:
+        """The admin object a server serves beside ``landlord`` when its operator gave a token or
+        admin names; ``None`` when neither (no admin object: nobody could call it).
+
+        Raises:
+            TypeError, ValueError: as the constructor, for a bad token or bad names.
+        """
+        names = tuple(admin_names) if not isinstance(admin_names, str) else admin_names
+        if token is None and not names:
+            return None
+        return cls(landlord, token=token, admin_names=names)
+
     def __repr__(self) -> str:  # never the token
         how = (["token"] if self._token is not None else []) + ([f"admin_names={sorted(self.admin_names)}"]
                                                                if self.admin_names else [])

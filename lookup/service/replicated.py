@@ -269,8 +269,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
         Announcement(group_lookup_id(group), tuple(uris), announcing.groups)  # raises if it cannot fit a packet
     metrics = LookupMetrics() if metrics_port is not None and prometheus_available() else None
     replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper)
-    admin = LandlordAdmin(replica, token=admin_token, admin_names=admin_names) \
-        if admin_token is not None or admin_names else None
+    admin = LandlordAdmin.if_asked(replica, token=admin_token, admin_names=admin_names)
 
     def answering(uri: str) -> None:
         announcing.start(group_lookup_id(group), uris)

@@ -347,7 +347,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
     try:
         if metrics is not None:
             metrics.attach(service)
-        admin = _admin_of(service, admin_token, admin_names)
+        admin = LandlordAdmin.if_asked(service, token=admin_token, admin_names=admin_names)
         announcing.open(advertised_host(host, advertise))
         if pyro_ns is not None:
             bridge = NameServerBridge(service, pyro_ns, host=host, advertise=advertise, tls=tls,
@@ -405,8 +405,3 @@ def _check_pyro_ns(pyro_ns: PyroNs | None, max_lease: float) -> None:
         raise ValueError(f"the name server face's leases ({pyro_ns.terms.lease_term:g} s) exceed "
                          f"the longest lease ({max_lease:g} s): ping more often, or grant longer leases")
 
-
-def _admin_of(service: LookupService, token: str | None, names: Iterable[str]) -> LandlordAdmin | None:
-    """The admin object served beside ``service``: only when a token or certificate names are given."""
-    names = list(names)
-    return LandlordAdmin(service, token=token, admin_names=names) if token is not None or names else None

@@ -473,3 +473,18 @@ def test_serving_refuses_an_admin_object_of_another_landlord() -> None:
         landlord.serve_landlord(served, "127.0.0.1", 0, admin=LandlordAdmin(other, token=TOKEN))
     with pytest.raises(TypeError, match="LandlordAdmin"):
         landlord.serve_landlord(served, "127.0.0.1", 0, admin="token")  # type: ignore[arg-type]
+
+
+def test_if_asked_makes_an_admin_object_only_when_given_a_token_or_names(close_later: list) -> None:
+    rooms = landlord.Landlord(landlord_id="asked")
+    close_later.append(rooms)
+    assert LandlordAdmin.if_asked(rooms) is None
+    assert LandlordAdmin.if_asked(rooms, token=None, admin_names=[]) is None
+    by_token = LandlordAdmin.if_asked(rooms, token=TOKEN)
+    by_name = LandlordAdmin.if_asked(rooms, admin_names=iter(["ops"]))  # any iterable, read once
+    assert by_token is not None and by_token.object_id == admin_object_id(rooms)
+    assert by_name is not None and by_name.admin_names == frozenset({"ops"})
+    with pytest.raises(TypeError, match="not one str"):
+        LandlordAdmin.if_asked(rooms, admin_names="ops")
+    with pytest.raises(ValueError):
+        LandlordAdmin.if_asked(rooms, token="short")
