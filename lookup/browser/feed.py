@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from landlord import LeasedResource, LeaseHooks, UnknownLeaseError
+from landlord.admin import PREFIX_SHOWN
 
 from ..entry import entry_class_name, entry_fields
 from ..item import ServiceItem
@@ -46,7 +47,7 @@ __all__ = ["BrowserFeed", "FeedLimits", "Subscription", "LEASE_PREFIX_SHOWN"]
 
 log = logging.getLogger("lookup.browser")
 
-LEASE_PREFIX_SHOWN = 8  #: characters of a lease's cookie the page shows (as ``lookup leases`` does)
+LEASE_PREFIX_SHOWN = PREFIX_SHOWN  #: characters of a lease's cookie the page shows (as ``lookup leases`` does)
 _VALUE_WIDTH = 200  #: characters of a value that is not JSON (its repr), at most
 
 
@@ -123,10 +124,8 @@ class _Renewals(LeaseHooks):
     def renewed(self, leased: Sequence[LeasedResource]) -> None:
         if not self._feed.streaming:  # nobody is watching: nothing to do per lease
             return
-        for each in leased:
-            record = each.resource
-            if isinstance(record, ServiceRecord):
-                self._feed.push(("renewed", record.service_id, None, each.cookie, each.expiration))
+        self._feed.push_all([("renewed", each.resource.service_id, None, each.cookie, each.expiration)
+                             for each in leased if isinstance(each.resource, ServiceRecord)])
 
 
 # a change as the service hands it over: kind ("put", "gone", "renewed"), service id, item, cookie, expiration
@@ -219,16 +218,23 @@ class BrowserFeed:
             self.push(("put", record.service_id, record.item, record.cookie, record.leased.expiration))
 
     def push(self, change: _Change) -> None:
-        """Hand one change to the feed thread; past ``limits.backlog`` the backlog is dropped and
-        the feed resyncs from the service."""
+        """Hand one change to the feed thread (see :meth:`push_all`)."""
+        self.push_all([change])
+
+    def push_all(self, changes: Sequence[_Change]) -> None:
+        """Hand changes to the feed thread, taking its lock once (a batch of renewals is one call);
+        past ``limits.backlog`` the backlog is dropped and the feed resyncs from the service."""
+        if not changes:
+            return
         with self._changed:
             if self._closed:
                 return
-            if len(self._backlog) >= self.limits.backlog:
-                self._backlog.clear()
-                self._overflowed = True
-            else:
-                self._backlog.append(change)
+            for change in changes:
+                if len(self._backlog) >= self.limits.backlog:
+                    self._backlog.clear()
+                    self._overflowed = True
+                else:
+                    self._backlog.append(change)
             self._changed.notify()
 
     # -- the feed thread -----------------------------------------------------------------
