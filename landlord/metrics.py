@@ -107,7 +107,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Metrics", "LeaseMetrics", "CountedFence", "MetricsEndpoint", "serve_metrics", "find_metrics",
            "require_prometheus", "prometheus_available", "check_metrics_port", "HttpLimits", "RENEWAL_BUCKETS",
-           "DENIAL_REASONS", "FENCE_OUTCOMES", "INSTALL_METRICS"]
+           "DENIAL_REASONS", "FENCE_OUTCOMES", "INSTALL_METRICS", "INSTALL_EXTRA"]
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,8 @@ M = TypeVar("M", bound="Metrics")
 RENEWAL_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 DENIAL_REASONS = ("denied", "unknown", "other")
 FENCE_OUTCOMES = ("accepted", "refused", "invalid")  #: what landlord_fence_checks_total counts, by outcome
-INSTALL_METRICS = "landlord's metrics need prometheus-client: pip install 'landlord[metrics]'"
+INSTALL_EXTRA = "pip install 'landlord[metrics]'"  #: what installs prometheus-client, as the hints say it
+INSTALL_METRICS = f"landlord's metrics need prometheus-client: {INSTALL_EXTRA}"
 
 
 def require_prometheus() -> None:

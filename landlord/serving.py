@@ -642,8 +642,9 @@ def _announce(name: str, announce: bool, serving: str, admin_uri: str | None,
 
 def _metrics_line(name: str, endpoint: MetricsEndpoint) -> str:
     """``"<name> metrics at <url> (health: /healthz, /readyz[; /metrics needs prometheus-client: ...])"``."""
-    missing = "" if endpoint.metrics is not None else "; /metrics needs prometheus-client: " \
-        "pip install 'landlord[metrics]'"
+    from .metrics import INSTALL_EXTRA
+
+    missing = "" if endpoint.metrics is not None else f"; /metrics needs prometheus-client: {INSTALL_EXTRA}"
     return f"{name} metrics at {endpoint.url} (health: /healthz, /readyz{missing})"
 
 
