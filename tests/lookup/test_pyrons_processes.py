@@ -219,3 +219,21 @@ def test_every_call_answers_over_the_wire_as_pyro5s_own_name_server(
 def test_bad_pyro_ns_options_are_usage_errors(args: list[str], says: str) -> None:
     done = run_lookup("serve", "--port", "0", *args)
     assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("given, host", [("0.0.0.0:9090", "0.0.0.0"), ("[::]:9090", "::"), ("9090", None)])
+def test_the_name_server_may_listen_on_every_interface(given: str, host: str | None) -> None:
+    from lookup.service.pyrons.bridge import PyroNs
+
+    settings = PyroNs.parse(given)
+    assert (settings.host, settings.port) == (host, 9090)
+    with pytest.raises(ValueError, match="not a host: 'bad host'"):
+        PyroNs.parse("bad host:9090")
+
+
+def test_served_on_every_interface_it_answers_on_loopback(
+        serve_lookup: Callable[..., tuple[LookupProcess, int]]) -> None:
+    ns_port = free_port()
+    serve_lookup("--no-announce", "--pyro-ns", f"0.0.0.0:{ns_port}", "--pyro-ns-broadcast", "0")
+    with ns_proxy(ns_port) as ns:
+        assert ns.ping() is None and "Pyro.NameServer" in ns.list()

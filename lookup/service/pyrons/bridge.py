@@ -20,7 +20,7 @@ import Pyro5.core
 
 from landlord.serving import SERVER_TYPE, FrameLimits, serve_object
 from landlord.tls import TLSConfig
-from landlord.transport.addresses import check_advertise
+from landlord.transport.addresses import check_host
 
 from ..lookupservice import LookupService
 from .broadcast import PYRO_NS_BROADCAST_PORT, BroadcastResponder
@@ -60,8 +60,8 @@ class PyroNs:
         for port in (self.port, 0 if self.broadcast_port is None else self.broadcast_port):
             if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
                 raise ValueError(f"the name server's ports must be 0 to 65535, got {port!r}")
-        if self.host is not None:
-            check_advertise(self.host)
+        if self.host is not None:  # a host to listen on: the wildcard too (every interface)
+            check_host(self.host)
         if not isinstance(self.terms, PingTerms):
             raise ValueError(f"terms must be PingTerms, got {type(self.terms).__name__}")
 
