@@ -11,13 +11,14 @@ import pathlib
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from landlord.testing import ChildProcess, FakeClock, ServingDaemon, free_port
 
-__all__ = ["ChildProcess", "Child", "Spawner", "ServingDaemon", "free_port", "sockets_of",
+__all__ = ["ChildProcess", "Child", "Spawner", "ServingDaemon", "free_port", "sockets_of", "wait_until",
            "skip_unless_required", "run_to_the_end", "lines", "one", "MANY_CLIENTS", "PROCESSES", "REPO_ROOT"]
 
 try:  # not on Windows
@@ -29,6 +30,15 @@ PROCESSES = pathlib.Path(__file__).parent / "processes"
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 MANY_CLIENTS = 1000
 FILES_FOR_MANY_CLIENTS = 2200  # this process's sockets (1,000 clients and some) with room to spare
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, *, poll: float = 0.05) -> None:
+    """Poll ``condition`` (state held by other threads and processes) every ``poll`` seconds until it
+    holds; fail the test, saying ``what``, if it does not within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(poll)
 
 
 def run_to_the_end(script: pathlib.Path, *, timeout: float) -> str:

@@ -55,7 +55,7 @@ from ..holder.claiminbox import NameListener
 
 __all__ = [
     "FakeClock", "Recorder", "NamesHeard", "WaitFailed", "ServingDaemon", "ChildProcess", "OutputLines", "Line",
-    "URI_LINE", "start_server", "free_port",
+    "URI_LINE", "start_server", "free_port", "free_udp_port",
 ]
 
 T = TypeVar("T")
@@ -548,6 +548,14 @@ def start_server(*args: str, timeout: float = DEFAULT_TIMEOUT, pattern: str = UR
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that is free on ``host`` now (to start a server on, and later again on the same port)."""
     with socket.socket() as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def free_udp_port(host: str = "127.0.0.1") -> int:
+    """A UDP port that is free on ``host`` now (``""``: on every interface), for a datagram server."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port

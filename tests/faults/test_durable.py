@@ -19,7 +19,7 @@ from typing import Any
 import Pyro5.api
 import Pyro5.errors
 import pytest
-from conftest import Child, free_port
+from conftest import Child, free_port, wait_until
 from lookup_processes import READY, LookupProcess
 
 from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, LeaseStore, UnknownLeaseError, set_call_timeout
@@ -39,14 +39,6 @@ class Losses:
 
     def __call__(self, event: LeaseRenewalEvent) -> None:
         self.events.append(event)
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``condition`` (state held by other threads and processes) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture

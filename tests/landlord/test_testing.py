@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -23,6 +24,7 @@ from landlord.testing import (
     ServingDaemon,
     WaitFailed,
     free_port,
+    free_udp_port,
     start_server,
 )
 
@@ -256,3 +258,12 @@ def test_names_heard_records_grants_and_revocations_in_order() -> None:
         assert heard.told.wait_for(2) == [("granted", waiter.cookie, 2), ("revoked", waiter.cookie, "enough")]
     finally:
         landlord.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", ""])
+def test_free_udp_port_gives_a_port_a_datagram_server_can_bind(host: str) -> None:
+    port = free_udp_port(host)
+    assert 0 < port < 65536
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind((host, port))
+        assert sock.getsockname()[1] == port

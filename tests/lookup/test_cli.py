@@ -21,6 +21,7 @@ from conftest import free_port
 from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 
 import landlord
+from landlord.testing import free_udp_port
 from landlord.transport.addresses import own_address
 from lookup import TRANSITION_NOMATCH_MATCH, Comment, Location, Name, ServiceItem, ServiceTemplate
 from lookup.cli import format_table
@@ -323,17 +324,10 @@ def test_admin_options_that_cannot_work_are_usage_errors(tmp_path: pathlib.Path)
 # -- discovery ----------------------------------------------------------------------------------
 
 
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_serve_announces_to_its_groups_and_no_announce_turns_it_off(serve_lookup: Serve) -> None:
     from lookup import discover
 
-    udp = _free_udp_port()
+    udp = free_udp_port("")
     options = ("--discovery-port", str(udp), "--discovery-interface", "127.0.0.1", "--announce-interval", "0.5")
     server, _ = serve_lookup("--groups", "cli-a,cli-b", *options)
     uri = re.match(ANNOUNCED, server.announced).group(1)  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ import Pyro5.api
 import pytest
 
 from landlord import FakeClock
-from landlord.testing import Recorder, ServingDaemon
+from landlord.testing import Recorder, ServingDaemon, free_udp_port
 from lookup import DiscoveredLookup, JoinManager, LookupCache, LookupDiscovery, ServiceTemplate, discover
 from lookup.discovery.announcer import Announcer
 from lookup.discovery.multicast import DiscoveryTable
@@ -30,16 +30,9 @@ URI = "PYRO:lookup.LookupService@127.0.0.1:4160"
 WAIT = 10.0  # seconds: generous, for a loaded machine; every wait ends as soon as its condition holds
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def port() -> int:
-    return free_udp_port()
+    return free_udp_port("")
 
 
 @pytest.fixture

@@ -5,14 +5,14 @@ the pinging that keeps (or drops) what ns.register made."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import Pyro5.callcontext
 import Pyro5.core
 import Pyro5.errors
 import pytest
+from conftest import wait_until
 from pyrons_calls import CALLS, OWN, URI_A, URI_A2, URI_B, URI_C, outcome, reference
 
 from landlord import LeaseDurationPolicy, LeaseStore
@@ -22,14 +22,6 @@ from lookup.service.pyrons.liveness import PingTerms
 from lookup.service.quotas import LookupLimits
 
 QUIET = PingTerms(interval=3600, timeout=1)  # no ping comes due while a test runs
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``condition`` (state the pinging threads change) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -170,11 +162,11 @@ def test_names_stay_while_their_daemon_answers_and_go_once_it_stops(service: Loo
     try:
         for i in range(50):  # fifty names on two daemons: two pings a round, not fifty
             face.register(f"n{i}", URI_A if i % 2 else URI_B)
-        wait_until(lambda: min(daemons.pings.values(), default=0) >= 5, 10, "five rounds of pings")
+        wait_until(lambda: min(daemons.pings.values(), default=0) >= 5, 10, "five rounds of pings", poll=0.02)
         assert set(daemons.pings) == {"127.0.0.1:7001", "127.0.0.1:7003"}
         assert len(face.list()) == 51 and face.held_names() == 50  # renewed: the leases outlived their 0.35 s
         daemons.dead.add("127.0.0.1:7001")
-        wait_until(lambda: len(face.list()) == 26, 10, "the dead daemon's names gone")
+        wait_until(lambda: len(face.list()) == 26, 10, "the dead daemon's names gone", poll=0.02)
         assert all(uri == URI_B for name, uri in face.list().items() if name != "Pyro.NameServer")
         assert len(service.registrations()) == 25 and face.pinger.watched() == 1
     finally:

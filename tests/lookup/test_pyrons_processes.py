@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -18,11 +17,12 @@ from pathlib import Path
 import Pyro5.api
 import Pyro5.errors
 import pytest
-from conftest import ChildProcess, free_port
+from conftest import ChildProcess, free_port, wait_until
 from lookup_processes import LookupProcess, run_lookup, serve_lookup  # noqa: F401  (a fixture)
 from pyrons_calls import CALLS, outcome
 
 import lookup
+from landlord.testing import free_udp_port
 from lookup import JoinManager, Name, PyroMetadata, ServiceTemplate
 from lookup.service.pyrons.face import NS_REGISTRATION_TYPE
 from lookup.service.pyrons.liveness import PingTerms
@@ -62,14 +62,6 @@ try:
 except Pyro5.errors.NamingError as exc:
     print("NamingError:", exc)
 '''
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``condition`` (state held by other processes) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -176,12 +168,6 @@ def test_locate_ns_with_no_host_finds_it_by_broadcast(serve_lookup: Callable[...
                           env={**os.environ, "PYRO_NS_PORT": str(free_port()), "PYRO_NS_BCPORT": str(broadcast_port)})
     uri = f"PYRO:Pyro.NameServer@127.0.0.1:{ns_port}"
     assert done.stdout == f"located {uri} {uri}\n", done.stderr
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
