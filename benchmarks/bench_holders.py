@@ -57,7 +57,7 @@ import harness
 import Pyro5
 import Pyro5.api
 import serpent
-from harness import Report, Row, compare, positive_int, positive_seconds, progress
+from harness import Report, Row, compare, cpu_seconds, positive_int, positive_seconds, progress
 
 import landlord
 from landlord import FOREVER, Landlord, LandlordLease, LeaseDurationPolicy
@@ -315,16 +315,6 @@ def client(args: argparse.Namespace) -> int:
 
 
 # -- the measuring process ---------------------------------------------------------------------------
-
-
-def cpu_seconds(pid: int) -> float:
-    """The CPU time (user + system, all threads) process ``pid`` has used, from /proc; NaN where unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return math.nan
 
 
 def percentile(ordered: Sequence[float], fraction: float) -> float:

@@ -14,7 +14,6 @@ the time from closing one daemon to its names gone from ``ns.list()``. Not in ``
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import threading
 import time
@@ -23,13 +22,15 @@ import harness
 import Pyro5
 import Pyro5.api
 from bench_lookup import serve_ns  # the same baseline process: Pyro5's name server, broadcast off
-from harness import Report, ServerProcess, compare, positive_int, positive_seconds, progress
+from harness import Report, ServerProcess, compare, cpu_seconds, positive_int, positive_seconds, progress
 
 import landlord
 from landlord.testing import free_port
+from lookup.service.pyrons.liveness import PingTerms
 
 HOST = "127.0.0.1"
 PING_INTERVAL = 1.0  # the bridge's --pyro-ns-ping here: one ping per daemon a second
+TERMS = PingTerms.every(PING_INTERVAL)  # the bridge's terms, and the removal bound the report states
 UNCAPPED = 10**9     # names one client may register with the bridge
 CPU_SECONDS = 5.0    # the window the bridge's idle CPU is measured over
 GOALS = {"ns.lookup(name)": 1.0, "ns.list()": 1.0}
@@ -46,14 +47,13 @@ BENCH.option("--seconds", positive_seconds, 3.0, "timed seconds per server and c
 def serve_bridge(args: argparse.Namespace) -> int:
     """The lookup service with its name server face on a free port; prints the face's URI."""
     from lookup.service.pyrons.bridge import PyroNs
-    from lookup.service.pyrons.liveness import PingTerms
     from lookup.service.quotas import LookupLimits
     from lookup.service.server import serve
 
     port = free_port()
     try:
         serve(HOST, 0, announce=False, discovery=False, lookup_limits=LookupLimits(registrations_per_client=UNCAPPED),
-              pyro_ns=PyroNs(port, HOST, PingTerms.every(PING_INTERVAL)),
+              pyro_ns=PyroNs(port, HOST, TERMS),
               ready=lambda _: print(f"URI: PYRO:Pyro.NameServer@{HOST}:{port}", flush=True))
     except KeyboardInterrupt:
         pass
@@ -81,12 +81,6 @@ class Daemons:
         for index, daemon in enumerate(self.daemons):
             if daemon.transportServer is not None:
                 self.close(index)
-
-
-def cpu_seconds(pid: int) -> float:
-    """A process's user and system CPU so far (Linux: /proc/PID/stat)."""
-    fields = open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def calls(args: argparse.Namespace, bridge: Pyro5.api.Proxy, ns: Pyro5.api.Proxy) -> list[harness.Row]:
@@ -131,7 +125,8 @@ def liveness(args: argparse.Namespace, bridge_pid: int, bridge: Pyro5.api.Proxy,
     return [f"liveness at {args.names:,} names on {args.daemons} daemons, a ping per daemon every {PING_INTERVAL:g} s: "
             f"the bridge's CPU {cpu * 100:.1f} % of a core with no call coming in",
             f"one daemon closed: its {per_daemon} names gone from ns.list() {gone:.2f} s later "
-            f"(the terms' bound: {PING_INTERVAL:g} s + 2 misses x (0.2 s timeout + 0.2 s retry) = 1.8 s)"]
+            f"(the terms' bound: {TERMS.interval:g} s + {TERMS.misses} misses x ({TERMS.timeout:g} s timeout + "
+            f"{TERMS.retry:g} s retry) = {TERMS.removal_bound:g} s)"]
 
 
 def measure(args: argparse.Namespace) -> Report:

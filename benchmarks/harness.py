@@ -177,6 +177,16 @@ def interleave(contenders: Mapping[str, Callable[[], object]], seconds: float, b
 # -- rows -------------------------------------------------------------------------------------
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system, all threads) process ``pid`` has used, from /proc; NaN where unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return math.nan
+
+
 def finite(value: Any) -> bool:
     """A real number, not NaN or infinite (nor a bool)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

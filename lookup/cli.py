@@ -441,7 +441,7 @@ def _addresses(args: argparse.Namespace) -> str:
     where = f"{args.host}:{args.port}"
     if args.metrics_port is not None:
         where += f" (or metrics at {args.metrics_host or args.host}:{args.metrics_port})"
-    if getattr(args, "http_port", None) is not None:
+    if args.http_port is not None:
         where += f" (or the page at {args.http_host}:{args.http_port})"
     return where
 

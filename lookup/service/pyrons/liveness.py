@@ -18,6 +18,16 @@ import math
 __all__ = ["PingTerms", "PingSchedule"]
 
 
+def _check_seconds(value: object, name: str) -> None:
+    """``value`` as a term's seconds: a positive finite number.
+
+    Raises:
+        ValueError: anything else (a bool or a str too).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class PingTerms:
     """How a registration made through the name server face is kept alive.
@@ -46,9 +56,7 @@ class PingTerms:
 
     def __post_init__(self) -> None:
         for name in ("interval", "timeout", "retry"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+            _check_seconds(getattr(self, name), name)
         if isinstance(self.misses, bool) or not isinstance(self.misses, int) or self.misses < 1:
             raise ValueError(f"misses must be a positive int, got {self.misses!r}")
         if self.timeout >= self.interval:
@@ -62,8 +70,7 @@ class PingTerms:
         Raises:
             ValueError: ``interval`` is not a positive finite number.
         """
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 < interval < math.inf:
-            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        _check_seconds(interval, "interval")
         return cls(interval=interval, timeout=min(2.0, interval / 5), retry=min(1.0, interval / 5))
 
     @property
