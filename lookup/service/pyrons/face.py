@@ -142,8 +142,7 @@ class NameServerFace:
         with self._lock:
             held = self._live_held(name)
             if held is None and self._lookup(name) is not None:
-                raise NamingError(f"name already registered: {name}" if safe else
-                                  f"name held by another client's lease in the lookup service: {name}")
+                raise NamingError(f"name already registered: {name}") if safe else _held_elsewhere(name)
             if safe and held is not None:
                 raise NamingError("name already registered: " + name)
             self._register(name, uri, tags, address, held)
@@ -178,13 +177,13 @@ class NameServerFace:
             with self._lock:
                 if self._live_held(name) is None:
                     if self._lookup(name) is not None:
-                        raise NamingError(f"name held by another client's lease in the lookup service: {name}")
+                        raise _held_elsewhere(name)
                     return 0
                 return self._cancel([name])
         if prefix or regex:  # as Pyro5: a prefix first, else the regex; matched outside the lock
             listed = self.list(prefix=prefix) if prefix else self.list(regex=regex)
             with self._lock:
-                return self._cancel([n for n in listed if n in self._held])
+                return self._cancel(listed)  # those it holds: another client's are left
         return 0
 
     def list(self, prefix: str | None = None, regex: str | None = None, return_metadata: bool = False
@@ -279,9 +278,9 @@ class NameServerFace:
         if held is not None:
             return held
         if name == _NAMESERVER_NAME:
-            raise NamingError("name reserved: the lookup service answers as " + name)
+            raise _reserved(name)
         if self._lookup(name) is not None:
-            raise NamingError(f"name held by another client's lease in the lookup service: {name}")
+            raise _held_elsewhere(name)
         raise NamingError("unknown name: " + name)
 
     def _live_held(self, name: str) -> _Held | None:
@@ -336,8 +335,7 @@ class NameServerFace:
     def _drop_at(self, address: str) -> None:
         """The daemon at ``address`` stopped answering: its names go."""
         with self._lock:
-            names = list(self._at.get(address, ()))
-            removed = self._cancel(names)
+            removed = self._cancel(self._at.get(address, ()))
         log.info("removed %d name(s) of the dead daemon at %s", removed, address)
 
     # -- reading the registry -----------------------------------------------------------
@@ -454,7 +452,7 @@ def _check_registrable(name: str) -> None:
         NamingError: reserved, or longer than MAX_NS_NAME.
     """
     if name == _NAMESERVER_NAME:
-        raise NamingError("name reserved: the lookup service answers as " + name)
+        raise _reserved(name)
     if len(name) > MAX_NS_NAME:
         raise NamingError(f"name longer than {MAX_NS_NAME} characters")
 
@@ -510,3 +508,13 @@ def _matching(names: dict[str, Any], regex: str) -> dict[str, Any]:
         if time.monotonic() > deadline:
             raise NamingError(f"regex listing took over {REGEX_BUDGET:g} s: give a narrower regex or a prefix")
     return found
+
+
+def _held_elsewhere(name: str) -> NamingError:
+    """The refusal of a name a lease of the lookup service's holds (a JoinManager's): not this face's."""
+    return NamingError(f"name held by another client's lease in the lookup service: {name}")
+
+
+def _reserved(name: str) -> NamingError:
+    """The refusal of the face's own name."""
+    return NamingError("name reserved: the lookup service answers as " + name)
