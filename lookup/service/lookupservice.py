@@ -122,6 +122,7 @@ class LookupService(Landlord):
                                                 exempt=[IN_PROCESS_CLIENT])
         self._event_registrations_held = ClientCounts(self.limits.event_registrations_per_client,
                                                       "event registrations", exempt=[IN_PROCESS_CLIENT])
+        self._too_large = 0  # registrations refused for their attributes' size
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self._watchers: tuple[RegistrationWatcher, ...] = ()  # before a store's leases are taken back and ended
@@ -364,6 +365,14 @@ class LookupService(Landlord):
                 self._event_registrations_held.release(record.cookie)
                 self.fanout.end(record)
 
+    def limit_refusals(self) -> dict[str, int]:
+        """Calls refused so far by :attr:`limits`, by the limit's name (what
+        ``landlord_limits_refused_total{limit}`` reads when scraped)."""
+        with self._lock:
+            return {"registrations_per_client": self._registrations_held.refused,
+                    "event_registrations_per_client": self._event_registrations_held.refused,
+                    "attribute_bytes": self._too_large}
+
     def _check_size(self, item: ServiceItem) -> None:
         """Refuse an item whose attributes are larger than :attr:`limits` allows.
 
@@ -372,6 +381,8 @@ class LookupService(Landlord):
         """
         size = attribute_bytes(item)
         if size > self.limits.attribute_bytes:
+            with self._lock:
+                self._too_large += 1
             raise ValueError(f"attributes of {size} bytes: a registration may carry at most "
                              f"{self.limits.attribute_bytes} here")
 

@@ -40,6 +40,7 @@ def test_a_client_holds_up_to_its_limit_and_gets_room_back_as_its_leases_end() -
     counts.release("a")  # twice, or an uncounted cookie: nothing
     counts.release("unknown")
     assert counts.held("10.0.0.1") == 1
+    assert counts.refused == 1
 
 
 def test_replacing_ones_own_lease_at_the_limit_is_allowed_and_a_strangers_is_not() -> None:
@@ -83,6 +84,7 @@ def test_attributes_over_the_limit_are_refused_on_registering_and_on_changing_an
             service.add_attributes(registration.lease.cookie, [Comment("y" * 41)])
         found = service.lookup_all(ServiceTemplate(), 10).items
         assert [entry.comment for entry in found[0].attributes] == ["x" * 60]  # type: ignore[attr-defined]
+        assert service.limit_refusals()["attribute_bytes"] == 2
     finally:
         service.close()
 
@@ -109,5 +111,7 @@ def test_a_remote_client_holds_at_most_its_registrations_and_event_registrations
             remote.notify(ServiceTemplate(), 7, "PYRO:listener@127.0.0.1:9", None, 30)
         for index in range(5):  # in process: the operator's own, not counted
             service.register(item(Name(f"local {index}")), 30)
+        assert service.limit_refusals() == {"registrations_per_client": 2, "event_registrations_per_client": 1,
+                                            "attribute_bytes": 0}
     finally:
         service.close()
