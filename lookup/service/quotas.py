@@ -12,8 +12,10 @@ host a call comes from: :func:`landlord.client_of_call`):
 A client at its limit is refused with a :class:`~landlord.LeaseDeniedError`
 that names the limit, and nothing changes; the refusals are counted by limit
 (``LookupService.limit_refusals``, ``landlord_limits_refused_total{limit}``). Calls made in the service's own
-process are not counted (they are the operator's), nor are registrations
-taken back from a store (who made them is not kept).
+process are not counted (they are the operator's). Each registration is
+stored with its client, so what a client holds is counted again when a
+service restarts on its store (or a replica takes over); a registration
+stored before clients were counts for nobody.
 """
 
 from __future__ import annotations
