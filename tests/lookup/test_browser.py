@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import socket
 import sys
 import threading
@@ -571,3 +572,25 @@ def test_lookup_serve_http_port_serves_the_page_beside_the_service(tmp_path: Any
     refused = run_lookup("serve", "--http-port", "0", "--etcd", "127.0.0.1:1", "--group", "g",
                          "--replicas", "127.0.0.1:1")
     assert refused.returncode == 2 and "--http-port is not served by a replica" in refused.stderr
+
+
+def test_lookup_serve_with_the_page_off_loopback_serves_it_read_only_and_the_pyro_admin_still_works(
+        tmp_path: Any) -> None:
+    from lookup_processes import READY, LookupProcess, run_lookup
+
+    from landlord.testing import free_port
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    port = free_port()
+    with LookupProcess("serve", "--port", str(port), "--no-announce", "--http-host", "0.0.0.0", "--http-port", "0",
+                       "--admin-token-file", str(token_file)) as server:
+        page_port = server.wait_for(r"^lookup browser at http://0\.0\.0\.0:(\d+)/$").group(1)
+        server.wait_for("^lookup browser: " + re.escape(read_only_note("0.0.0.0")) + "$")
+        server.wait_for(re.escape(READY))
+        events = urllib.request.Request(f"http://127.0.0.1:{page_port}/events", headers={TOKEN_HEADER: TOKEN})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(events, timeout=5)
+        assert refused.value.code == 403 and b"read-only" in refused.value.read()
+        leases = run_lookup("leases", "--port", str(port), "--token-file", str(token_file))
+        assert leases.returncode == 0, leases.stderr  # the operator's admin, over Pyro, is unchanged
