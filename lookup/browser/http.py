@@ -333,16 +333,17 @@ class BrowserServer:
             raise ValueError("an admin token needs the admin that evicts")
         self.feed = feed
         self.limits = limits if limits is not None else PageLimits()
-        self.loopback = is_loopback(host)
-        self.admin_dropped = admin_token is not None and not self.loopback
+        self.loopback = is_loopback(host)  # the only place the token cannot be read off a network
+        self.admin_dropped = admin_token is not None and not self.loopback  # read-only for want of loopback
         if self.admin_dropped:
-            log.warning("lookup browser: %s", read_only_note(host))
             admin, admin_token = None, None
         self._admin = admin
         self._token = admin_token.encode() if admin_token is not None else None
         self._refusals: Counter[str] = Counter()
         self._counting = threading.Lock()
         self._server = _Server((host, port), self)
+        if self.admin_dropped:  # once bound: a page that never listens has nothing to say
+            log.warning("lookup browser: %s", read_only_note(host))
         self._thread = threading.Thread(target=self._server.serve_forever, name="lookup-browser", daemon=True)
 
     @property
