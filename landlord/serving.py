@@ -114,7 +114,7 @@ except ImportError:  # pragma: no cover
 __all__ = [
     "serve_landlord", "serve_replica", "serve_object", "landlord_object_id", "pyro_settings", "raise_open_files_limit",
     "SERVER_TYPE", "SERVER_TYPES", "MAX_MESSAGE_SIZE", "COMM_TIMEOUT", "THREADPOOL_SIZE", "WANTED_OPEN_FILES",
-    "FrameLimits", "DEFAULT_HOST",
+    "FrameLimits", "DEFAULT_HOST", "print_line",
 ]
 
 log = logging.getLogger(__name__)
@@ -637,7 +637,7 @@ def _announce(name: str, announce: bool, serving: str, admin_uri: str | None,
     for line in lines:
         log.log(logging.DEBUG if announce else logging.INFO, "%s", line)
         if announce:
-            _print_line(line)
+            print_line(line)
 
 
 def _metrics_line(name: str, endpoint: MetricsEndpoint) -> str:
@@ -670,8 +670,9 @@ def _shut_down(daemon: Pyro5.api.Daemon, loop: threading.Thread, name: str) -> N
              time.monotonic() - started)
 
 
-def _print_line(line: str) -> None:
-    """Print ``line`` to stdout, flushed; a missing or closed stdout (nobody reads it) stops no server."""
+def print_line(line: str) -> None:
+    """Print ``line`` to stdout, flushed; a missing or closed stdout (nobody reads it) stops no server
+    (what every server prints its "served at" lines with)."""
     if sys.stdout is None:  # pythonw, or a daemonized process
         return
     try:

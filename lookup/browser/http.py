@@ -41,6 +41,7 @@ from typing import Any
 
 from landlord import UnknownLeaseError
 from landlord.admin import AdminRefusedError, LandlordAdmin
+from landlord.serving import print_line
 
 from ..service.lookupservice import LookupService
 from .feed import BrowserFeed, FeedLimits, Subscription
@@ -389,7 +390,7 @@ def page_at(host: str = DEFAULT_HTTP_HOST, port: int = 0, *, announce: bool = Tr
                              admin=admin if admin_token is not None else None, admin_token=admin_token,
                              limits=limits).start()
         if announce:
-            print(f"lookup browser at {page.url}", flush=True)
+            print_line(f"lookup browser at {page.url}")
         log.log(logging.DEBUG if announce else logging.INFO, "lookup browser at %s", page.url)
         return page
 

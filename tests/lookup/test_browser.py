@@ -4,8 +4,10 @@ state changes without the token; a canary holder keeps renewing through them all
 
 from __future__ import annotations
 
+import io
 import json
 import socket
+import sys
 import threading
 import time
 import urllib.error
@@ -242,6 +244,16 @@ def test_page_at_serves_the_page_for_serve_and_says_where(service: LookupService
         assert get(page, "/")[0] == 200
     with pytest.raises(ValueError):
         page_at("127.0.0.1", 70000)
+
+
+def test_page_at_with_a_closed_or_missing_stdout_still_serves_the_page(service: LookupService,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    closed = io.StringIO()
+    closed.close()
+    for stdout in (closed, None):
+        monkeypatch.setattr(sys, "stdout", stdout)
+        with page_at("127.0.0.1", 0)(service, None, None) as page:  # announcing, to nowhere
+            assert get(page, "/")[0] == 200
 
 
 # -- hostile callers -----------------------------------------------------------------------------------------
