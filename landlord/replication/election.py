@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from pyetcd.etcdrpc import ResponseOp
 
 __all__ = [
-    "INSTALL_HINT", "require_pyetcd", "parse_endpoints", "connect", "leader_key", "LeadershipLost",
-    "guarded_transaction", "etcd_errors", "Tenure", "Election",
+    "INSTALL_HINT", "require_pyetcd", "parse_endpoints", "connect", "connect_like", "leader_key", "LeadershipLost",
+    "guarded_transaction", "etcd_errors", "etcd_deadline", "pass_over_if_deadline", "Tenure", "Election",
 ]
 
 log = logging.getLogger("landlord.election")  # its name before it moved into replication/
@@ -81,6 +81,32 @@ def etcd_errors() -> tuple[type[BaseException], ...]:
     """What a pyetcd call raises when etcd cannot answer: its own errors, and gRPC's for codes it does not map."""
     import pyetcd
     return pyetcd.Etcd3Exception, importlib.import_module("grpc").RpcError
+
+
+def etcd_deadline(exc: BaseException) -> bool:
+    """Whether ``exc`` is etcd's own answer that a call's deadline passed before the call was done (a
+    write or a read sent to a member that has no leader, while etcd elects one). etcd 3.4 sends it
+    as gRPC status UNKNOWN, "context deadline exceeded", which pyetcd leaves as a bare gRPC error;
+    in about a third of such calls it arrives before the client's own deadline, which pyetcd raises
+    as ConnectionTimeoutError (measured on a member without a leader, with the 0.3 s timeout)."""
+    code, details = getattr(exc, "code", None), getattr(exc, "details", None)
+    status = code() if callable(code) else None
+    return getattr(status, "name", "") == "UNKNOWN" and callable(details) and details() == "context deadline exceeded"
+
+
+def pass_over_if_deadline(client: pyetcd.MultiEndpointEtcd3Client, exc: BaseException) -> bool:
+    """Pass over the member ``client`` uses now for its retry pause if ``exc`` is etcd's own deadline
+    answer (:func:`etcd_deadline`), as pyetcd does itself when its own deadline passes (it leaves
+    etcd's alone, and the next call would go to the same leaderless member); whether it was that.
+
+    Call it on the thread that made the failed call, on a client no other thread calls through:
+    the member in use is then the one the call was sent to."""
+    if not etcd_deadline(exc):
+        return False
+    in_use = client.endpoint_in_use
+    if in_use is not None:
+        in_use.fail()
+    return True
 
 
 # -- connecting ------------------------------------------------------------------------------
@@ -144,6 +170,31 @@ def connect(endpoints: str | Sequence[str], *, timeout: float = 0.3,
         endpoints=[pyetcd.Endpoint(f"[{host}]" if ":" in host else host, port, secure=False, time_retry=retry_after)
                    for host, port in members],
         timeout=timeout, failover=True)
+
+
+def connect_like(client: pyetcd.MultiEndpointEtcd3Client) -> pyetcd.MultiEndpointEtcd3Client:
+    """A new client of the members ``client`` knows, with its timeout, failover, retry pause and
+    credentials (its authentication token, if it has one), but channels and a failover of its own.
+
+    pyetcd's failover is per client and blames a failure on the member the client uses when the
+    error arrives, not on the one the failed call went to: on a client shared by threads, one
+    thread's timeouts pass over the members another thread's calls reach. An :class:`Election`
+    on a client of its own keeps its lease alive whatever the other users of etcd meet.
+
+    Raises:
+        TypeError: ``client`` is not a pyetcd ``MultiEndpointEtcd3Client`` (a test's fake, say).
+        ImportError: the etcd client is not installed.
+    """
+    require_pyetcd()
+    import pyetcd
+    if not isinstance(client, pyetcd.MultiEndpointEtcd3Client):
+        raise TypeError(f"not a pyetcd client to connect like: {client!r:.80}")
+    endpoints = [pyetcd.Endpoint(member.host, int(member.netloc.rsplit(":", 1)[1]), secure=member.secure,
+                                 creds=member.credentials, time_retry=member.time_retry)
+                 for member in client.endpoints.values()]
+    twin = pyetcd.MultiEndpointEtcd3Client(endpoints=endpoints, timeout=client.timeout, failover=client.failover)
+    twin.metadata, twin.call_credentials = client.metadata, client.call_credentials
+    return twin
 
 
 def leader_key(group: str, *, prefix: str = "landlord") -> str:
@@ -507,6 +558,7 @@ class _Campaign:
                 self.campaign()
                 return
         except self.ballot.errors as exc:
+            pass_over_if_deadline(self.ballot.client, exc)
             self.outage.failed(exc, doing)
             self.pause()
             return
@@ -551,6 +603,7 @@ class _Campaign:
             ttl = self.ballot.keep_alive(lease_id)
             ours = ttl > 0 and self.ballot.holds(revision)
         except self.ballot.errors as exc:
+            pass_over_if_deadline(self.ballot.client, exc)  # the next keep-alive goes to another member
             with self.changed:
                 self.tenure.failed(sent)
             self.outage.failed(exc, "keep the election lease alive in")
@@ -600,7 +653,11 @@ class Election:
     Args:
         client: the etcd client (:func:`connect`); its call timeout must be
             below ``ttl - margin``, so that no call outlasts a term. The
-            election's thread and :meth:`transaction` share it.
+            election's thread and :meth:`transaction` share it. Give it a
+            client of its own (:func:`connect_like`): pyetcd passes over the
+            member a client uses whenever any of its calls fails, so another
+            thread's failures on a shared client can leave the keep-alives no
+            member to go to, and the term unconfirmed.
         group: the replica group's name (see :func:`leader_key`).
         candidate: this replica's id or URI: what :meth:`leader` tells the others.
         prefix: where the group's keys live in etcd.

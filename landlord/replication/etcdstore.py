@@ -76,7 +76,14 @@ from ..clock import SYSTEM_CLOCK, Clock
 from ..grantor.manager import Standby
 from ..grantor.store import StoredLease
 from ..transport.backoff import OutageLog
-from .election import LeadershipLost, etcd_errors, guarded_transaction, require_pyetcd
+from .election import (
+    LeadershipLost,
+    etcd_deadline,
+    etcd_errors,
+    guarded_transaction,
+    pass_over_if_deadline,
+    require_pyetcd,
+)
 
 if TYPE_CHECKING:
     import pyetcd
@@ -363,16 +370,6 @@ def _status(exc: BaseException) -> str:
     return str(getattr(value, "name", ""))
 
 
-def etcd_deadline(exc: BaseException) -> bool:
-    """Whether ``exc`` is etcd's own answer that a call's deadline passed before the call was done (a
-    write or a read sent to a member that has no leader, while etcd elects one). etcd 3.4 sends it
-    as gRPC status UNKNOWN, "context deadline exceeded", which pyetcd leaves as a bare gRPC error;
-    in about a third of such calls it arrives before the client's own deadline, which pyetcd raises
-    as ConnectionTimeoutError (measured on a member without a leader, with the 0.3 s timeout)."""
-    details = getattr(exc, "details", None)
-    return _status(exc) == "UNKNOWN" and callable(details) and details() == "context deadline exceeded"
-
-
 def _brief(exc: BaseException) -> str:
     """A failed call's error in one line (a bare gRPC error's text spans several)."""
     details = getattr(exc, "details", None)
@@ -464,14 +461,7 @@ class _Calls:
         """Whether a call that failed with ``exc`` failed for its member's sake (refused, timed out,
         no member to ask for now) rather than for its own; a member whose own deadline answered it
         is passed over for now, as pyetcd passes over one whose deadline it saw first."""
-        if isinstance(exc, self._retry):
-            return True
-        if not etcd_deadline(exc):
-            return False
-        in_use = self.client.endpoint_in_use
-        if in_use is not None:
-            in_use.fail()
-        return True
+        return isinstance(exc, self._retry) or pass_over_if_deadline(self.client, exc)
 
     def write(self, *, compare: Sequence[Any] = (), success: Sequence[Any] = (),
               failure: Sequence[Any] = ()) -> tuple[bool, list[ResponseOp]]:
@@ -1151,8 +1141,9 @@ def _scan(calls: _Calls, prefix: str, revision: int) -> tuple[list[Any], int]:
     """Every key under ``prefix`` at ``revision`` (0: the latest), in pages sized to stay under
     PAGE_BYTES; and the revision it was read at. A page over gRPC's limit, or that did not come
     within PAGE_TIMEOUT (a busy etcd, a busy reader), is asked again for fewer keys, from
-    where the read got to (the revision is fixed: what came before stays true), PAGE_FAILURES times
-    in a row at most."""
+    where the read got to (the revision is fixed: what came before stays true); one that etcd's own
+    deadline answered (:func:`etcd_deadline`: its member has no leader) is asked again of another
+    member, as big. PAGE_FAILURES times in a row at most."""
     start, end = prefix.encode(), _range_end(prefix)
     limit, found, failures, ceiling = FIRST_PAGE, [], 0, MAX_PAGE
     while True:
@@ -1160,6 +1151,9 @@ def _scan(calls: _Calls, prefix: str, revision: int) -> tuple[list[Any], int]:
             answer = calls.page(start, end, limit=limit, revision=revision)
         except calls.errors as exc:
             failures += 1
+            if etcd_deadline(exc) and failures <= PAGE_FAILURES:
+                pass_over_if_deadline(calls.client, exc)  # a member without a leader, not a page too big:
+                continue  # the same page, from another member
             status = _status(exc)
             if status not in ("RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED") or limit == 1 \
                     or failures > PAGE_FAILURES:

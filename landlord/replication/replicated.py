@@ -53,7 +53,7 @@ from ..grantor.policy import LeaseDurationPolicy, LeasePolicy
 from ..grantor.resource import LeasedResource
 from ..holder.landlordlease import LandlordLease, check_landlords, replica_object_id, replica_uris
 from ..results import RenewResults
-from .election import Election, LeadershipLost, etcd_errors, leader_key, require_pyetcd
+from .election import Election, LeadershipLost, connect_like, etcd_errors, leader_key, require_pyetcd
 from .etcdstore import EtcdLeaseStore
 from .terms import Term, Terms
 from .warmcopy import WarmCopy
@@ -105,7 +105,15 @@ class ReplicatedLandlord:
 
     Args:
         client: an etcd client (:func:`landlord.replication.election.connect`), this
-            replica's own; :meth:`close` does not close it.
+            replica's own, for its leases (the term's store, the warm copy);
+            :meth:`close` does not close it.
+        election_client: the etcd client of the replica's election, which no
+            other user of etcd may share: pyetcd passes over the member a client
+            uses whenever any call through it fails, so the store's failed calls
+            on a shared client can leave the election's keep-alives no member to
+            go to, and the term unconfirmed. ``None``: :meth:`start` makes one
+            like ``client`` (:func:`~landlord.replication.election.connect_like`),
+            which :meth:`close` closes; one given is not closed.
         group: the group's name: every replica of it gives the same.
         replicas: every replica's URI, the same list on each
             (:func:`replica_uris`); every lease names them all.
@@ -136,7 +144,8 @@ class ReplicatedLandlord:
     """
 
     def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, *, group: str, replicas: Sequence[str],
-                 prefix: str = "landlord", ttl: int = 2, commit_interval: float = 0.1,
+                 election_client: pyetcd.MultiEndpointEtcd3Client | None = None, prefix: str = "landlord",
+                 ttl: int = 2, commit_interval: float = 0.1,
                  ready_wait: float = READY_WAIT, landlord_id: str | None = None, warm: bool = True,
                  policy: LeasePolicy | None = None, reaper: str = "sleeper", clock: Clock = SYSTEM_CLOCK,
                  on_expire: FreeCallback | None = None, on_cancel: FreeCallback | None = None,
@@ -151,7 +160,8 @@ class ReplicatedLandlord:
         if not isinstance(reaper, str):
             raise TypeError(f"reaper must be a reaper's name (each term makes its own), not {reaper!r:.80}")
         self.clock, self.commit_interval, self.ready_wait = clock, float(commit_interval), float(ready_wait)
-        self._client = client
+        self._client, self._election_client = client, election_client
+        self._own_client: pyetcd.MultiEndpointEtcd3Client | None = None  # made by start(), closed by close()
         self._landlord_id = landlord_id
         self.policy = policy if policy is not None else LeaseDurationPolicy()
         self.reaper = reaper
@@ -235,6 +245,7 @@ class ReplicatedLandlord:
             ValueError: the candidate is not one of ``replicas`` (callers could not follow it),
                 or the election's timing options are refused (see :class:`~landlord.replication.election.Election`).
             RuntimeError: not registered with a daemon and no candidate given, or started before.
+            TypeError: no ``election_client`` was given and ``client`` is not a pyetcd client to make one like.
         """
         candidate = candidate if candidate is not None else self.uri
         if candidate is None:
@@ -244,15 +255,34 @@ class ReplicatedLandlord:
         with self._terms.changed:
             if self._election is not None or self._terms.closing:
                 raise RuntimeError("a ReplicatedLandlord starts once")
-            self._election = Election(self._client, group=self.group, candidate=candidate, prefix=self.prefix,
-                                      ttl=self.ttl, clock=self.clock, on_elected=self._terms.elected,
-                                      on_deposed=self._terms.deposed)
+            self._election = self._new_election(candidate)
             self._loader = threading.Thread(target=self._load_terms, name=f"terms {self.key}", daemon=True)
         if self._warm is not None:
             self._warm.start()
         self._loader.start()
         self._election.start()
         return self
+
+    def _new_election(self, candidate: str) -> Election:
+        """The replica's election, on its client (made now if none was given: see the class).
+
+        Raises:
+            as :meth:`start`.
+        """
+        client = self._election_client
+        if client is None:
+            client = self._own_client = connect_like(self._client)
+        try:
+            return Election(client, group=self.group, candidate=candidate, prefix=self.prefix, ttl=self.ttl,
+                            clock=self.clock, on_elected=self._terms.elected, on_deposed=self._terms.deposed)
+        except BaseException:
+            self._close_own_client()
+            raise
+
+    def _close_own_client(self) -> None:
+        client, self._own_client = self._own_client, None
+        if client is not None:
+            client.close()
 
     def new_lease(self, resource: Any, duration: float = ANY) -> LandlordLease:
         """Lease ``resource`` (see :meth:`Landlord.new_lease`); written to etcd before it returns.
@@ -284,6 +314,7 @@ class ReplicatedLandlord:
             _flush(term, self.key)
         if election is not None:
             election.close()
+            self._close_own_client()
         if self._warm is not None:
             self._warm.close()
         if self._loader is not None and self._loader is not threading.current_thread():

@@ -46,7 +46,7 @@ from ..grantor.leasetable import LeaseTable
 from ..grantor.manager import ENDED, Standby, unwrap_stored
 from ..grantor.resource import LeasedResource
 from ..transport.backoff import OutageLog
-from .election import LeadershipLost, etcd_errors
+from .election import LeadershipLost, etcd_errors, pass_over_if_deadline
 from .etcdstore import Chunk, Record, Warm, group_prefix, range_end, read_group, read_record, unpack_chunk
 
 if TYPE_CHECKING:
@@ -540,6 +540,7 @@ class WarmCopy:
                 if response.events and not self._apply(folded, response.events):
                     return "stopped"
         except self._errors as exc:
+            pass_over_if_deadline(self._client, exc)  # the nudge then moves to another member
             log.debug("%r: the watch ended: %s", self, exc)
         finally:
             with self.changed:
@@ -566,6 +567,7 @@ class WarmCopy:
         try:
             self._client.get(self.key)
         except self._errors as exc:
+            pass_over_if_deadline(self._client, exc)  # etcd's own deadline: pyetcd would stay on that member
             log.debug("%r: etcd did not answer (%s)", self, exc)
 
     def _pause(self, folded: FoldedLeases | None = None) -> None:

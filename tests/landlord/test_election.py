@@ -32,6 +32,7 @@ from landlord.replication.election import (
     LeadershipLost,
     Tenure,
     connect,
+    connect_like,
     guarded_transaction,
     leader_key,
     parse_endpoints,
@@ -215,6 +216,28 @@ def test_without_the_client_the_message_names_the_extra(monkeypatch: pytest.Monk
     assert INSTALL_HINT in str(failure.value)
     with pytest.raises(ImportError, match="landlord\\[etcd\\]"):
         connect("127.0.0.1:2379")
+
+
+def test_a_client_made_like_another_reaches_the_same_members_and_fails_over_on_its_own() -> None:
+    require_etcd()
+    from pyetcd.exceptions import NoServerAvailableError  # here: without the client, require_etcd skips first
+    shared = connect("127.0.0.1:2379,[::1]:2380", timeout=0.4, retry_after=60.0)  # nothing is sent
+    shared.metadata = (("token", "t"),)  # as pyetcd keeps an authenticated client's token
+    own = connect_like(shared)
+    try:
+        assert list(own.endpoints) == ["127.0.0.1:2379", "[::1]:2380"] == list(shared.endpoints)
+        assert own.timeout == 0.4 and own.failover and own.metadata == shared.metadata
+        assert [(m.time_retry, m.secure) for m in own.endpoints.values()] == [(60.0, False)] * 2
+        for member in shared.endpoints.values():  # every member blamed for the failed calls of one client
+            member.fail()
+        with pytest.raises(NoServerAvailableError):
+            assert shared.channel
+        assert own.channel is not None  # the other still has a member to ask
+    finally:
+        own.close()
+        shared.close()
+    with pytest.raises(TypeError, match="not a pyetcd client"):
+        connect_like(object())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("options", "message"), [

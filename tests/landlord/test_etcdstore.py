@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import landlord.replication.etcdstore as etcdstore
 from landlord import FOREVER, Landlord, LeaseDurationPolicy
-from landlord.replication.election import Election, LeadershipLost, connect, leader_key
+from landlord.replication.election import Election, LeadershipLost, connect, leader_key, pass_over_if_deadline
 from landlord.replication.etcdstore import (
     CHUNK_BYTES,
     MAX_OPS,
@@ -311,6 +311,21 @@ def test_a_write_that_fails_for_its_own_sake_is_not_sent_again(recording: Record
             store.put("a", WALL + 10, "r", WALL)
         assert raised.value is refusal
     assert recording.sent == [] and recording.endpoint_in_use.failed == 0
+
+
+def test_etcds_own_deadline_passes_over_the_member_in_use_and_no_other_error_does() -> None:
+    client = connect("127.0.0.1:2379,127.0.0.1:2380", retry_after=60.0)  # no etcd needed: nothing is sent
+    try:
+        asked = client.endpoint_in_use
+        assert asked is not None
+        for other in (EtcdAnswered(grpc.StatusCode.UNKNOWN, "etcdserver: no space"), DeadlineExceeded()):
+            assert not pass_over_if_deadline(client, other)
+        assert not asked.is_failed()
+        assert pass_over_if_deadline(client, etcds_deadline())
+        assert asked.is_failed()
+        assert client.channel is not None and client.endpoint_in_use is not asked  # the next call goes elsewhere
+    finally:
+        client.close()
 
 
 def test_etcds_own_deadline_is_told_from_other_errors() -> None:
@@ -624,17 +639,25 @@ class DeadlineExceeded(grpc.RpcError):
 
 
 class SlowPages:
-    """A store's calls whose pages time out for more than ``slow_over`` keys (a busy etcd),
-    over keys ``k0000``..., recording each page asked for."""
+    """A store's calls whose pages time out for more than ``slow_over`` keys (a busy etcd), and whose
+    first ``leaderless`` pages etcd answers with its own deadline (a member without a leader), over
+    keys ``k0000``..., recording each page asked for and how often the member in use was passed over."""
 
-    def __init__(self, keys: int, slow_over: int) -> None:
+    def __init__(self, keys: int, slow_over: int, leaderless: int = 0) -> None:
         self.errors = etcdstore.etcd_errors()
         self.keys = [f"/p/k{i:04d}".encode() for i in range(keys)]
-        self.slow_over = slow_over
+        self.slow_over, self.leaderless = slow_over, leaderless
         self.asked: list[tuple[bytes, int, int]] = []
+        self.passed_over = 0
+        self.client = types.SimpleNamespace(endpoint_in_use=types.SimpleNamespace(fail=self._pass_over))
+
+    def _pass_over(self) -> None:
+        self.passed_over += 1
 
     def page(self, start: bytes, end: bytes, *, limit: int, revision: int) -> Any:
         self.asked.append((start, limit, revision))
+        if len(self.asked) <= self.leaderless:
+            raise etcds_deadline()
         if limit > self.slow_over:
             raise DeadlineExceeded()
         page = [key for key in self.keys if start <= key < end][:limit]
@@ -651,8 +674,20 @@ def test_a_read_asks_a_page_that_timed_out_again_for_fewer_keys_from_where_it_go
     assert calls.asked[2][0] == b"/p/k0249\0"  # resumed after the first page, not from the start
 
 
+def test_a_page_that_etcd_answers_with_its_own_deadline_is_asked_again_as_big_of_another_member() -> None:
+    calls = SlowPages(1500, slow_over=5000, leaderless=2)
+    found, _ = etcdstore._scan(calls, "/p/", 0)  # type: ignore[arg-type]
+    assert [kv.key for kv in found] == calls.keys
+    assert [limit for _, limit, _ in calls.asked[:3]] == [1000, 1000, 1000]  # not taken for a page too big
+    assert calls.passed_over == 2
+
+
 def test_a_read_whose_pages_keep_timing_out_fails() -> None:
     calls = SlowPages(10, slow_over=0)
     with pytest.raises(DeadlineExceeded):
         etcdstore._scan(calls, "/p/", 0)  # type: ignore[arg-type]
     assert len(calls.asked) <= etcdstore.PAGE_FAILURES + 1
+    leaderless = SlowPages(10, slow_over=1000, leaderless=100)  # every member without a leader, for long
+    with pytest.raises(grpc.RpcError):
+        etcdstore._scan(leaderless, "/p/", 0)  # type: ignore[arg-type]
+    assert len(leaderless.asked) == etcdstore.PAGE_FAILURES + 1

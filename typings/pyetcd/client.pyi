@@ -26,6 +26,9 @@ class KVMetadata:
 class Endpoint:
     host: str
     netloc: str
+    secure: bool
+    credentials: Any
+    time_retry: float
     def __init__(self, host: str, port: int, secure: bool = ..., creds: Any = ..., time_retry: float = ...,
                  opts: Any = ...) -> None: ...
     def fail(self) -> None: ...
@@ -34,6 +37,9 @@ class Endpoint:
 
 class MultiEndpointEtcd3Client:
     timeout: float | None
+    failover: bool
+    metadata: Any
+    call_credentials: Any
     endpoints: dict[str, Endpoint]
     transactions: Transactions
     def __init__(self, endpoints: Iterable[Endpoint] | None = ..., timeout: float | None = ...,
