@@ -19,6 +19,7 @@ import signal
 import sys
 import textwrap
 import time
+import types
 from collections.abc import Iterator
 
 import pytest
@@ -26,6 +27,7 @@ from etcd_fixtures import cluster, etcd_cluster, new_group, require_etcd  # noqa
 from hypothesis import given
 from hypothesis import strategies as st
 
+import landlord.replication.election as election_module
 from landlord.replication.election import (
     INSTALL_HINT,
     Election,
@@ -238,6 +240,50 @@ def test_a_client_made_like_another_reaches_the_same_members_and_fails_over_on_i
         shared.close()
     with pytest.raises(TypeError, match="not a pyetcd client"):
         connect_like(object())  # type: ignore[arg-type]
+
+
+class Leaderless:
+    """A ballot whose calls etcd answers with its own deadline (its member has no leader), on a client
+    that counts how often the member in use is passed over."""
+
+    def __init__(self) -> None:
+        import grpc  # here: without the client, require_etcd skips first
+
+        class EtcdsDeadline(grpc.RpcError):
+            def code(self) -> grpc.StatusCode:
+                return grpc.StatusCode.UNKNOWN
+
+            def details(self) -> str:
+                return "context deadline exceeded"
+
+        self.answer = EtcdsDeadline
+        self.errors = election_module.etcd_errors()
+        self.key, self.candidate, self.ttl = "/landlord/rooms/leader", "r1", 2
+        self.passed_over = 0
+        self.client = types.SimpleNamespace(endpoint_in_use=types.SimpleNamespace(fail=self._pass_over))
+
+    def _pass_over(self) -> None:
+        self.passed_over += 1
+
+    def read(self) -> tuple[str | None, int]:
+        raise self.answer()
+
+    def keep_alive(self, lease_id: int) -> int:
+        raise self.answer()
+
+
+def test_the_election_passes_over_a_member_that_answers_with_etcds_own_deadline() -> None:
+    require_etcd()
+    clock, ballot = FakeClock(), Leaderless()
+    tenure = Tenure(clock=clock, margin=0.25, refresh_interval=0.3, retry_interval=0.07)
+    campaign = election_module._Campaign(ballot, tenure, clock, 2.0, None, None, None)  # type: ignore[arg-type]
+    campaign.closing = True  # its pauses return at once
+    campaign.follow()  # reading the leader key
+    assert ballot.passed_over == 1
+    tenure.begin(clock.monotonic(), 2)
+    campaign.lease_id, campaign.revision, campaign.closing, campaign.refresh_now = 7, 3, False, True
+    campaign.keep()  # a keep-alive, sent again to another member
+    assert ballot.passed_over == 2 and tenure.held
 
 
 @pytest.mark.parametrize(("options", "message"), [
