@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import pytest
 
@@ -75,6 +75,21 @@ def skip_unless_required(reason: str | None, *, env: str, tests: str, needs: str
     if os.environ.get(env) == "1":
         pytest.fail(f"{env}=1, but the {tests} tests cannot run: {reason}", pytrace=False)
     pytest.skip(f"{tests} tests need {needs}: {reason}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test's report gains a section from each of its fixtures that can tell what it saw:
+    one whose value has a ``failure_report()`` method (the recent output of the processes it runs,
+    say), so that a failure in CI shows its cause without running it again."""
+    report = yield
+    if report.when == "call" and report.failed:
+        for name, value in getattr(item, "funcargs", {}).items():
+            tell = getattr(value, "failure_report", None)
+            if callable(tell):
+                report.sections.append((f"what fixture {name} saw", str(tell())))
+    return report
 
 
 @pytest.fixture

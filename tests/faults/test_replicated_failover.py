@@ -52,8 +52,23 @@ class Replicas:
         self.uris = replica_uris(addresses, self.group)
         endpoints = ",".join(cluster.endpoints)
         self.children = [spawn("replica_landlord.py", endpoints, self.group, str(port), addresses) for port in ports]
+        self.events: list[tuple[float, str]] = []  # what the test did, when (time.monotonic())
         for child in self.children:
             child.wait_for(r"^replica at ", timeout=20)
+
+    def note(self, event: str) -> None:
+        """Record what the test does now, for :meth:`failure_report` to place among the replicas' lines."""
+        self.events.append((time.monotonic(), event))
+
+    def failure_report(self, last: int = 40) -> str:
+        """Each replica's last ``last`` lines of output (its warnings: a term lost, an etcd outage) and
+        the test's events, timed from the first event noted: what a failed test shows."""
+        start = self.events[0][0] if self.events else 0.0
+        told = [f"{at - start:+8.3f} s  test: {event}" for at, event in self.events]
+        for index, child in enumerate(self.children):
+            told.append(f"replica {index} ({self.uris[index]}, {'running' if child.alive else 'ended'}):")
+            told.extend(f"{line.time - start:+8.3f} s  {line.text}" for line in child.lines[-last:])
+        return "\n".join(told)
 
     def status(self, index: int) -> dict[str, Any] | None:
         return replica_status(self.uris[index])
@@ -141,6 +156,7 @@ def test_kill_9_of_the_leader_loses_no_cookie_keeps_every_term_and_a_successor_s
         while holder.answers["granted"] < 3:
             threading.Event().wait(0.01)
         killed_at = time.monotonic()
+        replicas.note(f"kill -9 of replica {leader}, the leader")
         replicas.children[leader].kill()
         failover = holder.first_grant_after(killed_at)
         successor = replicas.leader(excluding=leader)
@@ -227,6 +243,7 @@ def test_kill_9_of_the_leader_mid_stream_the_successor_takes_over_from_its_warm_
             assert time.monotonic() < deadline, "the stream did not start"
             threading.Event().wait(0.01)
         granted_before = len(streamer.granted)
+        replicas.note(f"kill -9 of replica {leader}, the leader")
         replicas.children[leader].kill()
         successor = replicas.leader(excluding=leader, timeout=TTL + 8)
         deadline = time.monotonic() + 20
@@ -257,6 +274,7 @@ def test_a_leader_stopped_past_its_ttl_is_fenced_answers_nothing_and_rejoins_as_
     leader = replicas.leader()
     leases = rent(replicas, leader, 10, TERM, "room")
     old = replicas.children[leader]
+    replicas.note(f"SIGSTOP to replica {leader}, the leader")
     old.process.send_signal(signal.SIGSTOP)
     try:
         successor = replicas.leader(excluding=leader, timeout=TTL + 8)
@@ -279,6 +297,7 @@ def test_a_leader_stopped_past_its_ttl_is_fenced_answers_nothing_and_rejoins_as_
             caller.start()
         threading.Event().wait(0.3)  # the calls reach the stopped process's sockets (a margin, not a sync)
     finally:
+        replicas.note(f"SIGCONT to replica {leader}")
         old.process.send_signal(signal.SIGCONT)
     for caller in callers:
         caller.join(15)
@@ -303,7 +322,9 @@ def test_killing_one_etcd_member_goes_unnoticed_by_holders(cluster: EtcdCluster,
     try:
         while holder.answers["granted"] < 3:
             threading.Event().wait(0.01)
-        cluster.kill_member(cluster.leader())  # the worst one: etcd elects a leader of its own
+        member = cluster.leader()
+        replicas.note(f"kill of etcd member {member}, etcd's leader")
+        cluster.kill_member(member)  # the worst one: etcd elects a leader of its own
         granted = holder.answers["granted"]
         holder.first_grant_after(time.monotonic())
         while holder.answers["granted"] < granted + 50:  # renewals go on through etcd's own election
@@ -325,6 +346,7 @@ def test_losing_etcd_quorum_silences_the_leader_within_its_ttl_and_service_resum
     try:
         holder.first_grant_after(time.monotonic())
         lost_at = time.monotonic()
+        replicas.note("etcd members 0 and 1 paused: no quorum")
         for member in (0, 1):  # a majority of three gone: etcd answers nobody
             cluster.pause_member(member)
         retries = holder.answers["retry"]
@@ -334,6 +356,7 @@ def test_losing_etcd_quorum_silences_the_leader_within_its_ttl_and_service_resum
         last_grant = holder.granted_at[-1]
         assert last_grant - lost_at < TTL, f"renewals were granted {last_grant - lost_at:.2f} s into the outage"
         assert holder.answers["retry"] > retries, "the holder kept being answered without etcd"
+        replicas.note("etcd members 0 and 1 resumed")
         for member in (0, 1):
             cluster.resume_member(member)
         back_at = time.monotonic()

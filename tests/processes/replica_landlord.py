@@ -54,6 +54,10 @@ class ReplicatedRooms(landlord.ReplicatedLandlord):
 
 def main(endpoints: str, group: str, port: str, addresses: str, host: str = "127.0.0.1") -> None:
     logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
+    # for a failed test's report (the failover tests show each replica's last lines): every failed etcd
+    # call of the election, and each term begun
+    logging.getLogger("landlord.election").setLevel(logging.DEBUG)
+    logging.getLogger("landlord.replicated").setLevel(logging.INFO)
     rooms = ReplicatedRooms(connect(endpoints), group=group, replicas=landlord.replica_uris(addresses, group),
                             policy=landlord.LeaseDurationPolicy(maximum=600),
                             on_expire=lambda room: say(f"freed {room}"))
