@@ -160,8 +160,8 @@ class ReplicatedLandlord:
         if not isinstance(reaper, str):
             raise TypeError(f"reaper must be a reaper's name (each term makes its own), not {reaper!r:.80}")
         self.clock, self.commit_interval, self.ready_wait = clock, float(commit_interval), float(ready_wait)
-        self._client, self._election_client = client, election_client
-        self._own_client: pyetcd.MultiEndpointEtcd3Client | None = None  # made by start(), closed by close()
+        self._client = client
+        self._election_client = _ElectionClient(election_client, like=client)
         self._landlord_id = landlord_id
         self.policy = policy if policy is not None else LeaseDurationPolicy()
         self.reaper = reaper
@@ -255,34 +255,15 @@ class ReplicatedLandlord:
         with self._terms.changed:
             if self._election is not None or self._terms.closing:
                 raise RuntimeError("a ReplicatedLandlord starts once")
-            self._election = self._new_election(candidate)
+            self._election = self._election_client.elect(
+                group=self.group, candidate=candidate, prefix=self.prefix, ttl=self.ttl, clock=self.clock,
+                on_elected=self._terms.elected, on_deposed=self._terms.deposed)
             self._loader = threading.Thread(target=self._load_terms, name=f"terms {self.key}", daemon=True)
         if self._warm is not None:
             self._warm.start()
         self._loader.start()
         self._election.start()
         return self
-
-    def _new_election(self, candidate: str) -> Election:
-        """The replica's election, on its client (made now if none was given: see the class).
-
-        Raises:
-            as :meth:`start`.
-        """
-        client = self._election_client
-        if client is None:
-            client = self._own_client = connect_like(self._client)
-        try:
-            return Election(client, group=self.group, candidate=candidate, prefix=self.prefix, ttl=self.ttl,
-                            clock=self.clock, on_elected=self._terms.elected, on_deposed=self._terms.deposed)
-        except BaseException:
-            self._close_own_client()
-            raise
-
-    def _close_own_client(self) -> None:
-        client, self._own_client = self._own_client, None
-        if client is not None:
-            client.close()
 
     def new_lease(self, resource: Any, duration: float = ANY) -> LandlordLease:
         """Lease ``resource`` (see :meth:`Landlord.new_lease`); written to etcd before it returns.
@@ -314,7 +295,7 @@ class ReplicatedLandlord:
             _flush(term, self.key)
         if election is not None:
             election.close()
-            self._close_own_client()
+            self._election_client.close()
         if self._warm is not None:
             self._warm.close()
         if self._loader is not None and self._loader is not threading.current_thread():
@@ -568,6 +549,38 @@ class ReplicatedLandlord:
             landlord.close()  # and its store
             raise
         return landlord
+
+
+class _ElectionClient:
+    """The etcd client of a replica's election: the one given, or one made like the replica's own
+    (:func:`~landlord.replication.election.connect_like`) when the election is, closed with the replica."""
+
+    def __init__(self, given: pyetcd.MultiEndpointEtcd3Client | None, *,
+                 like: pyetcd.MultiEndpointEtcd3Client) -> None:
+        self._given, self._like = given, like
+        self._made: pyetcd.MultiEndpointEtcd3Client | None = None
+
+    def elect(self, **options: Any) -> Election:
+        """An election on this client, with ``options`` (see :class:`~landlord.replication.election.Election`).
+
+        Raises:
+            TypeError: none was given, and the replica's client is not a pyetcd client to make one like.
+            ValueError, ImportError: as :class:`~landlord.replication.election.Election`.
+        """
+        client = self._given
+        if client is None:
+            client = self._made = connect_like(self._like)
+        try:
+            return Election(client, **options)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Close the client made (one given is the caller's to close). Idempotent."""
+        made, self._made = self._made, None
+        if made is not None:
+            made.close()
 
 
 def _flush(term: Term, key: str) -> None:
