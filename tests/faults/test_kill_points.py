@@ -17,7 +17,9 @@ outside the process, flushed, before the callback returns):
   its lease expires; ``freed expired <room> <cookie>`` on its stdout;
 * the stored lookup (``python -m lookup serve --store``): a registration,
   cancelled by its holder; freed when it leaves the registry and its removal
-  is fired to listeners, logged ``registration <service id> ended``;
+  is fired to listeners, logged ``registration <service id> ended``; an event
+  registration watching it is a second canary, and hears of its end (except
+  after ``after-forget``: a known loss, the strict xfail at the end);
 * the renewal service (``--store``): a renewal set, whose lease expires;
   freed when the service stops renewing the set's members, seen at the
   members' own landlord (tests/processes/served_landlord.py): the victim set's
@@ -53,9 +55,9 @@ from landlord import (
     set_call_timeout,
 )
 from landlord.grantor.killpoints import ENVIRONMENT, POINTS
-from landlord.testing import ChildProcess, free_port, start_server
+from landlord.testing import ChildProcess, Recorder, ServingDaemon, free_port, start_server
 from landlord.testing.etcd import EtcdCluster, leading_replica, replica_status
-from lookup import ServiceItem, ServiceTemplate
+from lookup import TRANSITION_MATCH_NOMATCH, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.discovery.unicast import LOOKUP_OBJECT_ID
 from lookup.service.server import STORE_NAME
 
@@ -164,9 +166,19 @@ def landlord_case(children: list[ChildProcess], tmp_path: Path, point: str) -> N
 
 
 REGISTRATION_ENDED = r".*registration (\S+) ended$"  # logged by lookup.service.lookupservice
+EVENT_AWAITED = 3.0  # seconds a listener is given to hear of the victim's end once the lookup is back
 
 
-def lookup_case(children: list[ChildProcess], tmp_path: Path, point: str) -> None:
+class Listener(Recorder[ServiceEvent]):
+    """A remote event listener that keeps what it hears (``wait_for(count, timeout)``)."""
+
+    @Pyro5.api.expose
+    def notify(self, event: ServiceEvent) -> None:
+        self.record(event)
+
+
+def lookup_case(children: list[ChildProcess], tmp_path: Path, point: str, *, heard: bool | None = None) -> None:
+    """``heard``: whether a listener must hear of the victim's end (``None``: where the point lets it be sent)."""
     port, store = free_port(), str(tmp_path / "lookup.sqlite")
     uri = f"PYRO:{LOOKUP_OBJECT_ID}@127.0.0.1:{port}"
 
@@ -178,10 +190,14 @@ def lookup_case(children: list[ChildProcess], tmp_path: Path, point: str) -> Non
         return child
 
     server = start(point)
-    losses = Losses()
-    with LeaseRenewalManager(retry_initial=0.1) as renewals, Pyro5.api.Proxy(uri) as lookup:
+    losses, listener = Losses(), Listener()
+    with LeaseRenewalManager(retry_initial=0.1) as renewals, Pyro5.api.Proxy(uri) as lookup, \
+            ServingDaemon() as serving:
         canary = lookup.register(ServiceItem(None, "PYRO:canary@127.0.0.1:1", ["test.Canary"]), TERM)
-        renewals.renew_for(canary.lease, FOREVER, losses, renew_duration=TERM)
+        watch = lookup.notify(ServiceTemplate(types=["test.Victim"]), TRANSITION_MATCH_NOMATCH,
+                              serving.register(listener), "watching", TERM)  # a canary too, stored with its lease
+        for lease in (canary.lease, watch.lease):
+            renewals.renew_for(lease, FOREVER, losses, renew_duration=TERM)
         victim = lookup.register(ServiceItem(None, "PYRO:victim@127.0.0.1:1", ["test.Victim"]), TERM)
         with pytest.raises(Pyro5.errors.CommunicationError):
             victim.lease.cancel()  # the service dies ending it: its holder hears of a lost connection only
@@ -189,7 +205,8 @@ def lookup_case(children: list[ChildProcess], tmp_path: Path, point: str) -> Non
         killed_at = time.time()
         lookup._pyroRelease()
         restarted = start(None)
-        wait_until(lambda: canary.lease.expiration > killed_at + TERM, 15, "the canary renewed after the restart")
+        wait_until(lambda: min(canary.lease.expiration, watch.lease.expiration) > killed_at + TERM, 15,
+                   "the registration and the event registration renewed after the restart")
         with pytest.raises(UnknownLeaseError):
             victim.lease.renew(TERM)
         for registration, listed in ((canary, 1), (victim, 0)):
@@ -197,9 +214,13 @@ def lookup_case(children: list[ChildProcess], tmp_path: Path, point: str) -> Non
         before, after = expected_frees(point)
         ended = frees(REGISTRATION_ENDED, server) + frees(REGISTRATION_ENDED, restarted)
         assert ended == [(victim.service_id,)] * (before + after), ended
+        if heard if heard is not None else point != "after-forget":
+            listener.wait_for(1, timeout=EVENT_AWAITED)
+            assert {event.service_id for event in listener.items} == {victim.service_id}
+            assert len(listener.items) <= 2
         assert losses.events == []
         restarted.close()
-    assert stored_cookies(store, STORE_NAME) == {canary.lease.cookie}
+    assert stored_cookies(store, STORE_NAME) == {canary.lease.cookie, watch.lease.cookie}
 
 
 # -- the renewal service ---------------------------------------------------------------------
@@ -301,3 +322,13 @@ def test_a_server_killed_at_a_step_of_a_leases_end_frees_it_once_restarted_and_k
         replica_case(children, request.getfixturevalue("cluster"), point)
     else:
         CASES[server](children, tmp_path, point)
+
+
+# The removal event is posted as the registration is freed, but delivered later, from memory, by the mailer: a kill
+# after the row is deleted and before the delivery loses it (5 runs of 5), and the restarted lookup has no row to
+# send it from. After-free is fine: the restarted lookup frees the registration again and sends the event then.
+@pytest.mark.xfail(strict=True, reason="the removal event of a registration freed and forgotten just before a kill "
+                                       "is lost (posted, not yet delivered)")
+def test_a_lookup_killed_after_forgetting_a_cancelled_registration_still_tells_its_listeners(
+        children: list[ChildProcess], tmp_path: Path, short_call_timeout: None) -> None:
+    lookup_case(children, tmp_path, "after-forget", heard=True)
