@@ -154,9 +154,10 @@ class ReplicatedLookupService(ReplicatedLandlord):
         return self._service(lambda service: service.lookup(template))
 
     @Pyro5.server.expose
-    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES) -> ServiceMatches:
-        """As :meth:`lookup.LookupService.lookup_all`."""
-        return self._service(lambda service: service.lookup_all(template, max_matches))
+    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES,
+                   after: str | None = None) -> ServiceMatches:
+        """As :meth:`lookup.LookupService.lookup_all` (a cursor of an earlier term's leader is refused)."""
+        return self._service(lambda service: service.lookup_all(template, max_matches, after))
 
     @Pyro5.server.expose
     def entry_classes(self, template: ServiceTemplate) -> list[str]:
