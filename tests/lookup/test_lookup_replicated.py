@@ -115,6 +115,20 @@ def test_after_a_failover_every_registration_is_found_and_its_lease_renews(group
     assert successor.lookup(ServiceTemplate(kept.service_id, (), ())) is None
 
 
+def test_a_long_answer_goes_on_after_its_cursor_and_a_cursor_of_the_last_term_is_refused(group: Group) -> None:
+    leader = group.leader()
+    registered = [leader.register(quoter(f"q{number}"), 60).service_id for number in range(3)]
+    first = leader.lookup_all(ServiceTemplate(), 2)
+    assert first.cursor is not None
+    rest = leader.lookup_all(ServiceTemplate(), 2, first.cursor)
+    assert [item.service_id for item in first.items + rest.items] == registered and rest.cursor is None
+    leader.close()
+    successor = group.leader(excluding=leader)
+    with pytest.raises(ValueError, match="ask again from the start"):  # its places are not the last term's
+        successor.lookup_all(ServiceTemplate(), 2, first.cursor)
+    assert sorted(item.service_id for item in successor.lookup_all(ServiceTemplate()).items) == sorted(registered)
+
+
 def test_a_registration_nobody_renews_ends_at_its_own_deadline_after_a_failover(group: Group) -> None:
     leader = group.leader()
     orphan = leader.register(quoter("orphan"), 2)
