@@ -35,6 +35,11 @@ Prometheus text format (or OpenMetrics, for a scraper that asks):
   scraped (those in their grace, and those run out but not yet freed, among them);
 - ``landlord_renewal_duration_seconds``: a histogram of how long the landlord
   took to answer one renewal call (``renew``, or a whole ``renew_all``);
+- ``landlord_limits_refused_total{limit}``: calls refused by a per-client
+  limit (what one client may hold: a lookup service's registrations, a
+  renewal service's sets, ...; or how large a registration may be), the limit
+  named as its option is (``registrations_per_client``), read when scraped
+  from a landlord that has such limits (its ``limit_refusals()``);
 - ``landlord_transport_refused_total{rule}``: connections and messages its
   guarded server refused, by the rule broken (``deadline``, ``too large``,
   ``serializer``, ``connections``, ...; see :mod:`landlord.transport.framing`), read from
@@ -305,6 +310,8 @@ class LeaseMetrics(Metrics, LeaseHooks):
             ("wait_timeouts", "Waits for a name that timed out."))}
         self._lock = threading.Lock()
         self._watched: Landlord | ReplicatedLandlord | None = None
+        self._latest: Landlord | None = None  # the landlord last attached (a replica's: its last term's)
+        self.registry.register(_LimitCollector(self))
 
     # -- attaching --------------------------------------------------------------------------------
 
@@ -356,7 +363,15 @@ class LeaseMetrics(Metrics, LeaseHooks):
     def _hook(self, landlord: Landlord) -> None:
         if not any(told is self for told in _told(landlord.manager.hooks)):
             landlord.manager.add_hooks(self)
+        self._latest = landlord
         self.landlord_attached(landlord)
+
+    def limit_refusals(self) -> dict[str, int]:
+        """What the landlord attached refused so far by its per-client limits, by limit (empty if it has
+        none: only landlords with a ``limit_refusals()``, such as the lookup and the renewal service, do;
+        a replica's, of its last term)."""
+        reading = getattr(self._latest, "limit_refusals", None)
+        return dict(reading()) if callable(reading) else {}
 
     def _held(self) -> float:
         watched = self._watched
@@ -423,6 +438,26 @@ class _RefusalCollector:
                                      "connections, ...).", labels=["rule"])
         for rule, count in sorted(self._metrics.refused().items()):
             family.add_metric([rule], count)
+        yield family
+
+    def describe(self) -> list[Any]:
+        return []  # read when scraped: nothing to check at registration
+
+
+class _LimitCollector:
+    """``landlord_limits_refused_total{limit}``, read from the landlord attached when scraped."""
+
+    def __init__(self, metrics: LeaseMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily
+
+        family = CounterMetricFamily("landlord_limits_refused", "Calls refused by a per-client limit (what one "
+                                     "client may hold, or how large a registration may be), by limit.",
+                                     labels=["limit"])
+        for limit, count in sorted(self._metrics.limit_refusals().items()):
+            family.add_metric([limit], count)
         yield family
 
     def describe(self) -> list[Any]:

@@ -122,6 +122,7 @@ class LookupService(Landlord):
                                                 exempt=[IN_PROCESS_CLIENT])
         self._event_registrations_held = ClientCounts(self.limits.event_registrations_per_client,
                                                       "event registrations", exempt=[IN_PROCESS_CLIENT])
+        self._too_large = 0  # registrations refused for their attributes' size
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self._watchers: tuple[RegistrationWatcher, ...] = ()  # before a store's leases are taken back and ended
@@ -132,7 +133,8 @@ class LookupService(Landlord):
                                   persist=self._store_record if store is not None else None)
         super().__init__(policy=policy or LeaseDurationPolicy(maximum=DEFAULT_MAX_LEASE, default=DEFAULT_LEASE),
                          reaper=reaper, clock=clock, on_expire=self._lease_ended, on_cancel=self._lease_ended,
-                         landlord_id=landlord_id, store=store, codec=_StoredRecords(self.registry, self.fanout),
+                         landlord_id=landlord_id, store=store, codec=_StoredRecords(self.registry, self.fanout, (
+                             self._registrations_held, self._event_registrations_held)),
                          callback_hosts=callback_hosts)
         if store is not None:  # event ids are never reused, not even those of registrations that ended
             self.fanout.ids_from(store.get_setting(_NEXT_EVENT_ID, 1))
@@ -167,8 +169,8 @@ class LookupService(Landlord):
         item, duration, proof = _check_item(item), check_duration(duration), check_proof(proof)
         self._check_size(item)
         item, secret = _with_service_id(item, proof)
-        record = ServiceRecord(item)
         client = client_of_call()
+        record = ServiceRecord(item, client)
         with self._lock:  # held from the grant on: a lease ending at once finds its record stored
             holder = None
             if secret is None:  # an id just made from a new secret is nobody else's
@@ -350,6 +352,7 @@ class LookupService(Landlord):
         with self._lock:
             self._event_registrations_held.check(client)
             record = self.fanout.new_record(template, transitions, listener, handback)
+            record.client = client
             if self.store is not None:
                 self.store.set_setting(_NEXT_EVENT_ID, record.event_id + 1)
             lease = self.new_lease(record, duration)
@@ -387,6 +390,14 @@ class LookupService(Landlord):
                 self._event_registrations_held.release(record.cookie)
                 self.fanout.end(record)
 
+    def limit_refusals(self) -> dict[str, int]:
+        """Calls refused so far by :attr:`limits`, by the limit's name (what
+        ``landlord_limits_refused_total{limit}`` reads when scraped)."""
+        with self._lock:
+            return {"registrations_per_client": self._registrations_held.refused,
+                    "event_registrations_per_client": self._event_registrations_held.refused,
+                    "attribute_bytes": self._too_large}
+
     def _check_size(self, item: ServiceItem) -> None:
         """Refuse an item whose attributes are larger than :attr:`limits` allows.
 
@@ -395,6 +406,8 @@ class LookupService(Landlord):
         """
         size = attribute_bytes(item)
         if size > self.limits.attribute_bytes:
+            with self._lock:
+                self._too_large += 1
             raise ValueError(f"attributes of {size} bytes: a registration may carry at most "
                              f"{self.limits.attribute_bytes} here")
 
@@ -442,13 +455,16 @@ class LookupService(Landlord):
 
 class _StoredRecords:
     """The lookup service's :class:`~landlord.grantor.landlord.ResourceCodec`: registrations
-    as the registry stores them, event registrations as the fan-out does."""
+    as the registry stores them, event registrations as the fan-out does; each taken back is
+    counted again against the client who made it (``held``: the registrations' counts, the event
+    registrations')."""
 
-    __slots__ = ("_registry", "_fanout")
+    __slots__ = ("_registry", "_fanout", "_held")
 
-    def __init__(self, registry: Registry, fanout: EventFanout) -> None:
+    def __init__(self, registry: Registry, fanout: EventFanout, held: tuple[ClientCounts, ClientCounts]) -> None:
         self._registry = registry
         self._fanout = fanout
+        self._held = held
 
     def dump(self, resource: Any) -> Any:
         if isinstance(resource, ServiceRecord):
@@ -468,10 +484,17 @@ class _StoredRecords:
         return self._registry.load(data) if "item" in data else self._fanout.load(data)
 
     def restored(self, leased: LeasedResource) -> None:
-        if isinstance(leased.resource, ServiceRecord):
+        record = leased.resource
+        if isinstance(record, ServiceRecord):
             self._registry.restored(leased)
-        elif isinstance(leased.resource, EventRecord):
+            held = self._held[0]
+        elif isinstance(record, EventRecord):
             self._fanout.restored(leased)
+            held = self._held[1]
+        else:
+            return
+        if record.client:  # a record stored before clients were is nobody's
+            held.hold(leased.cookie, record.client)
 
 
 def _modification(templates: object, entries: object) -> Callable[[ServiceItem], ServiceItem]:

@@ -12,9 +12,12 @@ host a call comes from: :func:`landlord.client_of_call`):
   as they arrived (:func:`attribute_bytes`), whoever sends them.
 
 A client at its limit is refused with a :class:`~landlord.LeaseDeniedError`
-that names the limit, and nothing changes. Calls made in the service's own
-process are not counted (they are the operator's), nor are registrations
-taken back from a store (who made them is not kept).
+that names the limit, and nothing changes; the refusals are counted by limit
+(``LookupService.limit_refusals``, ``landlord_limits_refused_total{limit}``). Calls made in the service's own
+process are not counted (they are the operator's). Each registration is
+stored with its client, so what a client holds is counted again when a
+service restarts on its store (or a replica takes over); a registration
+stored before clients were counts for nobody.
 
 Answers are bounded apart from clients: many clients, each within its
 limits, could still fill one ``lookup_all`` answer past the transport's cap
@@ -89,6 +92,8 @@ class ClientCounts:
         self._exempt = frozenset(exempt)
         self._client_of: dict[str, str] = {}  # cookie -> client
         self._held: dict[str, int] = {}       # client -> leases held
+        #: how many calls :meth:`check` refused (read by the metrics when scraped)
+        self.refused = 0
 
     def check(self, client: str, *, replacing: str | None = None) -> None:
         """Whether ``client`` may take one more.
@@ -104,6 +109,7 @@ class ClientCounts:
             return
         held = self._held.get(client, 0)
         if held >= self.limit:
+            self.refused += 1
             raise LeaseDeniedError(f"a client may hold at most {self.limit} {self.what} here, and {client} "
                                    f"holds {held}: cancel some, or let them end")
 

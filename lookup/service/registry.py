@@ -46,18 +46,22 @@ class ServiceRecord:
             record's lease is not the end of the service's registration.
         term: the seconds its lease was granted, once granted (``None``: not
             known: a record taken back from the store, which keeps no term).
+        client: who registered it (see :func:`landlord.client_of_call`; ``""``: not known, a
+            record stored before clients were), stored with it so that its client's count
+            survives a restart.
         size: what its item counts for in an answer (:func:`~lookup.service.quotas.answer_bytes`).
     """
 
-    __slots__ = ("item", "cookie", "leased", "replaced", "term", "size")
+    __slots__ = ("item", "cookie", "leased", "replaced", "term", "client", "size")
 
-    def __init__(self, item: ServiceItem) -> None:
+    def __init__(self, item: ServiceItem, client: str = "") -> None:
         self.item = item
         self.size = answer_bytes(item)  # once per registration, not on every answer
         self.cookie = ""
         self.leased: LeasedResource | None = None
         self.replaced = False
         self.term: float | None = None
+        self.client = client
 
     @property
     def service_id(self) -> str:
@@ -237,9 +241,10 @@ class Registry:
     # -- the store codec of registrations ---------------------------------------------
 
     def dump(self, record: ServiceRecord) -> dict[str, Any]:
-        """What the store keeps of ``record``: ``{"item": item}``, the service as its URI."""
+        """What the store keeps of ``record``: ``{"item": item, "client": client}``, the service as its URI."""
         item = record.item
-        return {"item": item.replace(service=item.service_uri)}  # a URI, not a proxy of this thread's
+        return {"item": item.replace(service=item.service_uri),  # a URI, not a proxy of this thread's
+                "client": record.client}
 
     def load(self, data: Mapping[str, Any]) -> ServiceRecord:
         """A record (with no lease yet) back from what :meth:`dump` made of it.
@@ -247,10 +252,12 @@ class Registry:
         Raises:
             TypeError: not a registered :class:`ServiceItem` under ``"item"``.
         """
-        item = data.get("item")
+        item, client = data.get("item"), data.get("client", "")
         if not isinstance(item, ServiceItem) or item.service_id is None:
             raise TypeError("a stored registration without a registered ServiceItem")
-        return ServiceRecord(item.replace(service=item.service_uri))  # as stored: a URI, no proxy
+        if not isinstance(client, str):
+            raise TypeError(f"a stored registration's client is a str, got {type(client).__name__}")
+        return ServiceRecord(item.replace(service=item.service_uri), client)  # as stored: a URI, no proxy
 
     def restored(self, leased: LeasedResource) -> None:
         """Store a record taken back from the store with its lease, ``leased``.

@@ -103,7 +103,7 @@ class ReplicatedLookupService(ReplicatedLandlord):
         lookup_limits, mail_limits, callback_hosts: what one client may hold, how events are
             delivered, and the hosts a listener may name, as :class:`lookup.LookupService`'s
             ``limits``, ``mail_limits`` and ``callback_hosts``, for every term's lookup service
-            (a client's count starts again with each term: what a store gives back is not counted).
+            (which counts again what each client holds from what etcd gives back).
 
     Raises:
         ValueError, TypeError, ImportError: as :class:`landlord.ReplicatedLandlord`;

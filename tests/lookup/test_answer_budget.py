@@ -4,7 +4,7 @@ of a long one, asked for after its cursor.
 An audit registered 600 items of 30,000 characters (within one client's quotas): ``lookup_all``
 made an 18 MB answer, past the 16 MiB cap of a message; the connection closed on the caller, and
 no LookupCache of every service could take its snapshot. Here the rule over a service in process,
-and the worst characters through every serializer; tests/hostile/test_answer_budget.py runs the
+and the worst characters through every serializer; tests/hostile/test_answer_flood.py runs the
 audit's attack on a real server.
 """
 

@@ -12,7 +12,7 @@ from typing import Any
 import Pyro5.api
 import pytest
 
-from landlord import LeaseDeniedError
+from landlord import LeaseDeniedError, LeaseStore
 from lookup import Comment, LookupService, Name, ServiceItem, ServiceTemplate
 from lookup.service.quotas import ClientCounts, LookupLimits, answer_bytes, attribute_bytes, fitting
 
@@ -41,6 +41,7 @@ def test_a_client_holds_up_to_its_limit_and_gets_room_back_as_its_leases_end() -
     counts.release("a")  # twice, or an uncounted cookie: nothing
     counts.release("unknown")
     assert counts.held("10.0.0.1") == 1
+    assert counts.refused == 1
 
 
 def test_replacing_ones_own_lease_at_the_limit_is_allowed_and_a_strangers_is_not() -> None:
@@ -84,6 +85,7 @@ def test_attributes_over_the_limit_are_refused_on_registering_and_on_changing_an
             service.add_attributes(registration.lease.cookie, [Comment("y" * 41)])
         found = service.lookup_all(ServiceTemplate(), 10).items
         assert [entry.comment for entry in found[0].attributes] == ["x" * 60]  # type: ignore[attr-defined]
+        assert service.limit_refusals()["attribute_bytes"] == 2
     finally:
         service.close()
 
@@ -110,8 +112,34 @@ def test_a_remote_client_holds_at_most_its_registrations_and_event_registrations
             remote.notify(ServiceTemplate(), 7, "PYRO:listener@127.0.0.1:9", None, 30)
         for index in range(5):  # in process: the operator's own, not counted
             service.register(item(Name(f"local {index}")), 30)
+        assert service.limit_refusals() == {"registrations_per_client": 2, "event_registrations_per_client": 1,
+                                            "attribute_bytes": 0}
     finally:
         service.close()
+
+
+def test_what_a_client_holds_is_counted_again_after_a_restart_on_the_store(daemon: Any, tmp_path: Any) -> None:
+    limits = LookupLimits(registrations_per_client=2, event_registrations_per_client=1)
+    first = LookupService(limits=limits, store=LeaseStore(tmp_path / "lookup.sqlite"))
+    try:
+        with Pyro5.api.Proxy(daemon.register(first)) as remote:
+            kept = remote.register(item(Name("one")), 60)
+            remote.register(item(Name("two")), 60)
+            remote.notify(ServiceTemplate(), 7, "PYRO:listener@127.0.0.1:9", None, 60)
+    finally:
+        daemon.daemon.unregister(first)
+        first.close()
+    again = LookupService(limits=limits, store=LeaseStore(tmp_path / "lookup.sqlite"))
+    try:
+        with Pyro5.api.Proxy(daemon.register(again)) as remote:
+            with pytest.raises(LeaseDeniedError, match="at most 2 registrations here, and 127.0.0.1 holds 2"):
+                remote.register(item(Name("three")), 60)
+            with pytest.raises(LeaseDeniedError, match="at most 1 event registrations"):
+                remote.notify(ServiceTemplate(), 7, "PYRO:listener@127.0.0.1:9", None, 60)
+            remote.cancel(kept.lease.cookie)  # an ended one taken back gives its room back
+            remote.register(item(Name("three")), 60)
+    finally:
+        again.close()
 
 
 # -- what one answer may carry ----------------------------------------------------------------------
