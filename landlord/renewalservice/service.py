@@ -516,7 +516,7 @@ class LeaseRenewalService(Landlord):
             return self._ledger.held_by(client)
 
     def limit_refusals(self) -> dict[str, int]:
-        """Calls refused so far by :attr:`limits`, by the limit's name (what
+        """Calls refused so far by its ``limits``, by the limit's name (what
         ``landlord_limits_refused_total{limit}`` reads when scraped)."""
         with self._lock:
             return dict(self._ledger.refused)

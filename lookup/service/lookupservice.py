@@ -391,7 +391,7 @@ class LookupService(Landlord):
                 self.fanout.end(record)
 
     def limit_refusals(self) -> dict[str, int]:
-        """Calls refused so far by :attr:`limits`, by the limit's name (what
+        """Calls refused so far by its ``limits``, by the limit's name (what
         ``landlord_limits_refused_total{limit}`` reads when scraped)."""
         with self._lock:
             return {"registrations_per_client": self._registrations_held.refused,
