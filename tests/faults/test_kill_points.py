@@ -46,16 +46,15 @@ import Pyro5.errors
 import pytest
 from conftest import PROCESSES, wait_until
 from etcd_fixtures import cluster, etcd_cluster, new_group  # noqa: F401
+from faultkit import Losses, short_call_timeout  # noqa: F401 (a fixture)
 from lookup_processes import READY
 
 from landlord import (
     FOREVER,
-    LeaseRenewalEvent,
     LeaseRenewalManager,
     LeaseStore,
     UnknownLeaseError,
     replica_uris,
-    set_call_timeout,
 )
 from landlord.grantor.killpoints import ENVIRONMENT, POINTS
 from landlord.testing import ChildProcess, Recorder, ServingDaemon, free_port, start_server
@@ -72,21 +71,6 @@ DIED = 20.0  # seconds a server has to reach its kill point
 KILLED = re.compile(r"^kill point (\S+) reached")
 
 
-class Losses:
-    """A renewal listener: every lease it hears of was lost."""
-
-    def __init__(self) -> None:
-        self.events: list[LeaseRenewalEvent] = []
-
-    def __call__(self, event: LeaseRenewalEvent) -> None:
-        self.events.append(event)
-
-
-@pytest.fixture
-def short_call_timeout() -> Iterator[None]:
-    set_call_timeout(2.0)
-    yield
-    set_call_timeout(30.0)
 
 
 @pytest.fixture
