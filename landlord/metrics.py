@@ -35,6 +35,11 @@ Prometheus text format (or OpenMetrics, for a scraper that asks):
   scraped (those in their grace, and those run out but not yet freed, among them);
 - ``landlord_renewal_duration_seconds``: a histogram of how long the landlord
   took to answer one renewal call (``renew``, or a whole ``renew_all``);
+- ``landlord_limits_refused_total{limit}``: calls refused by a per-client
+  limit (what one client may hold: a lookup service's registrations, a
+  renewal service's sets, ...; or how large a registration may be), the limit
+  named as its option is (``registrations_per_client``), read when scraped
+  from a landlord that has such limits (its ``limit_refusals()``);
 - ``landlord_transport_refused_total{rule}``: connections and messages its
   guarded server refused, by the rule broken (``deadline``, ``too large``,
   ``serializer``, ``connections``, ...; see :mod:`landlord.transport.framing`), read from
@@ -183,7 +188,9 @@ class Metrics:
         self._refusals: Callable[[], Mapping[str, int]] | None = None
         self._fences: dict[str, CountedFence] = {}
         self._fences_lock = threading.Lock()
-        self.registry.register(_RefusalCollector(self))
+        self.registry.register(_CountsCollector(
+            "landlord_transport_refused", "Connections and messages the server refused and closed, by the rule "
+            "they broke (deadline, too large, serializer, connections, ...).", "rule", self.refused))
         self.registry.register(_FenceCollector(self))
         # the process's own series, as every Prometheus client exports them: read when scraped
         ProcessCollector(registry=self.registry)
@@ -305,6 +312,10 @@ class LeaseMetrics(Metrics, LeaseHooks):
             ("wait_timeouts", "Waits for a name that timed out."))}
         self._lock = threading.Lock()
         self._watched: Landlord | ReplicatedLandlord | None = None
+        self._latest: Landlord | None = None  # the landlord last attached (a replica's: its last term's)
+        self.registry.register(_CountsCollector(
+            "landlord_limits_refused", "Calls refused by a per-client limit (what one client may hold, or how "
+            "large a registration may be), by limit.", "limit", self.limit_refusals))
 
     # -- attaching --------------------------------------------------------------------------------
 
@@ -356,7 +367,15 @@ class LeaseMetrics(Metrics, LeaseHooks):
     def _hook(self, landlord: Landlord) -> None:
         if not any(told is self for told in _told(landlord.manager.hooks)):
             landlord.manager.add_hooks(self)
+        self._latest = landlord
         self.landlord_attached(landlord)
+
+    def limit_refusals(self) -> dict[str, int]:
+        """What the landlord attached refused so far by its per-client limits, by limit (empty if it has
+        none: only landlords with a ``limit_refusals()``, such as the lookup and the renewal service, do;
+        a replica's, of its last term)."""
+        reading = getattr(self._latest, "limit_refusals", None)
+        return dict(reading()) if callable(reading) else {}
 
     def _held(self) -> float:
         watched = self._watched
@@ -409,20 +428,26 @@ class LeaseMetrics(Metrics, LeaseHooks):
         return f"LeaseMetrics(landlord={self._watched!r:.80})"
 
 
-class _RefusalCollector:
-    """``landlord_transport_refused_total{rule}``, read from the server when scraped."""
+class _CountsCollector:
+    """A counter family with one label, whose counts are read when scraped (a count costs whoever
+    keeps it nothing more): ``read()`` gives each label's count.
 
-    def __init__(self, metrics: Metrics) -> None:
-        self._metrics = metrics
+    Args:
+        name: the family's name (``_total`` is added).
+        documentation: its help text.
+        label: the one label's name.
+        read: the counts now, by label value.
+    """
+
+    def __init__(self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, int]]) -> None:
+        self._name, self._documentation, self._label, self._read = name, documentation, label, read
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily
 
-        family = CounterMetricFamily("landlord_transport_refused", "Connections and messages the server refused "
-                                     "and closed, by the rule they broke (deadline, too large, serializer, "
-                                     "connections, ...).", labels=["rule"])
-        for rule, count in sorted(self._metrics.refused().items()):
-            family.add_metric([rule], count)
+        family = CounterMetricFamily(self._name, self._documentation, labels=[self._label])
+        for value, count in sorted(self._read().items()):
+            family.add_metric([value], count)
         yield family
 
     def describe(self) -> list[Any]:

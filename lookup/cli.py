@@ -36,7 +36,9 @@ happened (see :class:`landlord.LeaseStore`).
 ``--http-port PORT`` serves the lookup browser, a live page of the
 registrations, at ``http://ADDR:PORT/`` (ADDR: ``--http-host``, default
 127.0.0.1); with ``--admin-token-file`` it shows the leases and evicts
-(:mod:`lookup.browser`).
+(:mod:`lookup.browser`), on loopback only: a page on any other address is
+read-only, and ``serve`` prints a line saying so, since the page's token would
+cross the network in clear (the Pyro admin, which never sends it, still works).
 
 ``--metrics-port PORT`` serves health checks for a load balancer at
 ``http://HOST:PORT`` (HOST: ``--metrics-host``, default ``--host``): ``/healthz``
@@ -353,7 +355,8 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
                        help="also serve the lookup browser page (registrations, live) at http://ADDR:PORT/ "
                             "(0: any free port; default: no page); not with --etcd")
     serve.add_argument("--http-host", default="127.0.0.1", metavar="ADDR",
-                       help="the address the page listens on (default %(default)s: this host only)")
+                       help="the address the page listens on (default %(default)s: this host only; "
+                            "elsewhere the page is read-only, the admin token being for loopback)")
     layer_options(serve, env_prefix="LOOKUP_SERVE_", table="serve")
 
     show = commands.add_parser(
@@ -490,7 +493,8 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                          advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
                          reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
                          metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name,
-                         limits=args.frame_limits, **_discovery(args))
+                         limits=args.frame_limits, lookup_limits=args.lookup_limits, mail_limits=args.mail_limits,
+                         callback_hosts=args.callback_hosts, **_discovery(args))
     except ValueError as exc:  # this replica not among --replicas
         parser.error(str(exc))
     except ImportError as exc:

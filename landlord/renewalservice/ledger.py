@@ -69,6 +69,8 @@ class SetLedger:
         self.sets: dict[str, RenewalSet] = {}
         self._owner: dict[Lease, str] = {}  # each lease is in one set at most
         self._held: dict[str, _Held] = {}  # by client: what its sets hold
+        #: calls refused so far by each limit, by its name (read by the metrics when scraped)
+        self.refused = dict.fromkeys(("sets_per_client", "leases_per_set", "leases_per_client"), 0)
 
     def __len__(self) -> int:
         return len(self.sets)
@@ -92,6 +94,7 @@ class SetLedger:
         """
         held = self._held.setdefault(client, _Held())
         if held.sets >= self.limits.sets_per_client:
+            self.refused["sets_per_client"] += 1
             raise ValueError(f"a client may hold at most {self.limits.sets_per_client} renewal sets "
                              f"({client} holds {held.sets}); let one end or cancel its lease first")
         renewal_set = self.sets[set_id] = RenewalSet(set_id, "", client=client)
@@ -206,9 +209,11 @@ class SetLedger:
         """
         limits = self.limits
         if len(renewal_set.members) >= limits.leases_per_set:
+            self.refused["leases_per_set"] += 1
             raise ValueError(f"a renewal set holds at most {limits.leases_per_set} leases")
         held = self._held.get(renewal_set.client)
         if held is not None and held.leases >= limits.leases_per_client:
+            self.refused["leases_per_client"] += 1
             raise ValueError(f"a client's renewal sets hold at most {limits.leases_per_client} leases together "
                              f"({renewal_set.client} holds {held.leases})")
 

@@ -515,6 +515,12 @@ class LeaseRenewalService(Landlord):
         with self._lock:
             return self._ledger.held_by(client)
 
+    def limit_refusals(self) -> dict[str, int]:
+        """Calls refused so far by its ``limits``, by the limit's name (what
+        ``landlord_limits_refused_total{limit}`` reads when scraped)."""
+        with self._lock:
+            return dict(self._ledger.refused)
+
     # -- the work ---------------------------------------------------------------------------
 
     def _set_of(self, cookie: str) -> RenewalSet:

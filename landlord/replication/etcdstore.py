@@ -85,7 +85,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Leadership", "EtcdLeaseStore", "Record", "Chunk", "Folded", "Warm", "WarmSource", "pack_record",
     "unpack_record", "read_record", "read_group", "group_prefix", "range_end", "pack_renewals", "pack_ended",
-    "unpack_chunk", "fold",
+    "unpack_chunk", "fold", "etcd_deadline",
 ]
 
 log = logging.getLogger("landlord.etcdstore")  # its name before it moved into replication/
@@ -363,6 +363,22 @@ def _status(exc: BaseException) -> str:
     return str(getattr(value, "name", ""))
 
 
+def etcd_deadline(exc: BaseException) -> bool:
+    """Whether ``exc`` is etcd's own answer that a call's deadline passed before the call was done (a
+    write or a read sent to a member that has no leader, while etcd elects one). etcd 3.4 sends it
+    as gRPC status UNKNOWN, "context deadline exceeded", which pyetcd leaves as a bare gRPC error;
+    in about a third of such calls it arrives before the client's own deadline, which pyetcd raises
+    as ConnectionTimeoutError (measured on a member without a leader, with the 0.3 s timeout)."""
+    details = getattr(exc, "details", None)
+    return _status(exc) == "UNKNOWN" and callable(details) and details() == "context deadline exceeded"
+
+
+def _brief(exc: BaseException) -> str:
+    """A failed call's error in one line (a bare gRPC error's text spans several)."""
+    details = getattr(exc, "details", None)
+    return f"{_status(exc)}: {details()}" if _status(exc) and callable(details) else str(exc)
+
+
 def _groups(chunks: Sequence[tuple[bytes, int]]) -> list[list[tuple[bytes, int]]]:
     """Chunks in transactions of at most TXN_BYTES of values and MAX_OPS operations."""
     groups: list[list[tuple[bytes, int]]] = []
@@ -413,12 +429,13 @@ class _Calls:
     (:func:`~landlord.replication.election.guarded_transaction`): never in a later term,
     whose leader may have changed what this store knew.
 
-    A call that fails because its etcd member did (refused, timed out: then
-    pyetcd moves to another member) is sent again, for up to RETRY_FOR real
-    seconds: while etcd elects a leader of its own every member fails for a
-    moment. A write is retried only while its term lasts. Safe for writes
-    too: every write the store makes is idempotent (the same values to the
-    same keys), so one applied whose answer was lost may be applied again.
+    A call that fails because its etcd member did (refused, timed out, or
+    answered that its own deadline passed: then the client moves to another
+    member) is sent again, for up to RETRY_FOR real seconds: while etcd elects
+    a leader of its own every member fails for a moment. A write is retried
+    only while its term lasts. Safe for writes too: every write the store
+    makes is idempotent (the same values to the same keys), so one applied
+    whose answer was lost may be applied again.
     """
 
     def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, leadership: Leadership, key: str,
@@ -436,12 +453,25 @@ class _Calls:
         while True:
             try:
                 return call()
-            except self._retry as exc:
-                if SYSTEM_CLOCK.monotonic() >= deadline:
+            except self.errors as exc:
+                if not self._worth_sending_again(exc) or SYSTEM_CLOCK.monotonic() >= deadline:
                     raise
-                log.debug("an etcd call failed (%s); sending it again", exc)
+                log.debug("an etcd call failed (%s); sending it again", _brief(exc))
                 if isinstance(exc, self._none_left):
                     time.sleep(RETRY_PAUSE)
+
+    def _worth_sending_again(self, exc: BaseException) -> bool:
+        """Whether a call that failed with ``exc`` failed for its member's sake (refused, timed out,
+        no member to ask for now) rather than for its own; a member whose own deadline answered it
+        is passed over for now, as pyetcd passes over one whose deadline it saw first."""
+        if isinstance(exc, self._retry):
+            return True
+        if not etcd_deadline(exc):
+            return False
+        in_use = self.client.endpoint_in_use
+        if in_use is not None:
+            in_use.fail()
+        return True
 
     def write(self, *, compare: Sequence[Any] = (), success: Sequence[Any] = (),
               failure: Sequence[Any] = ()) -> tuple[bool, list[ResponseOp]]:

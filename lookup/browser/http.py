@@ -15,8 +15,22 @@ keep patched. What the standard server lacks against hostile callers is added he
 * a stream's writes time out (``PageLimits.send_timeout``), and its queue is
   bounded by the feed, which drops a slow reader;
 * nothing changes state without the admin token: ``POST /evict`` (never GET),
-  with the token in the ``X-Admin-Token`` header, compared in constant time;
-  loopback only unless told otherwise.
+  with the token in the ``X-Admin-Token`` header, compared in constant time,
+  from the page's own origin (a foreign ``Origin`` is refused);
+* the token is taken only by a page listening on loopback, where it never
+  crosses a network in clear: a page on any other address is read-only (no
+  leases, no eviction, a request carrying a token refused) and says so at
+  start. Plain HTTP cannot do better: a page served in clear from a
+  non-loopback origin has no WebCrypto HMAC for a challenge-response, and
+  whoever captures the header can replay it (to the Pyro admin too, whose
+  token it is);
+* a page on loopback answers only a ``Host`` that no stranger's DNS can point
+  at it (``localhost`` or an IP literal, any port, or no ``Host``, which no
+  browser omits), 421 otherwise: a DNS-rebinding page cannot read it nor use
+  a token through it. A page on another address answers any ``Host``: it is
+  reachable directly, read-only, and its name is the operator's to choose.
+
+Every refusal is counted by rule (:attr:`BrowserServer.refusals`).
 
 Paths: ``GET /`` (the page), ``GET /page.js``, ``GET /page.css``, ``GET /events``
 (the stream: ``text/event-stream``, one ``data:`` line of JSON per message, see
@@ -30,11 +44,13 @@ from __future__ import annotations
 import hmac
 import http.server
 import io
+import ipaddress
 import json
 import logging
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,12 +63,14 @@ from ..service.lookupservice import LookupService
 from .feed import BrowserFeed, FeedLimits, Subscription
 from .page import PAGE_FILES
 
-__all__ = ["BrowserServer", "PageLimits", "PageStarter", "page_at", "DEFAULT_HTTP_HOST", "TOKEN_HEADER"]
+__all__ = ["BrowserServer", "PageLimits", "PageStarter", "page_at", "is_loopback", "read_only_note",
+           "DEFAULT_HTTP_HOST", "REFUSAL_RULES", "TOKEN_HEADER"]
 
 log = logging.getLogger("lookup.browser")
 
 DEFAULT_HTTP_HOST = "127.0.0.1"  #: loopback: the page shows every registration; opening it wider is a choice
 TOKEN_HEADER = "X-Admin-Token"  #: the header the page sends the admin token in
+REFUSAL_RULES = ("connections", "streams", "host", "origin", "token")  #: what BrowserServer.refusals counts
 _HEARTBEAT = 10.0  # seconds between comments on an idle stream: a client gone is found out by the write
 _SECURITY_HEADERS = {
     # even a bug that put data into markup could run nothing: scripts only from this server's files
@@ -128,6 +146,7 @@ class _Server(http.server.ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._open.acquire(blocking=False):  # full: closed unanswered, costing no thread
+            self.page.refused("connections")
             self.shutdown_request(request)
             return
         self._counted(1)
@@ -175,6 +194,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except (TimeoutError, ValueError, OSError):  # slow, too large, or gone: the connection just ends
             self.close_connection = True
 
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        page = self.server.page
+        if page.loopback and not _rebinding_proof(self.headers.get_all("Host") or []):
+            page.refused("host")
+            self._reply(421, {"error": "this page answers at localhost or an IP address only"})
+            return False
+        return True
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         log.debug("lookup browser: %s %s", self.address_string(), format % args)
 
@@ -203,10 +232,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         page = self.server.page
         admin = page.admitted(self.headers.get(TOKEN_HEADER))
         if admin is None:
-            self._reply(403, {"error": "wrong admin token"})
+            page.refused("token")
+            self._reply(403, {"error": page.token_refusal})
             return
         subscription = page.feed.subscribe(admin)
         if subscription is None:
+            page.refused("streams")
             self._reply(503, {"error": "too many page clients; try again later"})
             return
         try:
@@ -255,6 +286,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """Answer with ``status`` and ``body`` as JSON."""
         self._reply(status, body)
 
+    def same_origin(self) -> bool:
+        """Whether the request has no ``Origin`` (not sent from a page: no browser omits it on a POST)
+        or this page's own (``http://`` and its ``Host``)."""
+        origin = self.headers.get("Origin")
+        host = self.headers.get("Host")
+        return origin is None or (host is not None and origin.lower() == f"http://{host}".lower())
+
     def _send(self, status: int, content_type: str, body: bytes, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -278,7 +316,9 @@ class BrowserServer:
         host: the address to listen on (default loopback).
         port: the port (0: any free one; see :attr:`address`).
         admin: the landlord admin that evicts; ``None``: no eviction, no leases shown.
-        admin_token: the admin token a page must send to see leases and evict (``None``: nobody may).
+        admin_token: the admin token a page must send to see leases and evict (``None``: nobody may);
+            taken only if ``host`` is loopback (:attr:`loopback`): elsewhere it would travel in clear,
+            so the page is read-only, and says so in the log.
         limits: what one caller may make it do.
 
     Raises:
@@ -293,9 +333,17 @@ class BrowserServer:
             raise ValueError("an admin token needs the admin that evicts")
         self.feed = feed
         self.limits = limits if limits is not None else PageLimits()
+        self.loopback = is_loopback(host)  # the only place the token cannot be read off a network
+        self.admin_dropped = admin_token is not None and not self.loopback  # read-only for want of loopback
+        if self.admin_dropped:
+            admin, admin_token = None, None
         self._admin = admin
         self._token = admin_token.encode() if admin_token is not None else None
+        self._refusals: Counter[str] = Counter()
+        self._counting = threading.Lock()
         self._server = _Server((host, port), self)
+        if self.admin_dropped:  # once bound: a page that never listens has nothing to say
+            log.warning("lookup browser: %s", read_only_note(host))
         self._thread = threading.Thread(target=self._server.serve_forever, name="lookup-browser", daemon=True)
 
     @property
@@ -335,6 +383,23 @@ class BrowserServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def refusals(self) -> dict[str, int]:
+        """Requests and connections refused so far, by rule (:data:`REFUSAL_RULES`)."""
+        with self._counting:
+            return {rule: self._refusals[rule] for rule in REFUSAL_RULES}
+
+    def refused(self, rule: str) -> None:
+        """Count one refusal by ``rule``."""
+        with self._counting:
+            self._refusals[rule] += 1
+
+    @property
+    def token_refusal(self) -> str:
+        """What a request with a token it does not take is told."""
+        return ("this page is read-only: it takes the admin token on loopback only" if not self.loopback
+                else "wrong admin token")
+
     def admitted(self, token: str | None) -> bool | None:
         """Whether a request with ``token`` (its ``X-Admin-Token``, or ``None``) sees the admin's
         view: ``False`` without a token, ``True`` with the right one, ``None`` with a wrong one."""
@@ -346,9 +411,14 @@ class BrowserServer:
 
     def evict(self, request: _Handler) -> None:
         """``POST /evict``: end the lease whose cookie starts with the body's ``"lease"``, as ``lookup evict`` does."""
+        if not request.same_origin():
+            self.refused("origin")
+            request.reply(403, {"error": "evicting is for this page's own origin"})
+            return
         token = request.headers.get(TOKEN_HEADER)
         if self._admin is None or not self.admitted(token):
-            request.reply(403, {"error": "evicting needs the admin token"})
+            self.refused("token")
+            request.reply(403, {"error": "evicting needs the admin token" if self.loopback else self.token_refusal})
             return
         body = request.read_json()
         prefix = body.get("lease") if isinstance(body, dict) else None
@@ -372,7 +442,8 @@ def page_at(host: str = DEFAULT_HTTP_HOST, port: int = 0, *, announce: bool = Tr
             limits: PageLimits | None = None, feed_limits: FeedLimits | None = None) -> PageStarter:
     """What :func:`lookup.service.server.serve` calls (its ``page=``) to serve the browser page
     beside the service: a :class:`BrowserServer` at ``host:port`` that, once it listens,
-    prints ``lookup browser at http://HOST:PORT/`` (flushed) unless ``announce`` is false.
+    prints ``lookup browser at http://HOST:PORT/`` (flushed) unless ``announce`` is false,
+    and after it a note if the page is read-only for want of loopback (:func:`read_only_note`).
 
     Args:
         host, port: where it listens (port 0: any free one).
@@ -391,6 +462,8 @@ def page_at(host: str = DEFAULT_HTTP_HOST, port: int = 0, *, announce: bool = Tr
                              limits=limits).start()
         if announce:
             print_line(f"lookup browser at {page.url}")
+            if page.admin_dropped:
+                print_line(f"lookup browser: {read_only_note(host)}")
         log.log(logging.DEBUG if announce else logging.INFO, "lookup browser at %s", page.url)
         return page
 
@@ -399,3 +472,51 @@ def page_at(host: str = DEFAULT_HTTP_HOST, port: int = 0, *, announce: bool = Tr
 
 #: ``start(service, admin, admin_token)``: a started page server, closed (as a context manager) with the service
 PageStarter = Callable[[LookupService, "LandlordAdmin | None", "str | None"], BrowserServer]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a page listening at ``host`` is reachable from this machine only: ``localhost`` or a
+    loopback address (a wildcard or any other name is not, and names are not resolved here)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def read_only_note(host: str) -> str:
+    """What a page at ``host``, given the admin token but not on loopback, says once at start."""
+    return (f"the page at {host} is read-only (no leases, no evict): the admin token would cross the "
+            f"network in clear over plain HTTP, so the page takes it on loopback only; the Pyro admin "
+            f"(lookup leases/evict) still works")
+
+
+def _rebinding_proof(hosts: list[str]) -> bool:
+    """Whether ``hosts`` (a request's ``Host`` headers) name this machine in a way no DNS answer can
+    fake: none (no browser sends none), or one, ``localhost`` or an IP literal, with any port or none."""
+    if not hosts:
+        return True
+    if len(hosts) > 1:
+        return False
+    name, port = _split_host(hosts[0].strip().lower())
+    if port and not port.isdigit():
+        return False
+    if name == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _split_host(host: str) -> tuple[str, str]:
+    """``host[:port]`` or ``[v6][:port]`` as (name, port); a malformed one as a name no rule takes."""
+    if host.startswith("["):
+        name, bracket, rest = host[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return "", ""
+        return name if ":" in name else "", rest[1:]
+    name, _, port = host.partition(":")
+    return name, port

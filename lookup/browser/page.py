@@ -5,7 +5,10 @@ markup from data, so an attribute value such as ``<script>`` shows as text;
 the server's Content-Security-Policy allows scripts from these files only.
 It reads the stream with ``fetch`` (not ``EventSource``, which cannot send a
 header), so that the admin token goes in a header, kept in this page's memory
-only, and sent with each request. Time left counts down on the page, from
+only, and sent with each request; the token form is offered only on a page
+opened at a loopback address (``localhost``, ``127.x.x.x``, ``[::1]``), where
+the header never crosses a network in clear (the server takes the token on
+loopback only, too). Time left counts down on the page, from
 each registration's end on the server's clock, corrected by the server's
 clock in each snapshot.
 """
@@ -55,6 +58,7 @@ header { display: flex; align-items: baseline; gap: 1em; }
 h1 { font-size: 1.4em; margin: 0 0 .6em 0; }
 .controls { display: flex; flex-wrap: wrap; gap: 1.2em; align-items: center; margin-bottom: 1em; }
 .controls form { display: flex; gap: .4em; align-items: center; margin: 0; }
+.controls form[hidden] { display: none; }
 .status { color: #666; font-size: .9em; }
 table { border-collapse: collapse; width: 100%; font-size: .92em; }
 th, td { text-align: left; padding: .35em .6em; border-bottom: 1px solid #ddd; vertical-align: top; }
@@ -78,6 +82,8 @@ _JS = r"""
   let token = null;                  // the admin token: in this page's memory only
   let stream = null;                 // the AbortController of the stream read now
   const rows = document.getElementById("registrations");
+  // the token goes in clear over plain HTTP: offered only where it cannot leave this machine
+  const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(location.hostname);
 
   function text(tag, content, className) {
     const element = document.createElement(tag);
@@ -256,6 +262,10 @@ _JS = r"""
     adminStatus(response.ok ? "evicted " + registration.id : "evict refused: " + (answer.error || response.status));
   }
 
+  if (!LOOPBACK) {
+    document.getElementById("token-form").hidden = true;
+    adminStatus("read-only here: the admin token is taken at localhost only");
+  }
   document.getElementById("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const field = document.getElementById("token");

@@ -47,10 +47,11 @@ class EventRecord:
     Attributes:
         sequence_number: the number of its last event sent.
         cookie, leased: its lease's cookie and :class:`~landlord.LeasedResource`, once granted.
+        client: who made it (see :func:`landlord.client_of_call`; ``""``: not known), stored with it.
     """
 
     __slots__ = ("event_id", "template", "transitions", "listener", "handback", "sequence_number",
-                 "cookie", "leased")
+                 "cookie", "leased", "client")
 
     def __init__(self, event_id: int, template: ServiceTemplate, transitions: int, listener: Any,
                  handback: Any) -> None:
@@ -62,6 +63,7 @@ class EventRecord:
         self.sequence_number = 0
         self.cookie = ""
         self.leased: LeasedResource | None = None
+        self.client = ""
 
     def __repr__(self) -> str:
         return f"<event registration {self.event_id}>"
@@ -203,7 +205,7 @@ class EventFanout:
             return None  # an in-process listener cannot outlive the process
         return {"event_id": record.event_id, "template": record.template, "transitions": record.transitions,
                 "listener": record.listener, "handback": record.handback,
-                "sequence_number": record.sequence_number}
+                "sequence_number": record.sequence_number, "client": record.client}
 
     def load(self, data: Mapping[str, Any]) -> EventRecord:
         """A record (with no lease yet) back from what :meth:`dump` made of it.
@@ -214,10 +216,11 @@ class EventFanout:
         event_id, template, transitions = data.get("event_id"), data.get("template"), data.get("transitions")
         if not (isinstance(event_id, int) and isinstance(template, ServiceTemplate)
                 and isinstance(transitions, int) and isinstance(data.get("listener"), str)
-                and isinstance(data.get("sequence_number"), int)):
+                and isinstance(data.get("sequence_number"), int) and isinstance(data.get("client", ""), str)):
             raise ValueError(f"not a stored lookup record: {sorted(data)!r:.200}")
         record = EventRecord(event_id, template, transitions, data["listener"], data.get("handback"))
         record.sequence_number = data["sequence_number"]
+        record.client = data.get("client", "")  # stored before clients were: not known
         return record
 
     def restored(self, leased: LeasedResource) -> None:

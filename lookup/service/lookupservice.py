@@ -49,7 +49,7 @@ from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE, ServiceRegistration
 from .fanout import EventFanout, EventRecord
 from .mailer import EventMailer
 from .outbox import MailLimits
-from .quotas import ClientCounts, LookupLimits, attribute_bytes
+from .quotas import NAME_BYTES, ClientCounts, LookupLimits, attribute_bytes, fitting, value_bytes
 from .registry import Registry, ServiceRecord
 
 __all__ = ["LookupService", "RegistrationWatcher"]
@@ -122,6 +122,7 @@ class LookupService(Landlord):
                                                 exempt=[IN_PROCESS_CLIENT])
         self._event_registrations_held = ClientCounts(self.limits.event_registrations_per_client,
                                                       "event registrations", exempt=[IN_PROCESS_CLIENT])
+        self._too_large = 0  # registrations refused for their attributes' size
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self._watchers: tuple[RegistrationWatcher, ...] = ()  # before a store's leases are taken back and ended
@@ -132,7 +133,8 @@ class LookupService(Landlord):
                                   persist=self._store_record if store is not None else None)
         super().__init__(policy=policy or LeaseDurationPolicy(maximum=DEFAULT_MAX_LEASE, default=DEFAULT_LEASE),
                          reaper=reaper, clock=clock, on_expire=self._lease_ended, on_cancel=self._lease_ended,
-                         landlord_id=landlord_id, store=store, codec=_StoredRecords(self.registry, self.fanout),
+                         landlord_id=landlord_id, store=store, codec=_StoredRecords(self.registry, self.fanout, (
+                             self._registrations_held, self._event_registrations_held)),
                          callback_hosts=callback_hosts)
         if store is not None:  # event ids are never reused, not even those of registrations that ended
             self.fanout.ids_from(store.get_setting(_NEXT_EVENT_ID, 1))
@@ -167,8 +169,8 @@ class LookupService(Landlord):
         item, duration, proof = _check_item(item), check_duration(duration), check_proof(proof)
         self._check_size(item)
         item, secret = _with_service_id(item, proof)
-        record = ServiceRecord(item)
         client = client_of_call()
+        record = ServiceRecord(item, client)
         with self._lock:  # held from the grant on: a lease ending at once finds its record stored
             holder = None
             if secret is None:  # an id just made from a new secret is nobody else's
@@ -242,13 +244,27 @@ class LookupService(Landlord):
         return None
 
     @Pyro5.server.expose
-    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES) -> ServiceMatches:
-        """At most ``max_matches`` items matching ``template``, and how many match in all, with
-        when each one's registration ends (see :class:`~lookup.item.Expiry`).
+    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES,
+                   after: str | None = None) -> ServiceMatches:
+        """At most ``max_matches`` items matching ``template``, in registration order, and how many
+        match in all, with when each one's registration ends (see :class:`~lookup.item.Expiry`).
+
+        The items of one answer measure at most :data:`~lookup.service.quotas.ANSWER_BYTES` in
+        all (:func:`~lookup.service.quotas.answer_bytes`; but one item always goes), so that it
+        fits a message however many register how much. An answer that leaves matches out, by this
+        or by ``max_matches``, has a :attr:`~lookup.ServiceMatches.cursor`: ask again with
+        ``after=`` it for the next of them (those registered since come in order, at the end).
+
+        Args:
+            template: what to match.
+            max_matches: the most items to hand back.
+            after: a cursor of an earlier answer: only matches registered after its last item.
 
         Raises:
-            TypeError: ``template`` is not a ServiceTemplate, or ``max_matches`` not an int.
-            ValueError: ``max_matches`` negative or above ``MAX_MATCHES``.
+            TypeError: ``template`` is not a ServiceTemplate, ``max_matches`` not an int, or
+                ``after`` not a str.
+            ValueError: ``max_matches`` negative or above ``MAX_MATCHES``, or ``after`` not a
+                cursor of this lookup service's (malformed, or from before a restart or failover).
         """
         if not 0 <= _check_int(max_matches, "max_matches") <= MAX_MATCHES:
             raise ValueError(f"max_matches must be 0 to {MAX_MATCHES}, got {max_matches}")
@@ -256,19 +272,26 @@ class LookupService(Landlord):
         self.manager.reap()  # free what has run out, so its events go out now
         with self._lock:
             records = self.registry.matching_records(template)
-            given = records[:max_matches]
-            return ServiceMatches._made([record.item for record in given], len(records), self.registry.expiries(given))
+            start = self.registry.start_after(records, after)
+            asked = records[start:start + max_matches]
+            given = asked[:fitting(record.size for record in asked)]
+            more = bool(given) and start + len(given) < len(records)
+            return ServiceMatches._made([record.item for record in given], len(records),
+                                        self.registry.expiries(given),
+                                        self.registry.cursor(given[-1]) if more else None)
 
     @Pyro5.server.expose
     def entry_classes(self, template: ServiceTemplate) -> list[str]:
-        """The distinct entry class names among the attributes of the items matching ``template``."""
+        """The distinct entry class names among the attributes of the items matching ``template``,
+        sorted, as many as fit :data:`~lookup.service.quotas.ANSWER_BYTES`."""
         names = {entry_class_name(entry) for item in self._matching(template) for entry in item.attributes}
-        return sorted(names)
+        return _within_budget(sorted(names))
 
     @Pyro5.server.expose
     def field_values(self, template: ServiceTemplate, index: int, field: str) -> list[Any]:
         """The distinct values of ``field`` in the attributes of matching items
-        that match the template's attribute number ``index``.
+        that match the template's attribute number ``index``, in the items' order, as many as
+        fit :data:`~lookup.service.quotas.ANSWER_BYTES` (measured as attributes are).
 
         Raises:
             TypeError: a bad template, index or field name.
@@ -282,13 +305,15 @@ class LookupService(Landlord):
         wanted = template.attributes[index]
         if field not in entry_fields(wanted):
             raise ValueError(f"{entry_class_name(wanted)} has no field {field!r}")
-        return _distinct_values(items, wanted, field)
+        return _within_budget(_distinct_values(items, wanted, field))
 
     @Pyro5.server.expose
     def service_types(self, template: ServiceTemplate, prefix: str = "") -> list[str]:
-        """The distinct type names of matching items that start with ``prefix``."""
+        """The distinct type names of matching items that start with ``prefix``, sorted, as many as
+        fit :data:`~lookup.service.quotas.ANSWER_BYTES` (a longer ``prefix`` finds the rest)."""
         _check_str(prefix, "prefix")
-        return sorted({name for item in self._matching(template) for name in item.types if name.startswith(prefix)})
+        return _within_budget(sorted({name for item in self._matching(template) for name in item.types
+                                      if name.startswith(prefix)}))
 
     def _matching(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceItem]:
         _check_template(template)
@@ -327,6 +352,7 @@ class LookupService(Landlord):
         with self._lock:
             self._event_registrations_held.check(client)
             record = self.fanout.new_record(template, transitions, listener, handback)
+            record.client = client
             if self.store is not None:
                 self.store.set_setting(_NEXT_EVENT_ID, record.event_id + 1)
             lease = self.new_lease(record, duration)
@@ -364,6 +390,14 @@ class LookupService(Landlord):
                 self._event_registrations_held.release(record.cookie)
                 self.fanout.end(record)
 
+    def limit_refusals(self) -> dict[str, int]:
+        """Calls refused so far by its ``limits``, by the limit's name (what
+        ``landlord_limits_refused_total{limit}`` reads when scraped)."""
+        with self._lock:
+            return {"registrations_per_client": self._registrations_held.refused,
+                    "event_registrations_per_client": self._event_registrations_held.refused,
+                    "attribute_bytes": self._too_large}
+
     def _check_size(self, item: ServiceItem) -> None:
         """Refuse an item whose attributes are larger than :attr:`limits` allows.
 
@@ -372,6 +406,8 @@ class LookupService(Landlord):
         """
         size = attribute_bytes(item)
         if size > self.limits.attribute_bytes:
+            with self._lock:
+                self._too_large += 1
             raise ValueError(f"attributes of {size} bytes: a registration may carry at most "
                              f"{self.limits.attribute_bytes} here")
 
@@ -419,13 +455,16 @@ class LookupService(Landlord):
 
 class _StoredRecords:
     """The lookup service's :class:`~landlord.grantor.landlord.ResourceCodec`: registrations
-    as the registry stores them, event registrations as the fan-out does."""
+    as the registry stores them, event registrations as the fan-out does; each taken back is
+    counted again against the client who made it (``held``: the registrations' counts, the event
+    registrations')."""
 
-    __slots__ = ("_registry", "_fanout")
+    __slots__ = ("_registry", "_fanout", "_held")
 
-    def __init__(self, registry: Registry, fanout: EventFanout) -> None:
+    def __init__(self, registry: Registry, fanout: EventFanout, held: tuple[ClientCounts, ClientCounts]) -> None:
         self._registry = registry
         self._fanout = fanout
+        self._held = held
 
     def dump(self, resource: Any) -> Any:
         if isinstance(resource, ServiceRecord):
@@ -445,10 +484,17 @@ class _StoredRecords:
         return self._registry.load(data) if "item" in data else self._fanout.load(data)
 
     def restored(self, leased: LeasedResource) -> None:
-        if isinstance(leased.resource, ServiceRecord):
+        record = leased.resource
+        if isinstance(record, ServiceRecord):
             self._registry.restored(leased)
-        elif isinstance(leased.resource, EventRecord):
+            held = self._held[0]
+        elif isinstance(record, EventRecord):
             self._fanout.restored(leased)
+            held = self._held[1]
+        else:
+            return
+        if record.client:  # a record stored before clients were is nobody's
+            held.hold(leased.cookie, record.client)
 
 
 def _modification(templates: object, entries: object) -> Callable[[ServiceItem], ServiceItem]:
@@ -518,6 +564,12 @@ def _distinct_values(items: list[ServiceItem], wanted: Entry, field: str) -> lis
         if value is not None and value not in values:  # ==, not hashing: values may be lists or dicts
             values.append(value)
     return values
+
+
+def _within_budget(values: list[Any]) -> list[Any]:
+    """The leading ``values`` that fit one answer (:data:`~lookup.service.quotas.ANSWER_BYTES`),
+    each measured as an attribute's value is, with a name's framing."""
+    return values[:fitting(value_bytes(value) + NAME_BYTES for value in values)]
 
 
 def _check_entries(entries: object) -> list[Entry]:

@@ -115,7 +115,7 @@ class RecordingRelay:
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._recorded: list[tuple[bytearray, bytearray]] = []
-        self.pump_bytess: list[threading.Thread] = []
+        self._pumps: list[threading.Thread] = []
         self._sockets: list[socket.socket] = []
         self._accepting = threading.Thread(target=self._accept, name="relay-accept", daemon=True)
         self._accepting.start()
@@ -133,7 +133,7 @@ class RecordingRelay:
                      threading.Thread(target=pump_bytes, args=(upstream, client, answered), daemon=True)]
             with self._lock:
                 self._recorded.append((sent, answered))
-                self.pump_bytess += pumps
+                self._pumps += pumps
                 self._sockets += [client, upstream]
             for pump in pumps:
                 pump.start()
@@ -141,7 +141,7 @@ class RecordingRelay:
     def recorded(self, timeout: float = 10.0) -> list[tuple[bytes, bytes]]:
         """Every connection's bytes, sent and answered, once its traffic has ended both ways."""
         with self._lock:
-            pumps, recorded = list(self.pump_bytess), list(self._recorded)
+            pumps, recorded = list(self._pumps), list(self._recorded)
         for pump in pumps:
             pump.join(timeout)
             assert not pump.is_alive(), "a relayed connection is still open"

@@ -20,13 +20,14 @@ from typing import Any
 
 import grpc
 import pytest
+from conftest import wait_until
 from etcd_fixtures import cluster, etcd_cluster, new_group, require_etcd  # noqa: F401
 from hypothesis import given
 from hypothesis import strategies as st
 
 import landlord.replication.etcdstore as etcdstore
 from landlord import FOREVER, Landlord, LeaseDurationPolicy
-from landlord.replication.election import Election, LeadershipLost, leader_key
+from landlord.replication.election import Election, LeadershipLost, connect, leader_key
 from landlord.replication.etcdstore import (
     CHUNK_BYTES,
     MAX_OPS,
@@ -144,11 +145,16 @@ class Recording:
         self.transactions = Transactions()
         self.sent: list[list[Any]] = []
         self.fail: BaseException | None = None
+        self.fail_once: list[BaseException] = []  # raised one a transaction, before ``fail``
+        self.endpoint_in_use = types.SimpleNamespace(failed=0)
+        self.endpoint_in_use.fail = lambda: setattr(self.endpoint_in_use, "failed", self.endpoint_in_use.failed + 1)
         self.lock = threading.Lock()
 
     def transaction(self, compare: Sequence[Any], success: Sequence[Any] = (),
                     failure: Sequence[Any] = ()) -> tuple[bool, list[Any]]:
         with self.lock:
+            if self.fail_once:
+                raise self.fail_once.pop(0)
             if self.fail is not None:
                 raise self.fail
             nested = len(success) == 1 and hasattr(success[0], "success")
@@ -265,6 +271,53 @@ def test_a_store_whose_term_is_over_sends_nothing(recording: Recording, stores: 
     assert recording.sent == []
     with pytest.raises(LeadershipLost, match="not"):
         EtcdLeaseStore(recording, recording)  # type: ignore[arg-type]
+
+
+class EtcdAnswered(grpc.RpcError):
+    """A gRPC error as etcd sends it and pyetcd leaves it: a status and its details."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
+def etcds_deadline() -> EtcdAnswered:
+    """What etcd 3.4 answers a write that its deadline ended before a leader took it (a bare gRPC error)."""
+    return EtcdAnswered(grpc.StatusCode.UNKNOWN, "context deadline exceeded")
+
+
+def test_a_write_that_etcd_answers_with_its_own_deadline_is_sent_again_to_another_member(
+        recording: Recording, stores: list[EtcdLeaseStore]) -> None:
+    store = recorded_store(recording, FakeClock(), stores)
+    recording.fail_once = [etcds_deadline(), etcds_deadline()]
+    store.put("a", WALL + 10, "r", WALL)
+    assert len(recording.sent) == 1 and recording.fail_once == []  # the third attempt went through
+    assert recording.endpoint_in_use.failed == 2  # the member that timed out is passed over, each time
+
+
+def test_a_write_that_fails_for_its_own_sake_is_not_sent_again(recording: Recording,
+                                                               stores: list[EtcdLeaseStore]) -> None:
+    store = recorded_store(recording, FakeClock(), stores)
+    for refusal in (EtcdAnswered(grpc.StatusCode.UNKNOWN, "etcdserver: some refusal of its own"),
+                    EtcdAnswered(grpc.StatusCode.INVALID_ARGUMENT, "context deadline exceeded")):
+        recording.fail_once = [refusal]
+        with pytest.raises(EtcdAnswered) as raised:
+            store.put("a", WALL + 10, "r", WALL)
+        assert raised.value is refusal
+    assert recording.sent == [] and recording.endpoint_in_use.failed == 0
+
+
+def test_etcds_own_deadline_is_told_from_other_errors() -> None:
+    assert etcdstore.etcd_deadline(etcds_deadline())
+    assert not etcdstore.etcd_deadline(EtcdAnswered(grpc.StatusCode.UNKNOWN, "etcdserver: no space"))
+    assert not etcdstore.etcd_deadline(DeadlineExceeded())  # the client's own: pyetcd maps it already
+    assert not etcdstore.etcd_deadline(ValueError("context deadline exceeded"))
 
 
 def test_a_small_delete_deletes_keys_a_large_one_is_one_ended_chunk(
@@ -457,6 +510,67 @@ def test_killing_one_etcd_member_goes_unnoticed(group: Group, cluster: EtcdClust
     store.set_setting("k", "v")
     assert [(s.cookie, s.remaining) for s in store.leases(now)] == [("c1", 90.0)]
     assert store.get_setting("k") == "v" and len(store) == 1 and group.election.leading
+
+
+def has_no_leader(cluster: EtcdCluster, index: int) -> bool:
+    """Whether etcd member ``index`` knows no leader now (it campaigns, and cannot win)."""
+    from pyetcd import etcdrpc
+    with connect([cluster.members[index].client_url], timeout=1.0) as probe:
+        return etcdrpc.MaintenanceStub(probe.channel).Status(etcdrpc.StatusRequest(), 1.0).leader == 0
+
+
+def test_a_write_to_a_member_without_a_leader_outlasts_etcds_deadline_answers_until_one_is_elected(
+        cluster: EtcdCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a term that outlasts the outage (TTL 30 s), and a store whose client knows one member only: every
+    # attempt meets that member leaderless, and about a third of them draw etcd's own deadline answer
+    elected = cluster.client()
+    election = Election(elected, group=new_group(), candidate="r1", ttl=30).start()
+    assert election.wait_until(lambda e: e.leading, 5.0), election
+    pinned = connect([cluster.members[0].client_url], timeout=0.3, retry_after=0.01)
+    store = EtcdLeaseStore(pinned, election)
+    answered: list[BaseException] = []  # what etcd answered the store's attempts
+    sent = pinned.transaction
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return sent(*args, **kwargs)
+        except Exception as exc:
+            answered.append(exc)
+            raise
+
+    outcome: list[BaseException | None] = []
+
+    def write() -> None:
+        try:
+            store.put("c1", WALL + 60, "r", WALL)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    writer = threading.Thread(target=write, name="writer")
+    try:
+        monkeypatch.setattr(pinned, "transaction", recorded)
+        monkeypatch.setattr(etcdstore, "RETRY_FOR", 60.0)  # the outage ends when the test ends it
+        cluster.pause_member(1)
+        cluster.pause_member(2)
+        wait_until(lambda: has_no_leader(cluster, 0), 10, "member 0 lost its leader")
+        writer.start()
+        wait_until(lambda: bool(outcome) or any(etcdstore.etcd_deadline(exc) for exc in answered), 30,
+                   "etcd answered an attempt with its own deadline")
+        assert outcome == [], f"the write gave up at {outcome}, after {len(answered)} attempts"
+        cluster.resume_member(1)
+        cluster.resume_member(2)
+        writer.join(15)
+        assert outcome == [None], f"the write failed once etcd had a leader again: {outcome}"
+        assert store.leases(WALL)[0].cookie == "c1"
+    finally:
+        cluster.resume_member(1)
+        cluster.resume_member(2)
+        writer.join(15) if writer.is_alive() else None
+        store.close()
+        election.close()
+        pinned.close()
+        elected.close()
 
 
 def test_garbage_under_the_groups_prefix_is_logged_and_skipped(group: Group,

@@ -222,7 +222,7 @@ def test_the_exposition_names_and_types() -> None:
     expected = {f"landlord_leases_{name}": "counter" for name in (*COUNTERS, "denied")}
     expected |= {"landlord_leases_active": "gauge", "landlord_renewal_duration_seconds": "histogram",
                  "landlord_transport_refused": "counter", "landlord_fence_checks": "counter",
-                 "landlord_build_info": "gauge"}
+                 "landlord_limits_refused": "counter", "landlord_build_info": "gauge"}
     expected |= {f"landlord_names_{name}": "counter" for name in NAME_COUNTERS}
     assert {name: kind for name, kind in families.items()
             if name.startswith("landlord_") and not name.endswith("_created")} == expected

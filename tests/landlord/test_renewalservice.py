@@ -252,6 +252,7 @@ def test_a_client_may_hold_only_so_many_sets(limited: World) -> None:
     assert limited.service.held_by(LOOPBACK) == (2, 0) and third.leases() == [] and second.leases() == []
     limited.service.create_set(60)  # a call made in the service's process is a client of its own
     assert limited.service.held_by(IN_PROCESS) == (1, 0)
+    assert limited.service.limit_refusals() == {"sets_per_client": 1, "leases_per_set": 0, "leases_per_client": 0}
 
 
 def test_a_set_and_a_client_hold_only_so_many_leases(limited: World) -> None:
@@ -273,6 +274,7 @@ def test_a_set_and_a_client_hold_only_so_many_leases(limited: World) -> None:
     big.lease.cancel()  # and a set ended frees what it held
     limited.service.manager.reap()
     assert limited.service.held_by(LOOPBACK) == (1, 2)
+    assert limited.service.limit_refusals() == {"sets_per_client": 0, "leases_per_set": 1, "leases_per_client": 1}
 
 
 def test_what_a_client_holds_is_counted_again_after_a_restart(limited: World) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import socket
 import sys
 import threading
@@ -22,6 +23,7 @@ from landlord.admin import LandlordAdmin
 from lookup import LookupService, Name, ServiceItem
 from lookup.browser import TOKEN_HEADER, BrowserFeed, BrowserServer, FeedLimits, PageLimits, page_at
 from lookup.browser.feed import LEASE_PREFIX_SHOWN
+from lookup.browser.http import is_loopback, read_only_note
 
 TOKEN = "the operators' admin token, long enough"
 URI = "PYRO:quotes@127.0.0.1:1"
@@ -84,8 +86,10 @@ class Stream:
         self.socket.close()
 
 
-def get(page: BrowserServer, path: str, token: str | None = None) -> tuple[int, bytes, Any]:
-    request = urllib.request.Request(page.url.rstrip("/") + path, headers={TOKEN_HEADER: token} if token else {})
+def get(page: BrowserServer, path: str, token: str | None = None, host: str | None = None
+        ) -> tuple[int, bytes, Any]:
+    headers = {**({TOKEN_HEADER: token} if token else {}), **({"Host": host} if host is not None else {})}
+    request = urllib.request.Request(_reachable(page) + path, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=5) as answer:
             return answer.status, answer.read(), answer.headers
@@ -94,15 +98,21 @@ def get(page: BrowserServer, path: str, token: str | None = None) -> tuple[int, 
 
 
 def post_evict(page: BrowserServer, body: object, token: str | None = None,
-               content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
-    headers = {"Content-Type": content_type, **({TOKEN_HEADER: token} if token is not None else {})}
-    request = urllib.request.Request(page.url + "evict", data=json.dumps(body).encode(), headers=headers,
-                                     method="POST")
+               content_type: str = "application/json", **extra: str) -> tuple[int, dict[str, Any]]:
+    """``POST /evict``; ``extra``: more headers (``Host``, ``Origin``)."""
+    headers = {"Content-Type": content_type, **({TOKEN_HEADER: token} if token is not None else {}), **extra}
+    request = urllib.request.Request(_reachable(page) + "/evict", data=json.dumps(body).encode(),
+                                     headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=5) as answer:
             return answer.status, json.loads(answer.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
+
+
+def _reachable(page: BrowserServer) -> str:
+    """The page's address as this machine reaches it (a wildcard's page at loopback)."""
+    return page.url.rstrip("/").replace("//0.0.0.0:", "//127.0.0.1:")
 
 
 # -- the stream ----------------------------------------------------------------------------------------------
@@ -256,6 +266,91 @@ def test_page_at_with_a_closed_or_missing_stdout_still_serves_the_page(service: 
             assert get(page, "/")[0] == 200
 
 
+# -- the admin token on loopback only, and the Host and Origin rules -------------------------------------------
+
+
+REFUSED_HOSTS = ("rebound.test:{port}", "rebound.test", "localhost.rebound.test:{port}", "127.0.0.1.nip.io:{port}",
+                 "localhost.:{port}", "[::1", "[::1]x", "::1", "localhost:port", "[127.0.0.1]:{port}", "")
+MISDIRECTED = "this page answers at localhost or an IP address only"
+TAKEN_HOSTS = ("localhost:{port}", "LOCALHOST", "127.0.0.1:{port}", "[::1]:{port}", "127.0.0.1:1", "192.0.2.9:80")
+
+
+def test_is_loopback_names_only_addresses_this_machine_alone_reaches() -> None:
+    assert all(map(is_loopback, ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost")))
+    assert not any(map(is_loopback, ("0.0.0.0", "::", "192.0.2.2", "lookup.example", "")))
+
+
+def test_a_loopback_page_answers_only_a_host_no_dns_answer_can_point_at_it(service: LookupService) -> None:
+    with page_of(service) as page:
+        port = page.address[1]
+        for host in TAKEN_HOSTS:
+            assert get(page, "/", host=host.format(port=port))[0] == 200, host
+        for host in REFUSED_HOSTS:
+            status, body, _ = get(page, "/", host=host.format(port=port))
+            assert (status, json.loads(body)) == (421, {"error": MISDIRECTED}), host
+        assert page.refusals["host"] == len(REFUSED_HOSTS)
+        assert _raw(page, b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\nHost: rebound.test\r\n\r\n").startswith(
+            b"HTTP/1.0 421 ")  # two: refused, whichever a proxy would take
+        assert _raw(page, b"GET / HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 200 ")  # none: no browser omits it
+
+
+def _raw(page: BrowserServer, request: bytes) -> bytes:
+    with socket.create_connection(page.address, timeout=5) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_request_under_a_refused_host_changes_nothing_even_with_the_token(service: LookupService) -> None:
+    registration = service.register(item(), 30)
+    prefix = registration.lease.cookie[:LEASE_PREFIX_SHOWN]
+    with page_of(service) as page:
+        rebound = f"rebound.test:{page.address[1]}"
+        assert post_evict(page, {"lease": prefix}, TOKEN, Host=rebound)[0] == 421
+        assert get(page, "/events", TOKEN, host=rebound)[0] == 421
+        assert page.feed.clients == 0  # no stream was opened
+        assert page.refusals == {"connections": 0, "streams": 0, "host": 2, "origin": 0, "token": 0}
+        service.get_resource(registration.lease.cookie)  # still held
+
+
+def test_evict_is_refused_from_another_origin_even_with_the_token(service: LookupService) -> None:
+    registration = service.register(item(), 30)
+    prefix = registration.lease.cookie[:LEASE_PREFIX_SHOWN]
+    with page_of(service) as page:
+        own = f"127.0.0.1:{page.address[1]}"
+        for origin in ("http://rebound.test", f"https://{own}", "null", f"http://localhost:{page.address[1]}"):
+            assert post_evict(page, {"lease": prefix}, TOKEN, Origin=origin) == (
+                403, {"error": "evicting is for this page's own origin"}), origin
+        assert page.refusals["origin"] == 4
+        service.get_resource(registration.lease.cookie)  # still held
+        assert post_evict(page, {"lease": prefix}, TOKEN, Origin=f"http://{own}") == (200, {"evicted": prefix})
+
+
+def test_a_page_not_on_loopback_is_read_only_answers_any_host_and_says_so(
+        service: LookupService, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    registration = service.register(item(), 30)
+    prefix = registration.lease.cookie[:LEASE_PREFIX_SHOWN]
+    with page_at("0.0.0.0", 0)(service, LandlordAdmin(service, token=TOKEN), TOKEN) as page:
+        assert not page.loopback and page.admin_dropped
+        assert capsys.readouterr().out == f"lookup browser at {page.url}\nlookup browser: {read_only_note('0.0.0.0')}\n"
+        assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+            f"lookup browser: {read_only_note('0.0.0.0')}"]
+        assert get(page, "/", host="lookup.example")[0] == 200  # its name is the operator's
+        [shown] = Stream(page).next()["registrations"]
+        assert "lease" not in shown
+        read_only = {"error": "this page is read-only: it takes the admin token on loopback only"}
+        status, body, _ = get(page, "/events", TOKEN)
+        assert (status, json.loads(body)) == (403, read_only)
+        assert post_evict(page, {"lease": prefix}, TOKEN) == (403, read_only)
+        assert page.refusals["token"] == 2
+        service.get_resource(registration.lease.cookie)  # still held
+    with page_at("127.0.0.1", 0)(service, LandlordAdmin(service, token=TOKEN), TOKEN) as page:
+        assert page.loopback and not page.admin_dropped
+        assert capsys.readouterr().out == f"lookup browser at {page.url}\n"  # no note
+
+
 # -- hostile callers -----------------------------------------------------------------------------------------
 
 
@@ -398,6 +493,29 @@ class Reader:
         return self.puts
 
 
+def test_a_rebinding_page_s_flood_reads_nothing_evicts_nothing_and_the_canary_renews_throughout(
+        service: LookupService) -> None:
+    victims = [service.register(item(name=f"victim {number}"), 30) for number in range(20)]
+    with page_of(service) as page:
+        canary = Canary(service)
+        port = page.address[1]
+        refused = 0
+        for _ in range(10):  # what a rebound name and a foreign origin try, and a bloated Host
+            for victim in victims:
+                prefix = victim.lease.cookie[:LEASE_PREFIX_SHOWN]
+                assert post_evict(page, {"lease": prefix}, TOKEN, Host=f"rebound.test:{port}")[0] == 421
+                assert post_evict(page, {"lease": prefix}, TOKEN, Origin=f"http://rebound.test:{port}")[0] == 403
+                refused += 1
+            assert get(page, "/events", TOKEN, host="rebound.test" + ".x" * 4000)[0] == 421
+        assert page.refusals == {"connections": 0, "streams": 0, "host": refused + 10, "origin": refused, "token": 0}
+        assert page.feed.clients == 0 and wait_until(lambda: page.connections == 0, 3)
+        for victim in victims:  # every lease still held, each by its own holder
+            victim.lease.renew(30)
+        [shown] = [r for r in Stream(page, TOKEN).next()["registrations"] if r["id"] == victims[0].service_id]
+        assert shown["lease"] == victims[0].lease.cookie[:LEASE_PREFIX_SHOWN]  # the page itself still works
+        assert canary.stop() > 0
+
+
 def test_the_feed_resyncs_when_its_backlog_overflows(service: LookupService) -> None:
     feed = BrowserFeed(service, FeedLimits(backlog=2))
     for _ in range(5):  # not started: nothing drains the backlog
@@ -454,3 +572,25 @@ def test_lookup_serve_http_port_serves_the_page_beside_the_service(tmp_path: Any
     refused = run_lookup("serve", "--http-port", "0", "--etcd", "127.0.0.1:1", "--group", "g",
                          "--replicas", "127.0.0.1:1")
     assert refused.returncode == 2 and "--http-port is not served by a replica" in refused.stderr
+
+
+def test_lookup_serve_with_the_page_off_loopback_serves_it_read_only_and_the_pyro_admin_still_works(
+        tmp_path: Any) -> None:
+    from lookup_processes import READY, LookupProcess, run_lookup
+
+    from landlord.testing import free_port
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    port = free_port()
+    with LookupProcess("serve", "--port", str(port), "--no-announce", "--http-host", "0.0.0.0", "--http-port", "0",
+                       "--admin-token-file", str(token_file)) as server:
+        page_port = server.wait_for(r"^lookup browser at http://0\.0\.0\.0:(\d+)/$").group(1)
+        server.wait_for("^lookup browser: " + re.escape(read_only_note("0.0.0.0")) + "$")
+        server.wait_for(re.escape(READY))
+        events = urllib.request.Request(f"http://127.0.0.1:{page_port}/events", headers={TOKEN_HEADER: TOKEN})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(events, timeout=5)
+        assert refused.value.code == 403 and b"read-only" in refused.value.read()
+        leases = run_lookup("leases", "--port", str(port), "--token-file", str(token_file))
+        assert leases.returncode == 0, leases.stderr  # the operator's admin, over Pyro, is unchanged

@@ -31,6 +31,8 @@ TOKEN = "the operators' admin token, for the page"
 GREETER_SERVICE = pathlib.Path(__file__).resolve().parent.parent / "multihost" / "mh_service.py"
 GREETER_LEASE = 2.0  # seconds: the killed registrant's term
 HOSTILE = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
+# names a stranger's DNS points at this machine, as a DNS-rebinding page's name is
+REBOUND_RULES = "MAP rebound.test 127.0.0.1, MAP public.test 127.0.0.1"
 
 try:
     from selenium import webdriver
@@ -80,7 +82,7 @@ def driver() -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1400,500"):
+                     "--window-size=1400,500", f"--host-resolver-rules={REBOUND_RULES}"):
         options.add_argument(argument)
     browser = webdriver.Chrome(service=DriverService(CHROMEDRIVER), options=options)
     yield browser
@@ -231,3 +233,43 @@ def test_a_few_registrations_shown_and_saved_for_the_docs(served: Served, page: 
         assert page.save_screenshot(target)
     for each in made:
         each.lease.cancel()
+
+
+def page_port(served: Served) -> int:
+    return int(served.url.rstrip("/").rsplit(":", 1)[1])
+
+
+def test_a_rebound_name_gets_neither_the_page_nor_the_stream_nor_an_eviction(served: Served, driver: Any) -> None:
+    registration = served.register("acme.Rebound", attributes=(Name("rebound"),))
+    driver.get(f"http://rebound.test:{page_port(served)}/")
+    assert "this page answers at localhost or an IP address only" in driver.find_element(By.TAG_NAME, "body").text
+    assert driver.find_elements(By.ID, "registrations") == []
+    # the rebinding page's own script, same-origin as far as the browser knows, with the token even
+    assert driver.execute_async_script("""
+        const done = arguments[0];
+        fetch("/events").then((response) => done(response.status), () => done(-1));
+    """) == 421
+    prefix = registration.lease.cookie[:LEASE_PREFIX_SHOWN]
+    assert evict_from_the_page(driver, prefix, TOKEN) == 421
+    registration.lease.renew(60)  # still its lease
+    registration.lease.cancel()
+
+
+def test_a_page_off_loopback_is_read_only_and_offers_no_token_form(tmp_path: pathlib.Path, driver: Any) -> None:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(TOKEN + "\n")
+    with LookupProcess("serve", "--port", str(free_port()), "--no-announce", "--http-host", "0.0.0.0",
+                       "--http-port", "0", "--admin-token-file", str(token_file)) as process:
+        port = process.wait_for(r"^lookup browser at http://0\.0\.0\.0:(\d+)/").group(1)
+        process.wait_for("^lookup service at ")
+        driver.get(f"http://public.test:{port}/")  # any name: the page off loopback answers it
+        assert wait_until(lambda: driver.find_element(By.ID, "status").text == "live", 5) is not None
+        assert not driver.find_element(By.ID, "token-form").is_displayed()
+        assert driver.find_element(By.ID, "admin-status").text == (
+            "read-only here: the admin token is taken at localhost only")
+        driver.get(f"http://127.0.0.1:{port}/")  # at loopback the form is offered, and the server refuses it
+        assert wait_until(lambda: driver.find_element(By.ID, "status").text == "live", 5) is not None
+        driver.find_element(By.ID, "token").send_keys(TOKEN)
+        driver.find_element(By.ID, "token-use").click()
+        assert wait_until(lambda: driver.find_element(By.ID, "admin-status").text == "token refused", 2) is not None
+        assert driver.find_elements(By.CSS_SELECTOR, "button.evict") == []

@@ -170,12 +170,18 @@ def test_the_stored_form_survives_serpent_and_is_restored() -> None:
     scene = Scene()
     watch = scene.watch(ServiceTemplate(types=["t.A"]), TRANSITION_MATCH_NOMATCH)
     watch.sequence_number = 4
+    watch.client = "10.0.0.7"
     data = scene.fanout.dump(watch)
     assert data == {"event_id": watch.event_id, "template": ServiceTemplate(types=["t.A"]),
                     "transitions": TRANSITION_MATCH_NOMATCH, "listener": LISTENER,
-                    "handback": f"handback {LISTENER}", "sequence_number": 4}
+                    "handback": f"handback {LISTENER}", "sequence_number": 4, "client": "10.0.0.7"}
     serpent = SerpentSerializer()
     copy = scene.fanout.load(serpent.loads(serpent.dumps(data)))
+    assert copy.client == "10.0.0.7"
+    before_clients = {key: value for key, value in data.items() if key != "client"}
+    assert scene.fanout.load(before_clients).client == ""  # stored before clients were: nobody's
+    with pytest.raises(ValueError, match="not a stored lookup record"):
+        scene.fanout.load({**data, "client": 7})
     again = Scene()
     again.fanout.restored(LeasedResource("restored-cookie-000000", 30.0, copy))
     assert again.fanout.get(watch.event_id) is copy and copy.cookie == "restored-cookie-000000"

@@ -195,7 +195,7 @@ def listener_daemon() -> Iterator[ServingDaemon]:
 
 def test_served_lookup_counts_a_registration_and_an_event_delivery(
         serve_lookup: Callable[..., tuple[ChildProcess, int]], listener_daemon: ServingDaemon) -> None:
-    server, port = serve_lookup("--metrics-port", "0")
+    server, port = serve_lookup("--metrics-port", "0", "--event-registrations-per-client", "2")
     url = server.wait_for(METRICS_LINE)["url"]
     root = url.removesuffix("/metrics")
     assert get(root + "/healthz") == (200, "ok\n")
@@ -208,12 +208,18 @@ def test_served_lookup_counts_a_registration_and_an_event_delivery(
     with locate("127.0.0.1", port) as proxy:
         proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, listener_uri, None, 60)
         proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, dead, None, 60)  # nobody listens there
+        with pytest.raises(landlord.LeaseDeniedError, match="at most 2 event registrations"):
+            proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, listener_uri, None, 60)
         proxy.register(quoter("counted"), 60)
     assert listener.wait_for(1)[0].item.attributes == (Name("counted"),)
 
     settled(lambda: scrape(url)["lookup_event_deliveries_total"] == 1, "the delivery counted")
     assert scrape(url)["landlord_leases_granted_total"] == 3  # two event registrations and the service's
     assert scrape(url)["lookup_registrations_active"] == 1
+    refused = {key: value for key, value in scrape(url).items() if key.startswith("landlord_limits_refused_total")}
+    assert refused == {'landlord_limits_refused_total{limit="attribute_bytes"}': 0,
+                       'landlord_limits_refused_total{limit="event_registrations_per_client"}': 1,
+                       'landlord_limits_refused_total{limit="registrations_per_client"}': 0}
     build = f'landlord_build_info{{python="{platform.python_version()}"}}{{version="{landlord.__version__}"}}'
     assert scrape(url)[build] == 1
     settled(lambda: scrape(url)["lookup_event_listeners_dropped_total"] == 1, "the dead listener given up on")

@@ -9,7 +9,7 @@ from typing import Any
 import Pyro5.api
 import pytest
 
-from landlord import FakeClock, LeaseDurationPolicy, LeaseStore, UnknownLeaseError
+from landlord import IN_PROCESS_CLIENT, FakeClock, LeaseDurationPolicy, LeaseStore, UnknownLeaseError
 from lookup import (
     TRANSITION_MATCH_MATCH,
     TRANSITION_MATCH_NOMATCH,
@@ -580,10 +580,11 @@ def test_what_the_store_keeps_of_a_record(tmp_path: Any) -> None:
         rows = {row.cookie: row.resource for row in store.leases(clock.time())}
     finally:
         store.close()
-    assert rows[registration.lease.cookie] == {"item": item(Name("stored"), service_id=registration.service_id)}
+    assert rows[registration.lease.cookie] == {"item": item(Name("stored"), service_id=registration.service_id),
+                                               "client": IN_PROCESS_CLIENT}
     assert rows[watch.lease.cookie] == {"event_id": watch.event_id, "template": ServiceTemplate(types=[Quoter]),
                                         "transitions": ALL, "listener": "PYRO:listener@127.0.0.1:1",
-                                        "handback": ["hand", 1], "sequence_number": 0}
+                                        "handback": ["hand", 1], "sequence_number": 0, "client": IN_PROCESS_CLIENT}
 
 
 def test_records_in_the_stored_form_of_earlier_versions_load(tmp_path: Any) -> None:

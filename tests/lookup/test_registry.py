@@ -128,11 +128,15 @@ def test_end_forgets_only_the_stored_record(registry: Registry) -> None:
 
 def test_the_stored_form_survives_serpent_and_is_restored(registry: Registry, clock: FakeClock) -> None:
     record = leased("one", Name("kept"), Location(floor=3))
+    record.client = "10.0.0.7"
     data = registry.dump(record)
-    assert data == {"item": record.item}
+    assert data == {"item": record.item, "client": "10.0.0.7"}
     serpent = SerpentSerializer()
     copy = registry.load(serpent.loads(serpent.dumps(data)))
-    assert copy.item == record.item and copy.leased is None and not copy.replaced
+    assert copy.item == record.item and copy.leased is None and not copy.replaced and copy.client == "10.0.0.7"
+    assert registry.load({"item": record.item}).client == ""  # stored before clients were: nobody's
+    with pytest.raises(TypeError, match="client is a str"):
+        registry.load({"item": record.item, "client": 7})
     registry.restored(LeasedResource("restored-cookie-000000", 30.0, copy))
     assert copy.cookie == "restored-cookie-000000" and registry.records["one"] is copy
     assert found(registry, ServiceTemplate(attributes=[Location(floor=3)])) == ["one"]

@@ -4,8 +4,8 @@
 
 ADDRESSES names every replica of the group (``127.0.0.1:p1,127.0.0.1:p2,...``);
 this one serves at ``HOST:PORT`` (HOST: 127.0.0.1 unless given), which must be one of them. Prints
-``replica at <uri> (...)`` once serving, ``freed <room>`` when a lease
-expires on it (while it leads). Remote methods beside a landlord's:
+``replica at <uri> (...)`` once serving, ``freed <room> <cookie>`` when a lease
+ends on it (while it leads). Remote methods beside a landlord's:
 ``rent(room, duration)`` (a lease; only the leader grants), ``left(cookie)``
 (seconds the leader gives the lease, on its own clock), ``term_source()`` (whence the leader's term took its
 leases: "the warm copy" or "etcd"), ``term_took_standby()`` (whether it took the copy's standby table whole),
@@ -55,6 +55,11 @@ class ReplicatedRooms(landlord.ReplicatedLandlord):
         return bool(self.answer(lambda held: getattr(held.store, "ready_taken", False)))
 
 
+def freed(room: str, cookie: str) -> None:
+    """``on_expire`` (and so ``on_cancel``), given the cookie: one line, flushed before it returns."""
+    say(f"freed {room} {cookie}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("endpoints")
@@ -68,7 +73,7 @@ def main() -> None:
     rooms = ReplicatedRooms(connect(args.endpoints), group=args.group,
                             replicas=landlord.replica_uris(args.addresses, args.group),
                             policy=landlord.LeaseDurationPolicy(maximum=600),
-                            on_expire=lambda room: say(f"freed {room}"))
+                            on_expire=freed)
     admin = LandlordAdmin(rooms, token=read_token(args.admin_token_file)) if args.admin_token_file else None
     landlord.serve_replica(rooms, args.host, args.port, admin=admin)
 
