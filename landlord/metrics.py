@@ -188,7 +188,9 @@ class Metrics:
         self._refusals: Callable[[], Mapping[str, int]] | None = None
         self._fences: dict[str, CountedFence] = {}
         self._fences_lock = threading.Lock()
-        self.registry.register(_RefusalCollector(self))
+        self.registry.register(_CountsCollector(
+            "landlord_transport_refused", "Connections and messages the server refused and closed, by the rule "
+            "they broke (deadline, too large, serializer, connections, ...).", "rule", self.refused))
         self.registry.register(_FenceCollector(self))
         # the process's own series, as every Prometheus client exports them: read when scraped
         ProcessCollector(registry=self.registry)
@@ -311,7 +313,9 @@ class LeaseMetrics(Metrics, LeaseHooks):
         self._lock = threading.Lock()
         self._watched: Landlord | ReplicatedLandlord | None = None
         self._latest: Landlord | None = None  # the landlord last attached (a replica's: its last term's)
-        self.registry.register(_LimitCollector(self))
+        self.registry.register(_CountsCollector(
+            "landlord_limits_refused", "Calls refused by a per-client limit (what one client may hold, or how "
+            "large a registration may be), by limit.", "limit", self.limit_refusals))
 
     # -- attaching --------------------------------------------------------------------------------
 
@@ -424,40 +428,26 @@ class LeaseMetrics(Metrics, LeaseHooks):
         return f"LeaseMetrics(landlord={self._watched!r:.80})"
 
 
-class _RefusalCollector:
-    """``landlord_transport_refused_total{rule}``, read from the server when scraped."""
+class _CountsCollector:
+    """A counter family with one label, whose counts are read when scraped (a count costs whoever
+    keeps it nothing more): ``read()`` gives each label's count.
 
-    def __init__(self, metrics: Metrics) -> None:
-        self._metrics = metrics
+    Args:
+        name: the family's name (``_total`` is added).
+        documentation: its help text.
+        label: the one label's name.
+        read: the counts now, by label value.
+    """
 
-    def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import CounterMetricFamily
-
-        family = CounterMetricFamily("landlord_transport_refused", "Connections and messages the server refused "
-                                     "and closed, by the rule they broke (deadline, too large, serializer, "
-                                     "connections, ...).", labels=["rule"])
-        for rule, count in sorted(self._metrics.refused().items()):
-            family.add_metric([rule], count)
-        yield family
-
-    def describe(self) -> list[Any]:
-        return []  # read when scraped: nothing to check at registration
-
-
-class _LimitCollector:
-    """``landlord_limits_refused_total{limit}``, read from the landlord attached when scraped."""
-
-    def __init__(self, metrics: LeaseMetrics) -> None:
-        self._metrics = metrics
+    def __init__(self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, int]]) -> None:
+        self._name, self._documentation, self._label, self._read = name, documentation, label, read
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily
 
-        family = CounterMetricFamily("landlord_limits_refused", "Calls refused by a per-client limit (what one "
-                                     "client may hold, or how large a registration may be), by limit.",
-                                     labels=["limit"])
-        for limit, count in sorted(self._metrics.limit_refusals().items()):
-            family.add_metric([limit], count)
+        family = CounterMetricFamily(self._name, self._documentation, labels=[self._label])
+        for value, count in sorted(self._read().items()):
+            family.add_metric([value], count)
         yield family
 
     def describe(self) -> list[Any]:

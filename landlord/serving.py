@@ -129,7 +129,8 @@ THREADPOOL_SIZE = 2048     #: workers if the "thread" server type is asked for: 
 # of 1 GiB would let one client make the server read and allocate a gigabyte —
 # while, with one thread, nobody else is served. 16 MiB keeps room for big
 # batches and for answers of tens of thousands of items. It also caps the
-# answers: a lookup_all whose answer exceeds it fails (ask for fewer matches).
+# answers: a lookup service keeps each within 1 MiB of items, at most 10 MiB on
+# any wire, and hands the rest on asking again (lookup.service.quotas.ANSWER_BYTES).
 MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 
 # Seconds one socket read, or one whole response's sending, may take. With the

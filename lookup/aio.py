@@ -40,7 +40,7 @@ from .client.join import JoinManager
 from .client.peer import GROUP_SEPARATOR, leader_proxy, locator_key
 from .entry import Entry
 from .events import ALL_TRANSITIONS, EventRegistration
-from .item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from .item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate, check_cursor, uri_of
 from .ownership import check_proof
 from .registration import ServiceRegistration
 
@@ -177,18 +177,23 @@ class AsyncLookup:
         service = await self.call("lookup", _template(template))
         return None if service is None else uri_of(service)
 
-    async def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES) -> ServiceMatches:
-        """At most ``max_matches`` items matching ``template``, and how many match in all.
+    async def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES,
+                         after: str | None = None) -> ServiceMatches:
+        """At most ``max_matches`` items matching ``template``, and how many match in all; a long
+        answer comes in parts: ask again with ``after=`` its cursor (see :meth:`lookup.LookupService.lookup_all`).
 
         Raises:
-            TypeError: ``template`` is not a ServiceTemplate, or ``max_matches`` not an int.
-            ValueError: ``max_matches`` negative or above ``MAX_MATCHES``.
+            TypeError: ``template`` is not a ServiceTemplate, ``max_matches`` not an int, or
+                ``after`` not a str.
+            ValueError: ``max_matches`` negative or above ``MAX_MATCHES``, or ``after`` not a cursor.
         """
         if isinstance(max_matches, bool) or not isinstance(max_matches, int):
             raise TypeError(f"max_matches must be an int, got {type(max_matches).__name__}")
         if not 0 <= max_matches <= MAX_MATCHES:
             raise ValueError(f"max_matches must be 0 to {MAX_MATCHES}, got {max_matches}")
-        matches = await self.call("lookup_all", _template(template), max_matches)
+        arguments = (_template(template), max_matches) if after is None else (
+            _template(template), max_matches, check_cursor(after))  # none: what a server before cursors takes
+        matches = await self.call("lookup_all", *arguments)
         if not isinstance(matches, ServiceMatches):
             raise TypeError(f"the lookup service answered lookup_all with {matches!r:.80}")
         return matches

@@ -493,7 +493,8 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                          advertise=args.advertise, max_lease=args.max_lease, default_lease=args.default_lease,
                          reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
                          metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name,
-                         limits=args.frame_limits, **_discovery(args))
+                         limits=args.frame_limits, lookup_limits=args.lookup_limits, mail_limits=args.mail_limits,
+                         callback_hosts=args.callback_hosts, **_discovery(args))
     except ValueError as exc:  # this replica not among --replicas
         parser.error(str(exc))
     except ImportError as exc:

@@ -27,13 +27,14 @@ from .entry import MAX_NAME_LENGTH, Entry, check_class_name, entry_matches, qual
 
 __all__ = [
     "ServiceItem", "ServiceTemplate", "ServiceMatches", "Expiry", "matches", "type_names", "uri_of",
-    "MAX_MATCHES", "MAX_TYPES", "MAX_ATTRIBUTES", "MAX_URI_LENGTH",
+    "MAX_MATCHES", "MAX_TYPES", "MAX_ATTRIBUTES", "MAX_URI_LENGTH", "MAX_CURSOR", "check_cursor",
 ]
 
 MAX_MATCHES = 100_000  #: the most items one lookup_all hands back (the service's cap, which clients check too)
 MAX_TYPES = 256        #: type names of one item or template
 MAX_ATTRIBUTES = 256   #: entries of one item or template
 MAX_URI_LENGTH = 1024  #: characters of a service's URI
+MAX_CURSOR = 64        #: characters of a cursor, where an answer goes on from (see ServiceMatches)
 
 Service = Pyro5.client.Proxy | Pyro5.core.URI | str
 _UNCHANGED: Any = object()
@@ -345,19 +346,24 @@ class ServiceMatches:
         expiries: when each item's registration ends, in the items' order (``None`` for one
             not known), or ``None``: none known (an answer from a lookup service before
             expiries were sent).
+        cursor: ``None``, or more matches follow these items, left out (by the number asked
+            for, or to keep the answer within its size: see :data:`~lookup.service.quotas.ANSWER_BYTES`):
+            ``lookup_all(template, max_matches, after=cursor)`` hands back the next of them.
 
     Raises:
-        TypeError: ``items`` is not a sequence of ServiceItems, ``total`` not an int, or
-            ``expiries`` not a sequence of Expiry or ``None``.
-        ValueError: ``total`` is less than ``len(items)``, or ``expiries`` of another length.
+        TypeError: ``items`` is not a sequence of ServiceItems, ``total`` not an int,
+            ``expiries`` not a sequence of Expiry or ``None``, or ``cursor`` not a str or ``None``.
+        ValueError: ``total`` is less than ``len(items)``, ``expiries`` of another length, or a
+            cursor empty or longer than ``MAX_CURSOR``.
     """
 
     items: list[ServiceItem]
     total: int
     expiries: list[Expiry | None] | None = dataclasses.field(default=None, compare=False)
+    cursor: str | None = dataclasses.field(default=None, compare=False)
 
     def __init__(self, items: Iterable[ServiceItem], total: int,
-                 expiries: Sequence[Expiry | None] | None = None) -> None:
+                 expiries: Sequence[Expiry | None] | None = None, cursor: str | None = None) -> None:
         if isinstance(items, (str, bytes, ServiceItem)) or not isinstance(items, Iterable):
             raise TypeError(f"items must be a sequence of ServiceItems, got {type(items).__name__}")
         found = list(items)
@@ -371,9 +377,11 @@ class ServiceMatches:
         self.items = found
         self.total = total
         self.expiries = None if expiries is None else _check_expiries(expiries, len(found))
+        self.cursor = check_cursor(cursor)
 
     @classmethod
-    def _made(cls, items: list[ServiceItem], total: int, expiries: list[Expiry | None] | None) -> ServiceMatches:
+    def _made(cls, items: list[ServiceItem], total: int, expiries: list[Expiry | None] | None,
+              cursor: str | None = None) -> ServiceMatches:
         """An answer of parts its maker has made sound, kept as they are (the lookup service's answer
         and the wire converters' reading of one): the constructor's checks of every item and expiry
         were a tenth of a lookup of 200 items."""
@@ -381,10 +389,27 @@ class ServiceMatches:
         matches.items = items
         matches.total = total
         matches.expiries = expiries
+        matches.cursor = cursor
         return matches
 
     def __repr__(self) -> str:  # a long answer is cut short
         return f"ServiceMatches(total={self.total}, items={self.items!r:.200})"
+
+
+def check_cursor(cursor: object) -> str | None:
+    """``cursor``, checked to be what a lookup service's answer may carry: ``None`` or a short str.
+
+    Raises:
+        TypeError: neither a str nor ``None``.
+        ValueError: empty, or longer than ``MAX_CURSOR``.
+    """
+    if cursor is None:
+        return None
+    if not isinstance(cursor, str):
+        raise TypeError(f"a cursor is a str or None, got {type(cursor).__name__}")
+    if not 0 < len(cursor) <= MAX_CURSOR:
+        raise ValueError(f"a cursor has 1 to {MAX_CURSOR} characters, got {len(cursor)}")
+    return cursor
 
 
 def _seconds(value: object, name: str) -> float:

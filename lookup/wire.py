@@ -8,8 +8,10 @@ Imported by ``lookup/__init__.py``, so importing lookup is enough. The wire form
      "types": [str], "attributes": [entry dicts]}
     {"__class__": "lookup.ServiceTemplate", "service_id": str | None, "types": [str],
      "attributes": [entry dicts]}
-    {"__class__": "lookup.PackedMatches", "total": int, "table": str (JSON), "values": [value]}
-    {"__class__": "lookup.ServiceMatches", "items": [item dicts], "total": int}   (read; sent if asked)
+    {"__class__": "lookup.PackedMatches", "total": int, "table": str (JSON), "values": [value],
+     "cursor": str (only when more matches follow, left out)}
+    {"__class__": "lookup.ServiceMatches", "items": [item dicts], "total": int,
+     "cursor": str (as above)}   (read; sent if asked)
     {"__class__": "lookup.ServiceEvent", "event_id": int, "sequence_number": int, "handback": any,
      "service_id": str, "transition": int, "item": item dict | None,
      "remaining": float, "term": float (both optional: the item's registration, see below)}
@@ -74,6 +76,16 @@ before them ignores them, and a receiver then knows nothing of when the
 registration ends (a cache keeps such items as it did, for its ``orphan_timeout``).
 A malformed one is a ``TypeError`` or ``ValueError``, as anything else malformed.
 
+Cursors: the rest of a long answer
+----------------------------------
+An answer carries items while they fit its size
+(:data:`lookup.service.quotas.ANSWER_BYTES`); when more matches follow,
+left out by that or by the number asked for, it has ``"cursor"``, a short
+str, and ``lookup_all(template, max_matches, cursor)`` hands back the next of
+them. A reader before cursors ignores the key (and so reads the first part
+of a long answer, as it could never read a whole one past the cap on a
+message); a lookup service before them sends none.
+
 Serpent and json recreate classes top-down: when a converter here runs, the
 dicts nested in its own are still raw, and it converts them itself,
 accepting only the tag it expects there (an item's attributes must be
@@ -93,7 +105,7 @@ from landlord.wire import LEASE_CLASS, checked_fields, lease_from_dict, register
 
 from .entry import Entry, UnknownEntry, check_wire_value, entry_class
 from .events import EventRegistration, ServiceEvent
-from .item import ServiceItem, ServiceMatches, ServiceTemplate
+from .item import ServiceItem, ServiceMatches, ServiceTemplate, check_cursor
 from .packed import pack_matches, read_expiries, read_expiry, unpack_matches
 from .registration import ServiceRegistration
 
@@ -233,6 +245,8 @@ def matches_to_dict(matches: ServiceMatches) -> dict[str, Any]:
     if matches.expiries is not None:
         data["expiries"] = [None if expiry is None else [expiry.remaining, expiry.term]
                             for expiry in matches.expiries]
+    if matches.cursor is not None:  # absent otherwise: the form readers before cursors know
+        data["cursor"] = matches.cursor
     return data
 
 
@@ -245,7 +259,7 @@ def matches_from_dict(classname: str, data: dict[str, Any]) -> ServiceMatches:
     items, total = checked_fields(data, classname, {"items": _SEQUENCE, "total": int})
     expiries = read_expiries(data.get("expiries"), len(items), classname)
     return ServiceMatches([_nested(value, ITEM_CLASS, item_from_dict, ServiceItem, f"{classname} item")
-                           for value in items], total, expiries)
+                           for value in items], total, expiries, _cursor(data, classname))
 
 
 def packed_matches_to_dict(matches: ServiceMatches) -> dict[str, Any]:
@@ -255,7 +269,10 @@ def packed_matches_to_dict(matches: ServiceMatches) -> dict[str, Any]:
         TypeError, ValueError: a field value that is not a plain wire value.
     """
     table, values = pack_matches(matches)
-    return {"__class__": PACKED_MATCHES_CLASS, "total": matches.total, "table": table, "values": values}
+    data = {"__class__": PACKED_MATCHES_CLASS, "total": matches.total, "table": table, "values": values}
+    if matches.cursor is not None:  # absent otherwise: the form readers before cursors know
+        data["cursor"] = matches.cursor
+    return data
 
 
 def packed_matches_from_dict(classname: str, data: dict[str, Any]) -> ServiceMatches:
@@ -265,7 +282,22 @@ def packed_matches_from_dict(classname: str, data: dict[str, Any]) -> ServiceMat
         TypeError, ValueError: a malformed dict or table.
     """
     total, table, values = checked_fields(data, classname, {"total": int, "table": str, "values": _SEQUENCE})
-    return unpack_matches(classname, total, table, values)
+    cursor = _cursor(data, classname)
+    matches = unpack_matches(classname, total, table, values)
+    matches.cursor = cursor
+    return matches
+
+
+def _cursor(data: dict[str, Any], classname: str) -> str | None:
+    """The cursor of an answer's wire dict, if any (see :class:`~lookup.ServiceMatches`).
+
+    Raises:
+        TypeError, ValueError: not a short str.
+    """
+    try:
+        return check_cursor(data.get("cursor"))
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"malformed {classname}: {exc}") from None
 
 
 # -- events and registrations ----------------------------------------------------------

@@ -8,6 +8,8 @@
 - :mod:`~landlord.grantor.policy` and :mod:`~landlord.grantor.adaptive`: how long a
   lease is granted; :mod:`~landlord.grantor.reapers`: when ended leases are freed;
   :mod:`~landlord.grantor.freeing`: how (the callbacks, then the store's rows: free first, forget after);
+  :mod:`~landlord.grantor.killpoints`: where a test may have the process SIGKILL itself as
+  leases end (armed by ``LANDLORD_KILL_POINT`` in its environment; not an API);
   :mod:`~landlord.grantor.store`: the SQLite store (leases survive kill -9);
   :mod:`~landlord.grantor.hooks`: what a landlord tells of its leases;
   :mod:`~landlord.grantor.revocations`: the landlord's half of revocation, a thread

@@ -8,6 +8,10 @@ after a restart (at least once). A lease restored as cancelled is freed through
 ``on_cancel`` however it is found ended. A callback with a parameter named
 ``cookie`` is given the lease's cookie too (:class:`FreeWithCookie`).
 
+A test can have the process kill itself before the callbacks, between them and
+the delete, or after it (:mod:`landlord.grantor.killpoints`, armed by an
+environment variable; unarmed, each call pays three tests of a global).
+
 Split out of :mod:`landlord.grantor.manager`, which calls it outside its lock;
 it logs on ``landlord.manager``, as before.
 """
@@ -19,6 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol, TypeAlias
 
+from .killpoints import ARMED as _KILL_POINT
 from .resource import LeasedResource
 
 __all__ = ["Endings", "FreeCallback", "FreeWithCookie"]
@@ -64,15 +69,21 @@ class Endings:
         """Free ``resources`` (through ``on_cancel`` if ``cancelled``, else ``on_expire``), then delete
         their rows. A failed delete is logged, not raised: the leases have ended all the same, and a
         restart frees them again (at least once)."""
+        if _KILL_POINT is not None:  # a test's crash (landlord.grantor.killpoints); None outside tests
+            _KILL_POINT.passing("before-free")
         freed = resources
         if self.restored_cancels and not cancelled:  # only after a restart found cancels not yet freed
             freed = self._free_restored_cancels(resources)
         self._free(freed, cancelled)
+        if _KILL_POINT is not None:
+            _KILL_POINT.passing("after-free")
         try:
             self._forget(resources)
         except Exception:
             log.exception("could not delete %d ended lease(s) from %r; they are freed again after a restart",
                           len(resources), self._store)
+        if _KILL_POINT is not None:
+            _KILL_POINT.passing("after-forget")
 
     def _free_restored_cancels(self, resources: list[LeasedResource]) -> list[LeasedResource]:
         """Free through ``on_cancel`` those of ``resources`` restored as cancelled; return the others."""

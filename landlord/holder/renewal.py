@@ -434,6 +434,10 @@ class LeaseRenewalManager:
                                            started=started)
             self._state.sooner(self._schedule.next_due())
         self._told(told)
+        # the errors' tracebacks hold this frame (through _send's frame): kept here past the return, they
+        # would make a cycle of ~50 objects per failed attempt, left to full garbage collections that
+        # hold the whole process (a renewal service failing 2,000 attempts in 12 s: 96,000 objects, 73 ms)
+        del failures, error
         self._state.returned()  # only once the callbacks have run: _wait_idle counts on it
 
     def _wait_idle(self, timeout: float = 10.0) -> bool:

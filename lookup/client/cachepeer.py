@@ -1,7 +1,8 @@
 """Following one lookup service for a :class:`~lookup.LookupCache`: :class:`CachePeer`.
 
 The follower asks the lookup service for events about the template *before*
-it takes a snapshot with ``lookup_all``, holds back the events that arrive
+it takes a snapshot with ``lookup_all`` (in parts, if the answer is long:
+:func:`whole_snapshot`), holds back the events that arrive
 while the snapshot is on its way, and replays them over it. Events carry the
 whole item as it now is, so replaying them in order always ends at the
 current state. A gap in the events' sequence numbers, or the event
@@ -37,7 +38,7 @@ from ..item import Expiry, ServiceItem, ServiceMatches, ServiceTemplate
 from .peer import PeerThread, leader_proxy
 from .view import MergedView
 
-__all__ = ["CachePeer", "MAX_SNAPSHOT", "PROBE_TIMEOUT"]
+__all__ = ["CachePeer", "MAX_SNAPSHOT", "PROBE_TIMEOUT", "whole_snapshot"]
 
 log = logging.getLogger("lookup.follower")  # its name before it moved; logs and tests know it by it
 
@@ -184,7 +185,7 @@ class CachePeer:
         sink_uri = self._sink_uri(proxy)
         registration = proxy.notify(self._template, ALL_TRANSITIONS, sink_uri, token, self._lease_duration)
         try:
-            snapshot = proxy.lookup_all(self._template, MAX_SNAPSHOT)
+            snapshot = whole_snapshot(proxy, self._template)
         except BaseException:
             _cancel_quietly(registration.lease)
             raise
@@ -267,6 +268,31 @@ class CachePeer:
             self._view.unlist(self.uri, event.service_id)
         else:
             self._view.report(self.uri, event.service_id, event.item, event.expiry)
+
+
+def whole_snapshot(proxy: Any, template: ServiceTemplate) -> ServiceMatches:
+    """Every item matching ``template`` (at most ``MAX_SNAPSHOT``), with their expiries: the
+    lookup service's answer, and the rest of a long one, asked for after its cursor until none
+    is left out. What changes between the parts, the events held back meanwhile put right.
+
+    Raises:
+        What ``proxy.lookup_all`` raises (a cursor refused: the lookup service restarted, or
+        another replica leads: the snapshot is taken anew).
+    """
+    answer = proxy.lookup_all(template, MAX_SNAPSHOT)
+    items, expiries, total = list(answer.items), _expiries_of(answer), answer.total
+    while answer.cursor is not None and len(items) < MAX_SNAPSHOT:
+        answer = proxy.lookup_all(template, MAX_SNAPSHOT - len(items), answer.cursor)
+        if not answer.items:
+            break  # a server that moves on by nothing: what it gave is all there is
+        items += answer.items
+        expiries += _expiries_of(answer)
+    return ServiceMatches._made(items, max(total, len(items)), expiries)
+
+
+def _expiries_of(answer: ServiceMatches) -> list[Expiry | None]:
+    """An answer's expiries, one per item (``None`` each when it sent none)."""
+    return list(answer.expiries) if answer.expiries is not None else [None] * len(answer.items)
 
 
 def _listing(snapshot: ServiceMatches) -> tuple[dict[str, ServiceItem], dict[str, Expiry]]:

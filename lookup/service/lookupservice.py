@@ -49,7 +49,7 @@ from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE, ServiceRegistration
 from .fanout import EventFanout, EventRecord
 from .mailer import EventMailer
 from .outbox import MailLimits
-from .quotas import ClientCounts, LookupLimits, attribute_bytes
+from .quotas import NAME_BYTES, ClientCounts, LookupLimits, attribute_bytes, fitting, value_bytes
 from .registry import Registry, ServiceRecord
 
 __all__ = ["LookupService", "RegistrationWatcher"]
@@ -244,13 +244,27 @@ class LookupService(Landlord):
         return None
 
     @Pyro5.server.expose
-    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES) -> ServiceMatches:
-        """At most ``max_matches`` items matching ``template``, and how many match in all, with
-        when each one's registration ends (see :class:`~lookup.item.Expiry`).
+    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES,
+                   after: str | None = None) -> ServiceMatches:
+        """At most ``max_matches`` items matching ``template``, in registration order, and how many
+        match in all, with when each one's registration ends (see :class:`~lookup.item.Expiry`).
+
+        The items of one answer measure at most :data:`~lookup.service.quotas.ANSWER_BYTES` in
+        all (:func:`~lookup.service.quotas.answer_bytes`; but one item always goes), so that it
+        fits a message however many register how much. An answer that leaves matches out, by this
+        or by ``max_matches``, has a :attr:`~lookup.ServiceMatches.cursor`: ask again with
+        ``after=`` it for the next of them (those registered since come in order, at the end).
+
+        Args:
+            template: what to match.
+            max_matches: the most items to hand back.
+            after: a cursor of an earlier answer: only matches registered after its last item.
 
         Raises:
-            TypeError: ``template`` is not a ServiceTemplate, or ``max_matches`` not an int.
-            ValueError: ``max_matches`` negative or above ``MAX_MATCHES``.
+            TypeError: ``template`` is not a ServiceTemplate, ``max_matches`` not an int, or
+                ``after`` not a str.
+            ValueError: ``max_matches`` negative or above ``MAX_MATCHES``, or ``after`` not a
+                cursor of this lookup service's (malformed, or from before a restart or failover).
         """
         if not 0 <= _check_int(max_matches, "max_matches") <= MAX_MATCHES:
             raise ValueError(f"max_matches must be 0 to {MAX_MATCHES}, got {max_matches}")
@@ -258,19 +272,26 @@ class LookupService(Landlord):
         self.manager.reap()  # free what has run out, so its events go out now
         with self._lock:
             records = self.registry.matching_records(template)
-            given = records[:max_matches]
-            return ServiceMatches._made([record.item for record in given], len(records), self.registry.expiries(given))
+            start = self.registry.start_after(records, after)
+            asked = records[start:start + max_matches]
+            given = asked[:fitting(record.size for record in asked)]
+            more = bool(given) and start + len(given) < len(records)
+            return ServiceMatches._made([record.item for record in given], len(records),
+                                        self.registry.expiries(given),
+                                        self.registry.cursor(given[-1]) if more else None)
 
     @Pyro5.server.expose
     def entry_classes(self, template: ServiceTemplate) -> list[str]:
-        """The distinct entry class names among the attributes of the items matching ``template``."""
+        """The distinct entry class names among the attributes of the items matching ``template``,
+        sorted, as many as fit :data:`~lookup.service.quotas.ANSWER_BYTES`."""
         names = {entry_class_name(entry) for item in self._matching(template) for entry in item.attributes}
-        return sorted(names)
+        return _within_budget(sorted(names))
 
     @Pyro5.server.expose
     def field_values(self, template: ServiceTemplate, index: int, field: str) -> list[Any]:
         """The distinct values of ``field`` in the attributes of matching items
-        that match the template's attribute number ``index``.
+        that match the template's attribute number ``index``, in the items' order, as many as
+        fit :data:`~lookup.service.quotas.ANSWER_BYTES` (measured as attributes are).
 
         Raises:
             TypeError: a bad template, index or field name.
@@ -284,13 +305,15 @@ class LookupService(Landlord):
         wanted = template.attributes[index]
         if field not in entry_fields(wanted):
             raise ValueError(f"{entry_class_name(wanted)} has no field {field!r}")
-        return _distinct_values(items, wanted, field)
+        return _within_budget(_distinct_values(items, wanted, field))
 
     @Pyro5.server.expose
     def service_types(self, template: ServiceTemplate, prefix: str = "") -> list[str]:
-        """The distinct type names of matching items that start with ``prefix``."""
+        """The distinct type names of matching items that start with ``prefix``, sorted, as many as
+        fit :data:`~lookup.service.quotas.ANSWER_BYTES` (a longer ``prefix`` finds the rest)."""
         _check_str(prefix, "prefix")
-        return sorted({name for item in self._matching(template) for name in item.types if name.startswith(prefix)})
+        return _within_budget(sorted({name for item in self._matching(template) for name in item.types
+                                      if name.startswith(prefix)}))
 
     def _matching(self, template: ServiceTemplate, limit: int | None = None) -> list[ServiceItem]:
         _check_template(template)
@@ -541,6 +564,12 @@ def _distinct_values(items: list[ServiceItem], wanted: Entry, field: str) -> lis
         if value is not None and value not in values:  # ==, not hashing: values may be lists or dicts
             values.append(value)
     return values
+
+
+def _within_budget(values: list[Any]) -> list[Any]:
+    """The leading ``values`` that fit one answer (:data:`~lookup.service.quotas.ANSWER_BYTES`),
+    each measured as an attribute's value is, with a name's framing."""
+    return values[:fitting(value_bytes(value) + NAME_BYTES for value in values)]
 
 
 def _check_entries(entries: object) -> list[Entry]:

@@ -1,4 +1,6 @@
-"""What one client may hold in a lookup service: :class:`LookupLimits`, :class:`ClientCounts`, :func:`attribute_bytes`.
+"""What one client may hold in a lookup service (:class:`LookupLimits`, :class:`ClientCounts`,
+:func:`attribute_bytes`), and what one answer may carry (:data:`ANSWER_BYTES`, :func:`answer_bytes`,
+:func:`fitting`).
 
 A hostile probe registered 200 large but legal items and took a lookup
 service from 31 to 643 MB. The transport caps one message (64 KiB of
@@ -16,6 +18,13 @@ process are not counted (they are the operator's). Each registration is
 stored with its client, so what a client holds is counted again when a
 service restarts on its store (or a replica takes over); a registration
 stored before clients were counts for nobody.
+
+Answers are bounded apart from clients: many clients, each within its
+limits, could still fill one ``lookup_all`` answer past the transport's cap
+on a message (16 MiB), and the connection would close on whoever asked. So
+an answer that lists items carries them while their :func:`answer_bytes`
+add up to at most :data:`ANSWER_BYTES` (:func:`fitting`), and says where to
+go on from (see :meth:`~lookup.LookupService.lookup_all`).
 """
 
 from __future__ import annotations
@@ -28,9 +37,20 @@ from landlord import LeaseDeniedError
 
 from ..item import ServiceItem
 
-__all__ = ["LookupLimits", "ClientCounts", "attribute_bytes"]
+__all__ = ["LookupLimits", "ClientCounts", "attribute_bytes", "answer_bytes", "value_bytes", "fitting",
+           "ANSWER_BYTES", "NAME_BYTES"]
 
 _SCALAR_BYTES = 8  # what a number, a bool or None counts as
+
+#: What the items of one answer may measure (:func:`answer_bytes`) in all. Each character they
+#: count becomes at most 10 bytes on any wire a lookup service speaks (serpent writes a
+#: non-printable astral character as ``\U000e0001``; JSON inside landlord's msgpack writes a
+#: control character as ``\u0001``: 6), and structure is charged as well: so 1 MiB is at most
+#: 10 MiB on the wire, under the 16 MiB cap of a message, and about 1 MiB for plain text.
+ANSWER_BYTES = 1024 * 1024
+_ITEM_BYTES = 128   # an item's own framing: its tags, its expiry, its place in a table
+_ENTRY_BYTES = 64   # an entry's framing
+NAME_BYTES = 8     # the framing of a type, class or field name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,14 +140,44 @@ def attribute_bytes(item: ServiceItem) -> int:
     """The size of an item's attributes: the characters of every string (and bytes of every bytes
     value) in their fields, and :data:`_SCALAR_BYTES` for every other value, containers' contents
     counted as their own values. A cheap measure of what the item will hold in memory."""
-    return sum(_value_bytes(value) for entry in item.attributes for value in entry._entry_fields().values())
+    return sum(value_bytes(value) for entry in item.attributes for value in entry._entry_fields().values())
 
 
-def _value_bytes(value: Any) -> int:
+def value_bytes(value: Any) -> int:
+    """What one field value counts for in :func:`attribute_bytes`."""
     if isinstance(value, (str, bytes, bytearray)):
         return len(value)
     if isinstance(value, dict):
-        return sum(_value_bytes(key) + _value_bytes(inner) for key, inner in value.items())
+        return sum(value_bytes(key) + value_bytes(inner) for key, inner in value.items())
     if isinstance(value, (list, tuple, set, frozenset)):
-        return _SCALAR_BYTES + sum(_value_bytes(inner) for inner in value)
+        return _SCALAR_BYTES + sum(value_bytes(inner) for inner in value)
     return _SCALAR_BYTES
+
+
+def answer_bytes(item: ServiceItem) -> int:
+    """What ``item`` counts for in an answer: :func:`attribute_bytes`, and its id, URI, types and entry
+    class and field names, each with its framing (in characters: see :data:`ANSWER_BYTES`)."""
+    size = _ITEM_BYTES + len(item.service_id or "") + len(item.service_uri)
+    size += sum(len(name) + NAME_BYTES for name in item.types)
+    for entry in item.attributes:
+        size += _ENTRY_BYTES + sum(len(name) + NAME_BYTES for name in entry._entry_lineage)
+        size += sum(len(name) + NAME_BYTES + value_bytes(value) for name, value in entry._entry_fields().items())
+    return size
+
+
+def fitting(sizes: Iterable[int], budget: int = ANSWER_BYTES) -> int:
+    """How many of the leading ``sizes`` add up to at most ``budget``; at least one, if there is
+    one (so paging through an answer always moves on: one item is bounded by what it may carry).
+
+    Raises:
+        ValueError: a negative budget.
+    """
+    if budget < 0:
+        raise ValueError(f"budget must be 0 or more, got {budget}")
+    count = used = 0
+    for size in sizes:
+        used += size
+        if used > budget and count:
+            break
+        count += 1
+    return count

@@ -10,7 +10,9 @@ of the lookup service's :class:`~landlord.grantor.landlord.ResourceCodec`.
 
 from __future__ import annotations
 
+import bisect
 import logging
+import secrets
 import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -20,6 +22,7 @@ from landlord import Clock, LeasedResource, UnknownLeaseError
 from ..item import Expiry, ServiceItem, ServiceTemplate
 from ..packed import keep_packing
 from .index import ServiceIndex
+from .quotas import answer_bytes
 
 __all__ = ["ServiceRecord", "Registry"]
 
@@ -46,12 +49,14 @@ class ServiceRecord:
         client: who registered it (see :func:`landlord.client_of_call`; ``""``: not known, a
             record stored before clients were), stored with it so that its client's count
             survives a restart.
+        size: what its item counts for in an answer (:func:`~lookup.service.quotas.answer_bytes`).
     """
 
-    __slots__ = ("item", "cookie", "leased", "replaced", "term", "client")
+    __slots__ = ("item", "cookie", "leased", "replaced", "term", "client", "size")
 
     def __init__(self, item: ServiceItem, client: str = "") -> None:
         self.item = item
+        self.size = answer_bytes(item)  # once per registration, not on every answer
         self.cookie = ""
         self.leased: LeasedResource | None = None
         self.replaced = False
@@ -82,6 +87,7 @@ class Registry:
         self.clock = clock
         self.index = index if index is not None else ServiceIndex()
         self._records: dict[str, ServiceRecord] = {}  # in the order first registered: the order of answers
+        self._epoch = secrets.token_hex(4)  # in every cursor: one from another registry (a restart, a term) is refused
 
     @property
     def records(self) -> Mapping[str, ServiceRecord]:
@@ -146,6 +152,7 @@ class Registry:
             raise UnknownLeaseError("no such registration (it expired, was cancelled, or was replaced)")
         before = record.item
         record.item = change(before)
+        record.size = answer_bytes(record.item)
         if self._records.get(record.service_id) is record:
             self.index.put(record.service_id, record.item)
         keep_packing(record.item)
@@ -186,6 +193,31 @@ class Registry:
                 if limit is not None and len(found) >= limit:
                     break
         return found
+
+    def cursor(self, record: ServiceRecord) -> str:
+        """Where an answer that ends at ``record`` goes on from (see :meth:`start_after`)."""
+        return f"{self._epoch}.{self.index.position[record.service_id]}"
+
+    def start_after(self, records: list[ServiceRecord], cursor: str | None) -> int:
+        """The place in ``records`` (stored ones, in registration order) of the first registered after
+        the one ``cursor`` names (from :meth:`cursor`): 0 for ``None``. A registration ended since
+        takes no other's place: every id keeps its place in the order while it stays registered.
+
+        Raises:
+            TypeError: ``cursor`` is not a str or None.
+            ValueError: ``cursor`` is not one of this registry's (malformed, or from before a restart
+                or another term of a replica): ask again from the start.
+        """
+        if cursor is None:
+            return 0
+        if not isinstance(cursor, str):
+            raise TypeError(f"a cursor is a str, got {type(cursor).__name__}")
+        epoch, _, place = cursor.partition(".")
+        if epoch != self._epoch or not (place.isascii() and place.isdigit()) or len(place) > 20:
+            raise ValueError(f"cursor {cursor!r:.40} is not this lookup service's (it restarted, or another "
+                             "replica leads): ask again from the start")
+        position = self.index.position
+        return bisect.bisect_right(records, int(place), key=lambda record: position[record.service_id])
 
     def expiry(self, record: ServiceRecord) -> Expiry | None:
         """When ``record``'s registration ends, to send with its item; ``None`` once it has no time left.

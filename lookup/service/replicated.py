@@ -37,6 +37,7 @@ from landlord import (
     LeasePolicy,
     ReplicatedLandlord,
     Store,
+    check_callback_hosts,
     replica_uris,
     serve_replica,
 )
@@ -55,6 +56,8 @@ from ..discovery.unicast import LOOKUP_OBJECT_ID, lookup_uri
 from ..entry import Entry
 from ..item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate
 from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE, ServiceRegistration
+from .outbox import MailLimits
+from .quotas import LookupLimits
 from .server import MAX_TABLE_ROWS, LookupMetrics, ServedLookupService
 
 if TYPE_CHECKING:
@@ -97,18 +100,26 @@ class ReplicatedLookupService(ReplicatedLandlord):
         policy: lease terms instead (default: from ``max_lease`` and ``default_lease``).
         prefix, ttl, commit_interval, ready_wait, reaper, clock: as for
             :class:`landlord.ReplicatedLandlord`.
+        lookup_limits, mail_limits, callback_hosts: what one client may hold, how events are
+            delivered, and the hosts a listener may name, as :class:`lookup.LookupService`'s
+            ``limits``, ``mail_limits`` and ``callback_hosts``, for every term's lookup service
+            (which counts again what each client holds from what etcd gives back).
 
     Raises:
         ValueError, TypeError, ImportError: as :class:`landlord.ReplicatedLandlord`;
-            ValueError too for bad lease terms.
+            ValueError too for bad lease terms; TypeError too for ``lookup_limits`` not a
+            LookupLimits, ``mail_limits`` not a MailLimits, or ``callback_hosts`` a str.
     """
 
     def __init__(self, client: pyetcd.MultiEndpointEtcd3Client, *, group: str, replicas: Sequence[str],
                  max_lease: float = DEFAULT_MAX_LEASE, default_lease: float = DEFAULT_LEASE,
                  policy: LeasePolicy | None = None, prefix: str = ETCD_PREFIX, ttl: int = 2,
                  commit_interval: float = 0.1, ready_wait: float = 1.0, reaper: str = "sleeper",
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, lookup_limits: LookupLimits | None = None,
+                 mail_limits: MailLimits | None = None, callback_hosts: Iterable[str] | None = None) -> None:
         policy = policy if policy is not None else LeaseDurationPolicy(maximum=max_lease, default=default_lease)
+        self.lookup_limits, self.mail_limits, self.callback_hosts = _term_options(lookup_limits, mail_limits,
+                                                                                  callback_hosts)
         super().__init__(client, group=group, replicas=replicas, prefix=prefix, ttl=ttl,
                          commit_interval=commit_interval, ready_wait=ready_wait, policy=policy, reaper=reaper,
                          clock=clock)
@@ -121,7 +132,8 @@ class ReplicatedLookupService(ReplicatedLandlord):
     def make_landlord(self, *, store: Store, landlord_id: str | None) -> Landlord:
         """A whole lookup service for the term beginning, over its etcd store."""
         return _TermLookupService(self, policy=self.policy, reaper=self.reaper, clock=self.clock,
-                                  landlord_id=landlord_id, store=store)
+                                  landlord_id=landlord_id, store=store, limits=self.lookup_limits,
+                                  mail_limits=self.mail_limits, callback_hosts=self.callback_hosts)
 
     def _service(self, action: Callable[[ServedLookupService], T]) -> T:
         return self.answer(lambda landlord: action(cast(ServedLookupService, landlord)))
@@ -154,9 +166,10 @@ class ReplicatedLookupService(ReplicatedLandlord):
         return self._service(lambda service: service.lookup(template))
 
     @Pyro5.server.expose
-    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES) -> ServiceMatches:
-        """As :meth:`lookup.LookupService.lookup_all`."""
-        return self._service(lambda service: service.lookup_all(template, max_matches))
+    def lookup_all(self, template: ServiceTemplate, max_matches: int = MAX_MATCHES,
+                   after: str | None = None) -> ServiceMatches:
+        """As :meth:`lookup.LookupService.lookup_all` (a cursor of an earlier term's leader is refused)."""
+        return self._service(lambda service: service.lookup_all(template, max_matches, after))
 
     @Pyro5.server.expose
     def entry_classes(self, template: ServiceTemplate) -> list[str]:
@@ -183,6 +196,23 @@ class ReplicatedLookupService(ReplicatedLandlord):
     def registrations_table(self, max_rows: int = MAX_TABLE_ROWS) -> tuple[list[tuple[Any, ...]], int]:
         """As :meth:`lookup.service.server.ServedLookupService.registrations_table`."""
         return self._service(lambda service: service.registrations_table(max_rows))
+
+
+def _term_options(lookup_limits: object, mail_limits: object, callback_hosts: Iterable[str] | None
+                  ) -> tuple[LookupLimits | None, MailLimits | None, frozenset[str] | None]:
+    """The options every term's lookup service gets, checked now (a term begins later, on a
+    thread of the replica's, where a mistake would only be logged).
+
+    Raises:
+        TypeError: ``lookup_limits`` not a LookupLimits, ``mail_limits`` not a MailLimits,
+            ``callback_hosts`` a str or not strs.
+        ValueError: an empty host in ``callback_hosts``.
+    """
+    if lookup_limits is not None and not isinstance(lookup_limits, LookupLimits):
+        raise TypeError(f"lookup_limits must be a LookupLimits or None, got {type(lookup_limits).__name__}")
+    if mail_limits is not None and not isinstance(mail_limits, MailLimits):
+        raise TypeError(f"mail_limits must be a MailLimits or None, got {type(mail_limits).__name__}")
+    return lookup_limits, mail_limits, check_callback_hosts(callback_hosts)
 
 
 # -- serving one replica, and finding a group's leader: what `python -m lookup` does with --etcd -----
@@ -234,7 +264,9 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
                      metrics_port: int | None = None, metrics_host: str | None = None,
                      admin_token: str | None = None, admin_names: Iterable[str] = (), discovery: bool = True,
                      groups: Iterable[str] = PUBLIC_GROUPS, announce_interval: float = DEFAULT_INTERVAL,
-                     discovery_network: DiscoveryNetwork | None = None, limits: FrameLimits | None = None) -> None:
+                     discovery_network: DiscoveryNetwork | None = None, limits: FrameLimits | None = None,
+                     lookup_limits: LookupLimits | None = None, mail_limits: MailLimits | None = None,
+                     callback_hosts: Iterable[str] | None = None) -> None:
     """Serve one replica of lookup group ``group`` at ``host:port`` until SIGTERM or SIGINT (or ``stop``).
 
     Discovery: every replica, leading or not, announces the whole group (every replica's URI, under
@@ -244,9 +276,9 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
     Args:
         host, port, advertise, max_lease, default_lease, reaper, tls, stop, ready, announce,
         metrics_port, metrics_host, admin_token, admin_names, discovery, groups, announce_interval, limits,
-        discovery_network:
+        discovery_network, lookup_limits, mail_limits, callback_hosts:
             as for :func:`lookup.service.server.serve` (the metrics count every term this replica leads;
-            the admin object answers on the leader).
+            the admin object answers on the leader; the limits are each term's lookup service's).
         etcd: the etcd cluster's client URLs, comma-separated.
         group: the group's name.
         replicas: every replica's address, ``h1:p1,h2:p2,h3:p3``, the same on each; this one's
@@ -254,7 +286,9 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
 
     Raises:
         ValueError: a malformed etcd URL, group name or address; this replica's address not
-            among ``replicas``; bad lease terms (all before anything is bound or sent).
+            among ``replicas``; bad lease terms; an empty host in ``callback_hosts`` (all before
+            anything is bound or sent).
+        TypeError: limits of the wrong class, or ``callback_hosts`` a str.
         EtcdUnreachableError: no etcd member answered.
         ImportError: the etcd client is not installed.
         OSError: the address is in use or cannot be bound.
@@ -268,7 +302,9 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
     if discovery:
         Announcement(group_lookup_id(group), tuple(uris), announcing.groups)  # raises if it cannot fit a packet
     metrics = LookupMetrics() if metrics_port is not None and prometheus_available() else None
-    replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper)
+    options = _term_options(lookup_limits, mail_limits, callback_hosts)  # raises before etcd is reached
+    replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper,
+                                      lookup_limits=options[0], mail_limits=options[1], callback_hosts=options[2])
     admin = LandlordAdmin.if_asked(replica, token=admin_token, admin_names=admin_names)
 
     def answering(uri: str) -> None:

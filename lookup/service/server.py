@@ -75,7 +75,7 @@ from .lookupservice import LookupService
 from .mailer import DeliveryObserver
 from .outbox import MailLimits
 from .pyrons.bridge import NameServerBridge, PyroNs
-from .quotas import LookupLimits
+from .quotas import LookupLimits, answer_bytes, fitting
 
 if TYPE_CHECKING:
     from prometheus_client import Counter
@@ -117,7 +117,9 @@ class ServedLookupService(LookupService):
     def registrations_table(self, max_rows: int = MAX_TABLE_ROWS) -> tuple[list[tuple[Any, ...]], int]:
         """The live registrations for an operator: at most ``max_rows`` rows
         ``(service_id, types, attributes, seconds_left)`` sorted by service id,
-        attributes as text (see :func:`entry_text`), and how many there are in all.
+        attributes as text (see :func:`entry_text`), as many as fit
+        :data:`~lookup.service.quotas.ANSWER_BYTES` (the text of an item is about as large as
+        its :func:`~lookup.service.quotas.answer_bytes`), and how many there are in all.
 
         Raises:
             TypeError: ``max_rows`` is not an int.
@@ -129,9 +131,11 @@ class ServedLookupService(LookupService):
             raise ValueError(f"max_rows must be 0 to {MAX_TABLE_ROWS}, got {max_rows}")
         self.manager.reap()  # what has run out goes now, as for a lookup
         live = sorted(self.registrations(), key=lambda pair: pair[0].service_id or "")
+        shown = live[:max_rows]
+        shown = shown[:fitting(answer_bytes(item) for item, _ in shown)]
         rows = [(item.service_id, list(item.types), [entry_text(entry) for entry in item.attributes],
                  round(max(0.0, seconds_left), 3))
-                for item, seconds_left in live[:max_rows]]
+                for item, seconds_left in shown]
         return rows, len(live)
 
     # -- logging the leases' lives ---------------------------------------------------

@@ -40,6 +40,18 @@ def call_timeout() -> Iterator[float]:
         set_call_timeout(before)
 
 
+@pytest.fixture
+def short_call_timeout() -> Iterator[None]:
+    """Remote lease calls time out after 2 s for this test (restored after): a server killed and
+    started again is noticed soon, one under load still answers."""
+    before = get_call_timeout()
+    set_call_timeout(2.0)
+    try:
+        yield
+    finally:
+        set_call_timeout(before)
+
+
 @dataclasses.dataclass
 class LandlordProcess:
     """A tests/processes/fault_landlord.py child: its URIs and how to stop or freeze it."""
@@ -161,6 +173,16 @@ class Notice:
     event: LeaseRenewalEvent
     wall: float
     monotonic: float
+
+
+class Losses:
+    """A renewal listener: every lease it hears of was lost."""
+
+    def __init__(self) -> None:
+        self.events: list[LeaseRenewalEvent] = []
+
+    def __call__(self, event: LeaseRenewalEvent) -> None:
+        self.events.append(event)
 
 
 class Listener:

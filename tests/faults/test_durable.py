@@ -20,9 +20,10 @@ import Pyro5.api
 import Pyro5.errors
 import pytest
 from conftest import Child, free_port, wait_until
+from faultkit import Losses, short_call_timeout  # noqa: F401 (a fixture)
 from lookup_processes import READY, LookupProcess
 
-from landlord import FOREVER, LeaseRenewalEvent, LeaseRenewalManager, LeaseStore, UnknownLeaseError, set_call_timeout
+from landlord import FOREVER, LeaseRenewalManager, LeaseStore, UnknownLeaseError
 from landlord.testing import Recorder
 from lookup import TRANSITION_NOMATCH_MATCH, JoinManager, Name, ServiceEvent, ServiceItem, ServiceTemplate
 from lookup.discovery.unicast import LOOKUP_OBJECT_ID
@@ -31,21 +32,6 @@ from lookup.ownership import NotOwnerError
 pytestmark = pytest.mark.slow
 
 
-class Losses:
-    """A renewal listener: every lease it hears of was lost."""
-
-    def __init__(self) -> None:
-        self.events: list[LeaseRenewalEvent] = []
-
-    def __call__(self, event: LeaseRenewalEvent) -> None:
-        self.events.append(event)
-
-
-@pytest.fixture
-def short_call_timeout() -> Iterator[None]:
-    set_call_timeout(2.0)
-    yield
-    set_call_timeout(30.0)
 
 
 def test_a_landlord_killed_and_restarted_on_its_store_loses_no_lease(

@@ -166,7 +166,7 @@ def test_kill_9_of_the_leader_loses_no_cookie_keeps_every_term_and_a_successor_s
             assert left(replicas, successor, lease) == pytest.approx(expected, abs=COMMIT_INTERVAL + SKEW)
         freed = replicas.children[successor]
         for number in range(3):
-            line = freed.wait_for(rf"^freed orphan {number}$", timeout=10)
+            line = freed.wait_for(rf"^freed orphan {number} \S+$", timeout=10)
             assert line.string  # freed by the successor...
         late = time.monotonic() - orphans_end
         assert late < 1.0, f"...at their own deadline, not a term after the failover ({late:.2f} s late)"

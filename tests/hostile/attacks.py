@@ -2,7 +2,8 @@
 
 Every attack here is a raw socket (or many) on loopback, bounded in count and
 time, that stops by itself. :class:`Canary` is a holder renewing a short
-lease on the same server throughout, timing each renewal.
+lease on the same server throughout, timing each renewal. :class:`RecordingRelay` captures a
+connection's bytes as an eavesdropper would, and :func:`replay` sends them again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import msgpack
 import Pyro5.protocol
@@ -28,6 +30,7 @@ JSON = Pyro5.serializers.JsonSerializer.serializer_id
 MARSHAL = Pyro5.serializers.MarshalSerializer.serializer_id
 MSGPACK = Pyro5.serializers.MsgpackSerializer.serializer_id
 SERPENT_HEADER = b"# serpent utf-8 python3.2\n"
+PYRO_HEADER = 40  # bytes of a Pyro5 message's header
 
 
 # -- messages ----------------------------------------------------------------------------------
@@ -98,6 +101,108 @@ def greeted(port: int, object_id: str, serializer: int = SERPENT) -> Iterator[so
         received = read_message(sock)
         assert received is not None and received.type == Pyro5.protocol.MSG_CONNECTOK, "the handshake failed"
         yield sock
+
+
+# -- captured traffic ------------------------------------------------------------------------
+
+class RecordingRelay:
+    """A TCP relay on loopback to ``target`` that records what passes, as one who captured the traffic
+    would have it: per connection, the bytes the client sent and the bytes it was answered."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self._target = target
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._recorded: list[tuple[bytearray, bytearray]] = []
+        self._pumps: list[threading.Thread] = []
+        self._sockets: list[socket.socket] = []
+        self._accepting = threading.Thread(target=self._accept, name="relay-accept", daemon=True)
+        self._accepting.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(self._target, timeout=10)
+            upstream.settimeout(None)
+            sent, answered = bytearray(), bytearray()
+            pumps = [threading.Thread(target=pump_bytes, args=(client, upstream, sent), daemon=True),
+                     threading.Thread(target=pump_bytes, args=(upstream, client, answered), daemon=True)]
+            with self._lock:
+                self._recorded.append((sent, answered))
+                self._pumps += pumps
+                self._sockets += [client, upstream]
+            for pump in pumps:
+                pump.start()
+
+    def recorded(self, timeout: float = 10.0) -> list[tuple[bytes, bytes]]:
+        """Every connection's bytes, sent and answered, once its traffic has ended both ways."""
+        with self._lock:
+            pumps, recorded = list(self._pumps), list(self._recorded)
+        for pump in pumps:
+            pump.join(timeout)
+            assert not pump.is_alive(), "a relayed connection is still open"
+        return [(bytes(sent), bytes(answered)) for sent, answered in recorded]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread: close() alone would not
+        self._listener.close()
+        self._accepting.join(10)
+        assert not self._accepting.is_alive()
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+
+    def __enter__(self) -> RecordingRelay:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def pump_bytes(source: socket.socket, sink: socket.socket, record: bytearray) -> None:
+    """Copy ``source`` to ``sink``, and into ``record``, until either side goes away; then pass the close on."""
+    try:
+        while chunk := source.recv(65536):
+            record += chunk
+            sink.sendall(chunk)
+    except OSError:
+        pass  # either side went away
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)  # pass the close on
+
+
+def messages_in(stream: bytes) -> list[bytes]:
+    """A recorded stream cut into its Pyro5 messages."""
+    messages = []
+    while stream:
+        header = Pyro5.protocol.ReceivingMessage(stream[:PYRO_HEADER])
+        size = PYRO_HEADER + header.data_size + header.annotations_size
+        messages.append(stream[:size])
+        stream = stream[size:]
+    return messages
+
+
+def replay(port: int, stream: bytes) -> list[Pyro5.protocol.ReceivingMessage]:
+    """Send a recorded connection's messages again on a new raw connection, one at a time as its
+    client did; the server's answers."""
+    answers: list[Pyro5.protocol.ReceivingMessage] = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        for raw in messages_in(stream):
+            sock.sendall(raw)
+            answer = read_message(sock)
+            assert answer is not None, f"the server closed the connection after {len(answers)} answers"
+            answers.append(answer)
+    return answers
+
+
+def decoded(message: Pyro5.protocol.ReceivingMessage) -> Any:
+    """A message's data, read in its own serializer (an exception answered is the exception)."""
+    return Pyro5.serializers.serializers_by_id[message.serializer_id].loads(bytes(message.data))
 
 
 # -- bombs ----------------------------------------------------------------------------------------

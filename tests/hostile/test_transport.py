@@ -1,14 +1,14 @@
 """Hostile clients against real servers: nobody's renewal waits on them.
 
-Each test starts a server in its own process (a landlord served by
+Each test starts each of four servers in its own process (a landlord served by
 ``serve_landlord``, ``python -m lookup serve``, ``python -m landlord
 renewal-service``, or a replica of a replicated landlord over a real
-three-member etcd), starts a canary holder renewing a 2 s lease every 0.1 s
-(a room's lease, a registration's, a renewal set's), attacks over raw sockets,
-then checks:
+three-member etcd: tests/hostile/targets.py), starts a canary holder renewing a
+2 s lease every 0.1 s (a room's lease, a registration's, a renewal set's),
+attacks over raw sockets, then checks:
 
 - the canary never missed a renewal, and its worst took under
-  :data:`WORST_RENEWAL` (the goal on a quiet machine is 100 ms);
+  ``targets.WORST_RENEWAL`` (the goal on a quiet machine is 100 ms);
 - the server refused the attack by the rule it broke (it says which);
 - its memory stayed bounded, and came back down.
 
@@ -22,8 +22,6 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import Pyro5.api
 import Pyro5.errors
@@ -34,7 +32,6 @@ from attacks import (
     MARSHAL,
     MSGPACK,
     SERPENT,
-    Canary,
     answer_text,
     closed_by_server,
     connect_message,
@@ -42,120 +39,23 @@ from attacks import (
     for_seconds,
     greeted,
     json_bomb,
-    memory_of,
     message,
     msgpack_bomb,
     read_message,
     serpent_bomb,
 )
-from conftest import PROCESSES, ChildProcess, free_port, open_files_for_many_clients  # noqa: F401 (a fixture)
-from etcd_fixtures import etcd_cluster, new_group  # noqa: F401 (a fixture)
+from conftest import open_files_for_many_clients  # noqa: F401 (a fixture)
+from etcd_fixtures import etcd_cluster  # noqa: F401 (a fixture)
+from targets import Target, target, watched  # noqa: F401 (a fixture)
 
-import landlord
 from landlord.transport.framing import FrameLimits
-from lookup import ServiceItem, locate
 
 pytestmark = pytest.mark.slow
 
-WORST_RENEWAL = 0.25   # seconds: the most one of the canary's renewals may take during an attack
 DEADLINE = FrameLimits().deadline
 SERPENT_CAP = FrameLimits().serpent_bytes
 JSON_CAP = FrameLimits().json_bytes
 MSGPACK_CAP = FrameLimits().msgpack_bytes
-SERVICE_URI = "PYRO:quotes@127.0.0.1:9"
-KEPT_MEMORY = 64 * 1024 * 1024   # what an attack may leave the server holding once it ends
-PEAK_MEMORY = 256 * 1024 * 1024  # what it may make the server take at its worst
-
-
-@dataclass
-class Target:
-    """A server in a child process, and a lease on it for the canary."""
-
-    name: str
-    process: ChildProcess
-    port: int
-    object_id: str
-    lease: landlord.Lease
-
-
-def _served_landlord() -> tuple[ChildProcess, str]:
-    return landlord.testing.start_server(str(PROCESSES / "served_landlord.py"), "--landlord-id", "hostile")
-
-
-def _served_lookup() -> tuple[ChildProcess, str]:
-    return landlord.testing.start_server("-m", "lookup", "serve", "--port", str(free_port()), "--no-announce")
-
-
-def _served_renewal_service() -> tuple[ChildProcess, str]:
-    return landlord.testing.start_server("-m", "landlord", "renewal-service", "--port", str(free_port()),
-                                         pattern=r"^renewal service at (?P<uri>\S+)")
-
-
-def _served_replica(request: pytest.FixtureRequest) -> tuple[ChildProcess, str]:
-    cluster = request.getfixturevalue("etcd_cluster")
-    port = free_port()
-    return landlord.testing.start_server(str(PROCESSES / "replica_landlord.py"), ",".join(cluster.endpoints),
-                                         new_group(), str(port), f"127.0.0.1:{port}")
-
-
-def _canary_lease(kind: str, uri: str, port: int) -> landlord.Lease:
-    if kind == "lookup":
-        with locate(port=port) as lookup:
-            return lookup.register(ServiceItem(None, SERVICE_URI, ["quotes.Canary"], []), 2.0).lease
-    if kind == "renewal service":
-        with Pyro5.api.Proxy(uri) as proxy:
-            lease: landlord.Lease = proxy.create_set(2.0)[1]
-            return lease
-    asked = time.monotonic()
-    while True:  # a replica grants once it leads (its election, over etcd, takes a moment); until then it
-        try:     # refuses, or drops the connection
-            with Pyro5.api.Proxy(uri) as proxy:
-                return proxy.rent("canary", 2.0)  # type: ignore[no-any-return]
-        except (landlord.NotLeaderError, Pyro5.errors.CommunicationError):
-            if time.monotonic() - asked > 10:
-                raise
-            time.sleep(0.1)  # the pace of asking again, not a wait standing in for an event
-
-
-@pytest.fixture(params=["landlord", "lookup", "renewal service", "replica"])
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    kind = request.param
-    if kind == "landlord":
-        process, uri = _served_landlord()
-    elif kind == "lookup":
-        process, uri = _served_lookup()
-    elif kind == "renewal service":
-        process, uri = _served_renewal_service()
-    else:
-        process, uri = _served_replica(request)
-    with process:
-        object_id, _, where = uri.removeprefix("PYRO:").partition("@")
-        port = int(where.rsplit(":", 1)[1])
-        lease = _canary_lease(kind, uri, port)
-        yield Target(kind, process, port, object_id, lease)
-        landlord.transport.proxies.discard(uri)
-
-
-# the attacks whose figures docs/reliability.md gives for two servers are tried on those two only
-TWO_SERVERS = pytest.mark.parametrize("target", ["landlord", "lookup"], indirect=True)
-
-
-@contextlib.contextmanager
-def watched(target: Target) -> Iterator[Canary]:
-    """The canary renewing throughout the block; checked after it, with the server's memory."""
-    resident, _ = memory_of(target.process.pid)
-    canary = Canary(target.lease).start()
-    try:
-        canary.renew_more(2)
-        yield canary
-        canary.renew_more(3)  # and it serves on
-    finally:
-        canary.stop()
-    canary.check(WORST_RENEWAL)
-    now, peak = memory_of(target.process.pid)
-    print(f"{target.name}: memory {resident / 2**20:.1f} MiB before, {now / 2**20:.1f} after, "
-          f"peak {peak / 2**20:.1f}")
-    assert peak - resident < PEAK_MEMORY and now - resident < KEPT_MEMORY
 
 
 def _connect(target: Target) -> socket.socket:
@@ -196,7 +96,6 @@ def test_a_thousand_one_byte_connections_are_closed_at_the_deadline_and_hold_nob
         assert time.monotonic() - started < DEADLINE + 5
 
 
-@TWO_SERVERS
 def test_silent_connections_cost_nothing(target: Target) -> None:
     with watched(target), contextlib.ExitStack() as stack:
         for _ in range(500):
@@ -218,7 +117,6 @@ def test_a_compressed_handshake_is_refused_unread(target: Target) -> None:
                 assert "compressed data is refused before the handshake" in answer_text(refused)
 
 
-@TWO_SERVERS
 def test_a_large_handshake_and_a_marshal_one_are_refused_by_name(target: Target) -> None:
     """A 58-byte marshal message claiming a list of 2**31-1 items stalled a server 5 s, every time."""
     claim = b"[" + (2**31 - 1).to_bytes(4, "little")  # marshal's list of that many items
@@ -283,7 +181,6 @@ def test_parse_bombs_at_the_cap_from_four_clients_at_once_hold_nobody_up(target:
     print(f"{sum(answered)} bombs of {len(bomb) // 1024} KiB parsed")
 
 
-@TWO_SERVERS
 def test_a_message_over_the_cap_is_refused_from_its_header(target: Target) -> None:
     with watched(target):
         for claimed in (SERPENT_CAP + 1, 2**31, 2**32 - 1):

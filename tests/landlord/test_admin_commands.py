@@ -1,8 +1,9 @@
 """The admin commands (``landlord.admin.commands``): ``python -m landlord list|evict``, run as a real process
 against a landlord served in another (``tests/processes/admin_landlord.py``), with a canary holder
-renewing through the hostile calls: a wrong token is refused in one error line, a flood of challenges
-and wrong proofs holds no holder up, bytes of a legitimate call captured by a relay and replayed on a new
-connection list and evict nothing, and the token never crosses the wire. In this process: bad input is
+renewing through the hostile calls: a wrong token is refused in one error line, bytes of the command's
+calls captured by a relay and replayed on a new connection list and evict nothing, and the token never
+crosses the wire (the same, and a flood of wrong proofs, against each of the four servers that serve an
+admin object: tests/hostile/test_admin_attacks.py). In this process: bad input is
 one error line and exit 2, the command finds the admin object or says why not, the commands join
 another command line, and a cookie prefix may start with a dash. Named leases: ``list`` shows the
 names, their holders with tokens and their waiters; ``evict`` of a Lock's holding is pushed to it at
@@ -17,13 +18,10 @@ import io
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import Pyro5.api
 import Pyro5.protocol
@@ -52,18 +50,16 @@ from landlord.admin import (
     AdminClient,
     AdminRefusedError,
     admin_object_id,
-    admin_proof,
     prefix_behind_dashes,
     register_admin,
 )
 from landlord.testing import Recorder, ServingDaemon
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "hostile"))
-from attacks import Canary, read_message  # noqa: E402 (the hostile suite's canary and reader)
+from attacks import PYRO_HEADER, Canary, RecordingRelay, decoded, messages_in, replay  # noqa: E402 (the hostile suite's)
 
 CLI_TIMEOUT = 60.0  # seconds a command-line process may take (a cold interpreter on a busy machine)
 CANARY_TERM = 2.0  # seconds: the canary holder's lease, renewed every 0.1 s
-HEADER = 40  # bytes of a Pyro5 message's header
 
 
 # -- the command line, in processes of its own --------------------------------------------------------
@@ -225,132 +221,6 @@ def test_the_command_refused_prints_one_error_line_and_exits_1(token_file: pathl
         assert lease.renew(60) == 60
 
 
-def test_a_flood_of_challenges_and_wrong_proofs_holds_no_holder_up(token_file: pathlib.Path) -> None:
-    # anyone may ask for a challenge: 10 connections each ask 50 and send a wrong proof after each
-    child, landlord_uri, _ = _start("--token-file", str(token_file))
-    with child:
-        lease = _rent(landlord_uri, "room 101")
-        refused: list[int] = []
-
-        def attack() -> None:
-            with Pyro5.api.Proxy(admin_uri_of(landlord_uri)) as proxy:
-                for sequence in range(1, 51):
-                    nonce = proxy.challenge()
-                    with pytest.raises(AdminRefusedError, match="a wrong proof"):
-                        proxy.evict(lease.cookie[:8], sequence=sequence,
-                                    proof=admin_proof(WRONG, nonce, sequence, proxy._pyroUri.object, "evict",
-                                                      [lease.cookie[:8]]))
-                    refused.append(sequence)
-
-        with _canary(landlord_uri) as canary:
-            attackers = [threading.Thread(target=attack, daemon=True) for _ in range(10)]
-            for attacker in attackers:
-                attacker.start()
-            for attacker in attackers:
-                attacker.join(60)
-            assert not any(attacker.is_alive() for attacker in attackers)
-            assert len(refused) == 500
-            _still_held(child, landlord_uri, [lease, canary.lease])
-
-
-class RecordingRelay:
-    """A TCP relay on loopback to ``target`` that records what passes, as one who captured the traffic
-    would have it: per connection, the bytes the client sent and the bytes it was answered."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self._target = target
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._listener.getsockname()[1]
-        self._lock = threading.Lock()
-        self._recorded: list[tuple[bytearray, bytearray]] = []
-        self._pumps: list[threading.Thread] = []
-        self._sockets: list[socket.socket] = []
-        self._accepting = threading.Thread(target=self._accept, name="relay-accept", daemon=True)
-        self._accepting.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return  # closed
-            upstream = socket.create_connection(self._target, timeout=10)
-            upstream.settimeout(None)
-            sent, answered = bytearray(), bytearray()
-            pumps = [threading.Thread(target=_pump, args=(client, upstream, sent), daemon=True),
-                     threading.Thread(target=_pump, args=(upstream, client, answered), daemon=True)]
-            with self._lock:
-                self._recorded.append((sent, answered))
-                self._pumps += pumps
-                self._sockets += [client, upstream]
-            for pump in pumps:
-                pump.start()
-
-    def recorded(self, timeout: float = 10.0) -> list[tuple[bytes, bytes]]:
-        """Every connection's bytes, sent and answered, once its traffic has ended both ways."""
-        with self._lock:
-            pumps, recorded = list(self._pumps), list(self._recorded)
-        for pump in pumps:
-            pump.join(timeout)
-            assert not pump.is_alive(), "a relayed connection is still open"
-        return [(bytes(sent), bytes(answered)) for sent, answered in recorded]
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread: close() alone would not
-        self._listener.close()
-        self._accepting.join(10)
-        assert not self._accepting.is_alive()
-        with self._lock:
-            for sock in self._sockets:
-                sock.close()
-
-    def __enter__(self) -> RecordingRelay:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-def _pump(source: socket.socket, sink: socket.socket, record: bytearray) -> None:
-    try:
-        while chunk := source.recv(65536):
-            record += chunk
-            sink.sendall(chunk)
-    except OSError:
-        pass  # either side went away
-    with contextlib.suppress(OSError):
-        sink.shutdown(socket.SHUT_WR)  # pass the close on
-
-
-def _messages(stream: bytes) -> list[bytes]:
-    """A recorded stream cut into its Pyro5 messages."""
-    messages = []
-    while stream:
-        header = Pyro5.protocol.ReceivingMessage(stream[:HEADER])
-        size = HEADER + header.data_size + header.annotations_size
-        messages.append(stream[:size])
-        stream = stream[size:]
-    return messages
-
-
-def _replay(port: int, stream: bytes) -> list[Pyro5.protocol.ReceivingMessage]:
-    """Send a recorded connection's messages again on a new raw connection, one at a time as its
-    client did; the server's answers."""
-    answers = []
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        for raw in _messages(stream):
-            sock.sendall(raw)
-            answer = read_message(sock)
-            assert answer is not None, f"the server closed the connection after {len(answers)} answers"
-            answers.append(answer)
-    return answers
-
-
-def _decoded(message: Pyro5.protocol.ReceivingMessage) -> Any:
-    return Pyro5.serializers.serializers_by_id[message.serializer_id].loads(bytes(message.data))
-
-
 def test_captured_admin_bytes_replayed_on_a_new_connection_list_and_evict_nothing(token_file: pathlib.Path) -> None:
     child, landlord_uri, port = _start("--token-file", str(token_file))
     with child, RecordingRelay(("127.0.0.1", port)) as relay:
@@ -361,8 +231,8 @@ def test_captured_admin_bytes_replayed_on_a_new_connection_list_and_evict_nothin
             assert listed.returncode == 0 and leases[0].cookie[:8] in listed.stdout, listed
             [(sent, answered)] = relay.recorded()
 
-            answers = _replay(port, sent)
-            refusal = _decoded(answers[-1])
+            answers = replay(port, sent)
+            refusal = decoded(answers[-1])
             assert answers[-1].flags & Pyro5.protocol.FLAGS_EXCEPTION, f"the replay was answered: {refusal!r:.300}"
             assert isinstance(refusal, AdminRefusedError) and "replayed from another connection" in str(refusal)
             assert not any(lease.cookie[:8].encode() in bytes(answer.data) for answer in answers for lease in leases)
@@ -371,9 +241,9 @@ def test_captured_admin_bytes_replayed_on_a_new_connection_list_and_evict_nothin
             # the captured proof of the listing, for an eviction: refused on a connection of its own,
             # challenged or not (the command asks for the names after the leases: the last call is that)
             calls = []
-            for invoke in _messages(sent)[-2:]:
-                received = Pyro5.protocol.ReceivingMessage(invoke[:HEADER])
-                received.add_payload(invoke[HEADER:])
+            for invoke in messages_in(sent)[-2:]:
+                received = Pyro5.protocol.ReceivingMessage(invoke[:PYRO_HEADER])
+                received.add_payload(invoke[PYRO_HEADER:])
                 calls.append(Pyro5.serializers.serializers_by_id[received.serializer_id].loadsCall(
                     bytes(received.data)))
             assert [method for _, method, _, _ in calls] == ["list", "names"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import math
 import threading
+import types
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
@@ -14,6 +16,7 @@ import hypothesis.strategies as st
 import Pyro5.errors
 import pytest
 
+import landlord.holder.renewal as renewal_module
 from landlord import (
     ANY,
     FOREVER,
@@ -425,6 +428,44 @@ def test_unreachable_until_after_expiry_is_reported_then_with_the_last_error(
     raised = len(landlord.raised)
     run(clock, manager, 30)
     assert len(landlord.raised) == raised and len(manager) == 0
+
+
+class ForgetfulLandlord(FakeLandlord):
+    """Fails as FakeLandlord does when unreachable, counting its failures but keeping none of them (the
+    frame that raised one and kept it would make a cycle of the test's own)."""
+
+    failed = 0
+
+    def _reach(self) -> None:
+        if self.unreachable:
+            self.failed += 1
+            raise Pyro5.errors.CommunicationError(f"unreachable (call {self.failed})")
+
+
+def test_a_failed_attempt_leaves_no_cycle_for_the_garbage_collector(
+        clock: FakeClock, manager: LeaseRenewalManager, caplog: pytest.LogCaptureFixture) -> None:
+    # a renewal service retrying a stranger's leases at dead landlords failed 2,000 attempts in 12 s; each
+    # left its traceback in a cycle through the renewal thread's frame, freed only by full collections,
+    # which held the service 73 ms at a time (a canary's renewal over 250 ms on a loaded machine)
+    landlord = ForgetfulLandlord(clock)
+    manager.renew_for(landlord.lease(10), 100, Recorder(clock))
+    run(clock, manager, 5)
+    caplog.set_level(logging.ERROR, logger="landlord.renewal")  # captured records would keep the errors alive
+    gc.collect()
+    gc.disable()  # what the failures leave stays for the collection below to find
+    try:
+        landlord.unreachable = True
+        run(clock, manager, 4.8)  # the renewal at 6.7 s and its retries fail
+        assert landlord.failed >= 3
+        gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection frees, kept in gc.garbage to look at
+        gc.collect()
+        cyclic = [found for found in gc.garbage if isinstance(found, types.FrameType)
+                  and found.f_code.co_filename == renewal_module.__file__]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert cyclic == [], [frame.f_code.co_name for frame in cyclic]
 
 
 class BoundRecordingLandlord(FakeLandlord):

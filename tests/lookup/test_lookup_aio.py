@@ -103,6 +103,20 @@ async def test_registering_an_id_again_takes_its_proof(served: tuple[LookupServi
 
 
 @pytest.mark.asyncio
+async def test_lookup_all_goes_on_after_a_cursor(served: tuple[LookupService, str, ServingDaemon]) -> None:
+    _, uri, _ = served
+    client = AsyncLookup(uri)
+    registered = [(await client.register(item(f"q{number}"), 30)).service_id for number in range(3)]
+    first = await client.lookup_all(ServiceTemplate(), 2)
+    assert first.cursor is not None and first.total == 3
+    rest = await client.lookup_all(ServiceTemplate(), 2, after=first.cursor)
+    assert [found.service_id for found in first.items + rest.items] == registered and rest.cursor is None
+    with pytest.raises(TypeError, match="a cursor is a str"):
+        await client.lookup_all(ServiceTemplate(), 2, after=5)  # type: ignore[arg-type]
+    await aio.close_shared_pool()
+
+
+@pytest.mark.asyncio
 async def test_the_cache_tells_added_changed_and_removed_through_async_for(
         served: tuple[LookupService, str, ServingDaemon]) -> None:
     service, uri, _ = served

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import pathlib
 import secrets
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +39,9 @@ from lookup import (
     ServiceTemplate,
 )
 from lookup.ownership import NotOwnerError
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "hostile"))
+from targets import serving, watched  # noqa: E402 (the hostile suite's servers and canary)
 
 CLEAR_ERRORS = (TypeError, ValueError, UnknownLeaseError, LeaseDeniedError)  # NotOwnerError is a LeaseDeniedError
 
@@ -416,9 +421,16 @@ ATTEMPTS = 30  # at 0.1 s apart: 3 s, two terms of the owner's lease of 1.5 s
 
 
 def test_a_stranger_re_registering_an_owners_id_gets_only_errors_and_nobody_sees_it(
-        daemon: Any, serve_lookup: Callable[..., tuple[LookupProcess, int]]) -> None:
-    _, port = serve_lookup()  # python -m lookup serve: a real process, its multiplex server
-    lookup_uri = f"PYRO:{LOOKUP_OBJECT_ID}@127.0.0.1:{port}"
+        daemon: Any, request: pytest.FixtureRequest) -> None:
+    # python -m lookup serve: a real process, its multiplex server; the hostile suite's canary renews a
+    # registration of its own throughout, and its memory is checked (tests/hostile/targets.py)
+    with serving("lookup", request) as target, watched(target):
+        _hijack(daemon, target.uri)
+
+
+def _hijack(daemon: Any, lookup_uri: str) -> None:
+    """An owner registered at ``lookup_uri`` by a JoinManager while a :class:`Stranger` re-registers its id:
+    lookups, and a cache, see only the owner; the stranger gets only errors; the owner's lease is the same."""
     owner_uri = str(daemon.register(Owner()))
     wanted = ServiceTemplate(types=[Owner])
     seen: list[tuple[str, str]] = []  # what the cache told, (kind, service URI)

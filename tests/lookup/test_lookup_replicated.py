@@ -16,24 +16,28 @@ from typing import Any
 
 import Pyro5.api
 import pytest
-from conftest import free_port
-from etcd_fixtures import ReplicaGroup, cluster, etcd_cluster, new_group  # noqa: F401
+from conftest import free_port, wait_until
+from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster, new_group  # noqa: F401
 from lookup_processes import run_lookup
 
-from landlord import NotLeaderError, UnknownLeaseError
+from landlord import LeaseDeniedError, NotLeaderError, UnknownLeaseError
 from landlord.testing import ChildProcess, Recorder, ServingDaemon
 from landlord.testing.etcd import EtcdCluster
 from lookup import (
+    ALL_TRANSITIONS,
     TRANSITION_MATCH_NOMATCH,
     TRANSITION_NOMATCH_MATCH,
     JoinManager,
     LookupCache,
+    LookupService,
     Name,
     ServiceEvent,
     ServiceItem,
     ServiceTemplate,
 )
 from lookup.discovery.unicast import LOOKUP_OBJECT_ID, LookupGroup, LookupServiceNotFoundError, locate
+from lookup.service.outbox import MailLimits
+from lookup.service.quotas import LookupLimits
 from lookup.service.replicated import ReplicatedLookupService
 
 SERVICE_URI = "PYRO:quoter@127.0.0.1:9999"
@@ -109,6 +113,20 @@ def test_after_a_failover_every_registration_is_found_and_its_lease_renews(group
     with pytest.raises(UnknownLeaseError):
         kept.lease.renew(1)
     assert successor.lookup(ServiceTemplate(kept.service_id, (), ())) is None
+
+
+def test_a_long_answer_goes_on_after_its_cursor_and_a_cursor_of_the_last_term_is_refused(group: Group) -> None:
+    leader = group.leader()
+    registered = [leader.register(quoter(f"q{number}"), 60).service_id for number in range(3)]
+    first = leader.lookup_all(ServiceTemplate(), 2)
+    assert first.cursor is not None
+    rest = leader.lookup_all(ServiceTemplate(), 2, first.cursor)
+    assert [item.service_id for item in first.items + rest.items] == registered and rest.cursor is None
+    leader.close()
+    successor = group.leader(excluding=leader)
+    with pytest.raises(ValueError, match="ask again from the start"):  # its places are not the last term's
+        successor.lookup_all(ServiceTemplate(), 2, first.cursor)
+    assert sorted(item.service_id for item in successor.lookup_all(ServiceTemplate()).items) == sorted(registered)
 
 
 def test_a_registration_nobody_renews_ends_at_its_own_deadline_after_a_failover(group: Group) -> None:
@@ -199,62 +217,63 @@ def test_a_join_manager_and_a_cache_given_the_group_keep_the_service_through_a_f
         assert join.times_registered == 1, "the registration was lost and made again"
 
 
+def test_every_terms_lookup_service_has_the_replicas_limits_and_callback_hosts(cluster: EtcdCluster) -> None:
+    limits = LookupLimits(registrations_per_client=3, event_registrations_per_client=2, attribute_bytes=100)
+    mail = MailLimits(queue=7)
+    limited = ReplicaGroup(cluster, lambda client, name, uris: ReplicatedLookupService(
+        client, group=name, replicas=uris, lookup_limits=limits, mail_limits=mail, callback_hosts=["10.9.9.9"]),
+        object_id=LOOKUP_OBJECT_ID, size=2).start()
+    try:
+        leader = limited.leader()
+        _check_term(leader, limits)
+        leader.close()
+        _check_term(limited.leader(excluding=leader), limits)  # the next term's too
+    finally:
+        limited.close()
+    with pytest.raises(TypeError, match="lookup_limits must be a LookupLimits"):
+        ReplicatedLookupService(None, group="g", replicas=[], lookup_limits=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not one str"):
+        ReplicatedLookupService(None, group="g", replicas=[], callback_hosts="10.9.9.9")  # type: ignore[arg-type]
+
+
+def _check_term(replica: ReplicatedLookupService, limits: LookupLimits) -> None:
+    """The leading ``replica``'s term has ``limits``, a mail queue of 7, and takes listeners on 10.9.9.9 alone."""
+    service = replica.answer(lambda term: term)
+    assert isinstance(service, LookupService)
+    assert service.limits == limits and service.fanout.mailer.limits.queue == 7
+    with pytest.raises(ValueError, match="10.0.0.1"):
+        replica.notify(ServiceTemplate(), ALL_TRANSITIONS, "PYRO:listener@10.0.0.1:9", None, 30)
+
+
 # -- python -m lookup serve --etcd, and list --group: real processes ------------------------------------
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--etcd", "ftp://h1:2379", "--group", "g", "--replicas", "127.0.0.1:4160"], "argument --etcd: not an etcd"),
-    (["--etcd", "http://h1", "--group", "g", "--replicas", "127.0.0.1:4160"], "argument --etcd: not an etcd"),
-    (["--etcd", "http://h1:2379", "--group", "a/b", "--replicas", "127.0.0.1:4160"], "argument --group:"),
-    (["--etcd", "http://h1:2379", "--group", "g", "--replicas", "127.0.0.1"], "argument --replicas:"),
-    (["--etcd", "http://h1:2379", "--group", "g"], "--etcd, --group and --replicas go together"),
-    (["--etcd", "http://h1:2379", "--group", "g", "--replicas", "127.0.0.1:4160", "--store", "x.db"],
-     "--store and --etcd exclude each other"),
-    (["--etcd", "http://h1:2379", "--group", "g", "--replicas", "127.0.0.1:4161", "--port", "4160"],
-     "this replica's address 127.0.0.1:4160 is not one of the replicas"),
-])
-def test_serve_with_bad_replication_options_says_what_in_one_line_and_exits_2(args: list[str], message: str) -> None:
-    done = run_lookup("serve", *args)
-    assert done.returncode == 2, done.stderr
-    last = done.stderr.splitlines()[-1]
-    assert "error:" in last and message in last, done.stderr
-    assert [line for line in done.stderr.splitlines() if "error" in line] == [last]
-    assert "Traceback" not in done.stderr
-
-
-def test_serve_with_an_unreachable_etcd_says_so_in_one_line_and_exits_1() -> None:
-    port = free_port()
-    done = run_lookup("serve", "--etcd", f"http://127.0.0.1:{free_port()}", "--group", "g",
-                      "--replicas", f"127.0.0.1:{port}", "--port", str(port))
-    assert done.returncode == 1, done.stderr
-    assert done.stderr.splitlines() == [done.stderr.splitlines()[-1]]
-    assert done.stderr.startswith("lookup: cannot reach etcd: no etcd member at")
-
-
-def test_three_served_replicas_fail_over_and_list_names_the_leader(cluster: EtcdCluster) -> None:
-    group, ports = new_group(), [free_port() for _ in range(3)]
-    addresses = ",".join(f"127.0.0.1:{port}" for port in ports)
-    etcd = ",".join(cluster.endpoints)
-    replicas = [ChildProcess("-m", "lookup", "serve", "--etcd", etcd, "--group", group, "--replicas", addresses,
-                             "--port", str(port), name=f"replica {port}") for port in ports]
+def test_a_served_replica_enforces_the_per_client_limits_and_callback_hosts_given_it(cluster: EtcdCluster) -> None:
+    """They were accepted, then dropped: a replica held any client to the defaults, and called back any host."""
+    group, port = new_group(), free_port()
+    replica = ChildProcess("-m", "lookup", "serve", "--etcd", ",".join(cluster.endpoints), "--group", group,
+                           "--replicas", f"127.0.0.1:{port}", "--port", str(port), "--no-announce",
+                           "--registrations-per-client", "3", "--event-registrations-per-client", "2",
+                           "--attribute-bytes", "100", "--callback-hosts", "127.0.0.1", "--event-queue", "7",
+                           name="limited replica")
     try:
-        uris = [replica.read_uri(20, pattern=r"^lookup service at (?P<uri>\S+) ") for replica in replicas]
-        leader_uri = _listed_leader(etcd, group)
-        with Pyro5.api.Proxy(leader_uri) as proxy:
-            registration = proxy.register(quoter("served"), 60)
-        assert registration.lease.landlords == tuple(uris)
-        killed_at = time.monotonic()
-        replicas[uris.index(leader_uri)].kill()
-        while (successor := _listed_leader(etcd, group, allow_none=True)) in (None, leader_uri):
-            assert time.monotonic() - killed_at < 5, "no successor listed 5 s after the kill"
-        listed = run_lookup("list", "--etcd", etcd, "--group", group)
-        assert listed.returncode == 0, listed.stderr
-        assert listed.stdout.splitlines()[0] == f"group {group}: led by {successor}"
-        assert registration.service_id in listed.stdout
-        assert registration.lease.renew(60) == pytest.approx(60)
+        uri = replica.read_uri(20, pattern=r"^lookup service at (?P<uri>\S+) ")
+        with Pyro5.api.Proxy(uri) as proxy:
+            wait_until(lambda: proxy.replica_status()["leading"], FAILOVER, "the only replica leads")
+            for number in range(3):
+                proxy.register(quoter(f"q{number}"), 60)
+            with pytest.raises(LeaseDeniedError, match="at most 3 registrations"):
+                proxy.register(quoter("one too many"), 60)
+            with pytest.raises(ValueError, match="a registration may carry at most 100"):
+                proxy.register(ServiceItem(None, SERVICE_URI, (Quoter,), (Name("n" * 200),)), 60)
+            with pytest.raises(ValueError, match="127.0.0.2"):
+                proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, "PYRO:listener@127.0.0.2:9", None, 30)
+            for _ in range(2):
+                proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, "PYRO:listener@127.0.0.1:9", None, 30)
+            with pytest.raises(LeaseDeniedError, match="at most 2 event registrations"):
+                proxy.notify(ServiceTemplate(), ALL_TRANSITIONS, "PYRO:listener@127.0.0.1:9", None, 30)
     finally:
-        for replica in replicas:
-            replica.close()
+        replica.close()
 
 
 def _listed_leader(etcd: str, group: str, *, allow_none: bool = False) -> str | None:

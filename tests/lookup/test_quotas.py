@@ -1,4 +1,5 @@
-"""lookup.quotas: what one client may hold in a lookup service, and how its attributes are measured.
+"""lookup.quotas: what one client may hold in a lookup service, how its attributes are measured,
+and what one answer may carry.
 
 Here the rules alone, and a lookup service over a real daemon (where callers are
 counted by their host, 127.0.0.1); calls made in process are never counted.
@@ -13,7 +14,7 @@ import pytest
 
 from landlord import LeaseDeniedError, LeaseStore
 from lookup import Comment, LookupService, Name, ServiceItem, ServiceTemplate
-from lookup.service.quotas import ClientCounts, LookupLimits, attribute_bytes
+from lookup.service.quotas import ClientCounts, LookupLimits, answer_bytes, attribute_bytes, fitting
 
 SERVICE = "PYRO:quotes@127.0.0.1:9"
 
@@ -139,3 +140,26 @@ def test_what_a_client_holds_is_counted_again_after_a_restart_on_the_store(daemo
             remote.register(item(Name("three")), 60)
     finally:
         again.close()
+
+
+# -- what one answer may carry ----------------------------------------------------------------------
+
+def test_fitting_takes_the_leading_sizes_within_the_budget_and_always_one() -> None:
+    assert fitting([40, 60, 1], budget=100) == 2  # 40 + 60 fit; one more would not
+    assert fitting([40, 61, 1], budget=100) == 1  # in order: a small one after is not taken instead
+    assert fitting([250, 1], budget=100) == 1  # one alone, however large: a long answer still moves on
+    assert fitting([], budget=100) == 0
+    assert fitting(iter([1] * 10), budget=100) == 10
+    with pytest.raises(ValueError, match="budget must be 0 or more"):
+        fitting([1], budget=-1)
+
+
+def test_answer_bytes_counts_attributes_names_and_framing() -> None:
+    bare = ServiceItem("0" * 8, SERVICE, [], [])
+    assert answer_bytes(bare) == 128 + 8 + len(SERVICE)
+    typed = bare.replace(types=["quotes.Quoter"])
+    assert answer_bytes(typed) == answer_bytes(bare) + len("quotes.Quoter") + 8
+    commented = bare.replace(attributes=[Comment("x" * 1000)])
+    lineage = sum(len(name) + 8 for name in Comment("")._entry_lineage)
+    assert answer_bytes(commented) == answer_bytes(bare) + 64 + lineage + len("comment") + 8 + 1000
+    assert answer_bytes(commented) - answer_bytes(bare) >= attribute_bytes(commented)

@@ -2,11 +2,13 @@
 
 Usage: served_landlord.py [--host H] [--advertise A] [--port P] [--landlord-id ID] [--server-type T]
                           [--quiet] [--cert C --key K --ca A [--handshake-timeout S]]
+                          [--admin-token-file F]
 
 serve_landlord prints ``landlord at <uri> (...)`` once serving (not with
 ``--quiet``); then this script prints ``URI: <uri>``, ``freed <room>`` when a lease ends and
 ``stopped`` once serve_landlord has returned (on SIGTERM). Logs to stderr
-(merged with stdout by the tests' ChildProcess).
+(merged with stdout by the tests' ChildProcess). With ``--admin-token-file`` it serves an admin object
+beside the landlord (``landlord admin at <uri>``), with the token in that file.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import Pyro5.api
 
 import landlord
 import landlord.serving
+from landlord.admin import LandlordAdmin, read_token
 
 
 class RoomLandlord(landlord.Landlord):
@@ -44,6 +47,7 @@ def main() -> None:
     parser.add_argument("--key")
     parser.add_argument("--ca")
     parser.add_argument("--handshake-timeout", type=float, default=landlord.tls.HANDSHAKE_TIMEOUT)
+    parser.add_argument("--admin-token-file")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -54,8 +58,11 @@ def main() -> None:
         tls = landlord.TLSConfig(args.cert, args.key, args.ca, handshake_timeout=args.handshake_timeout)
     rooms = RoomLandlord(policy=landlord.LeaseDurationPolicy(maximum=600), landlord_id=args.landlord_id,
                          on_expire=lambda room: print("freed", room, flush=True))
+    admin = None
+    if args.admin_token_file:
+        admin = LandlordAdmin(rooms, token=read_token(args.admin_token_file))
     landlord.serve_landlord(rooms, args.host, args.port, advertise=args.advertise, tls=tls,
-                            server_type=args.server_type, announce=not args.quiet,
+                            server_type=args.server_type, announce=not args.quiet, admin=admin,
                             ready=lambda uri: print("URI:", uri, flush=True))
     rooms.close()
     print("stopped", flush=True)
