@@ -570,8 +570,11 @@ def test_a_write_to_a_member_without_a_leader_outlasts_etcds_deadline_answers_un
         cluster.pause_member(2)
         wait_until(lambda: has_no_leader(cluster, 0), 10, "member 0 lost its leader")
         writer.start()
-        wait_until(lambda: bool(outcome) or any(etcdstore.etcd_deadline(exc) for exc in answered), 30,
-                   "etcd answered an attempt with its own deadline")
+        # etcd's deadline answer races the client's own timeout (the same deadline, on each side), so it is
+        # seen in about a third of the attempts on a quiet machine and in fewer under load: wait for one, or
+        # for enough attempts that the old code would almost surely have met one and given up
+        wait_until(lambda: bool(outcome) or any(etcdstore.etcd_deadline(exc) for exc in answered)
+                   or len(answered) >= 20, 30, "etcd answered an attempt with its own deadline, or 20 attempts")
         assert outcome == [], f"the write gave up at {outcome}, after {len(answered)} attempts"
         cluster.resume_member(1)
         cluster.resume_member(2)
