@@ -188,9 +188,9 @@ class Metrics:
         self._refusals: Callable[[], Mapping[str, int]] | None = None
         self._fences: dict[str, CountedFence] = {}
         self._fences_lock = threading.Lock()
-        self.registry.register(_CountsCollector(
-            "landlord_transport_refused", "Connections and messages the server refused and closed, by the rule "
-            "they broke (deadline, too large, serializer, connections, ...).", "rule", self.refused))
+        self.count_by_label("landlord_transport_refused", "Connections and messages the server refused and closed, "
+                            "by the rule they broke (deadline, too large, serializer, connections, ...).", "rule",
+                            self.refused)
         self.registry.register(_FenceCollector(self))
         # the process's own series, as every Prometheus client exports them: read when scraped
         ProcessCollector(registry=self.registry)
@@ -205,6 +205,19 @@ class Metrics:
         ``landlord_transport_refused_total{rule}`` (see ``FrameServer.refusals`` in
         :mod:`landlord.transport.frameserver`). Read at scrape time only: a refusal costs the server nothing more."""
         self._refusals = refusals
+
+    def count_by_label(self, name: str, documentation: str, label: str,
+                       read: Callable[[], Mapping[str, int]]) -> None:
+        """Serve ``name``'s counts, read when scraped (a count costs whoever keeps it nothing more), as a
+        counter family with one label.
+
+        Args:
+            name: the family's name (``_total`` is added).
+            documentation: its help text.
+            label: the one label's name.
+            read: the counts now, by the label's value.
+        """
+        self.registry.register(_CountsCollector(name, documentation, label, read))
 
     def refused(self) -> dict[str, int]:
         """What its server has refused so far, by rule (empty when not counting)."""
@@ -313,9 +326,8 @@ class LeaseMetrics(Metrics, LeaseHooks):
         self._lock = threading.Lock()
         self._watched: Landlord | ReplicatedLandlord | None = None
         self._latest: Landlord | None = None  # the landlord last attached (a replica's: its last term's)
-        self.registry.register(_CountsCollector(
-            "landlord_limits_refused", "Calls refused by a per-client limit (what one client may hold, or how "
-            "large a registration may be), by limit.", "limit", self.limit_refusals))
+        self.count_by_label("landlord_limits_refused", "Calls refused by a per-client limit (what one client may "
+                            "hold, or how large a registration may be), by limit.", "limit", self.limit_refusals)
 
     # -- attaching --------------------------------------------------------------------------------
 
@@ -429,15 +441,7 @@ class LeaseMetrics(Metrics, LeaseHooks):
 
 
 class _CountsCollector:
-    """A counter family with one label, whose counts are read when scraped (a count costs whoever
-    keeps it nothing more): ``read()`` gives each label's count.
-
-    Args:
-        name: the family's name (``_total`` is added).
-        documentation: its help text.
-        label: the one label's name.
-        read: the counts now, by label value.
-    """
+    """What :meth:`Metrics.count_by_label` serves: a counter family with one label, ``read()`` when scraped."""
 
     def __init__(self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, int]]) -> None:
         self._name, self._documentation, self._label, self._read = name, documentation, label, read

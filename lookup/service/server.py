@@ -41,7 +41,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import Pyro5.server
@@ -198,7 +198,8 @@ class LookupMetrics(LeaseMetrics):
     ``lookup_event_delivery_failures_total`` (attempts that could not reach it; each retry
     counts), ``lookup_event_listeners_dropped_total`` (listeners given up on, their
     registrations ended) and ``lookup_events_dropped_total`` (events dropped undelivered:
-    a full queue, a deadline passed, a listener given up on; see :mod:`lookup.service.outbox`).
+    a full queue, a deadline passed, a listener given up on; see :mod:`lookup.service.outbox`);
+    and, with the browser page served beside it (:meth:`count_page`), ``lookup_browser_refused_total{rule}``.
     Attach it to a :class:`~lookup.service.lookupservice.LookupService` or a
     :class:`~lookup.service.replicated.ReplicatedLookupService` (every term's service is counted).
 
@@ -224,6 +225,13 @@ class LookupMetrics(LeaseMetrics):
                     "(their event registrations ended).", registry=self.registry),
             Counter("lookup_events_dropped", "Events dropped undelivered: their listener's queue was full, "
                     "their deadline passed, or their listener was given up on.", registry=self.registry))
+
+    def count_page(self, refusals: Callable[[], Mapping[str, int]]) -> None:
+        """Serve what the lookup browser page refused so far, by rule (``BrowserServer.refusals``: too many
+        connections or streams, a Host or Origin not taken, a wrong token), read when scraped, as
+        ``lookup_browser_refused_total{rule}``."""
+        self.count_by_label("lookup_browser_refused", "Requests and connections the lookup browser page refused, "
+                            "by rule (connections, streams, host, origin, token).", "rule", refusals)
 
     def landlord_attached(self, landlord: Landlord) -> None:
         if isinstance(landlord, LookupService):
@@ -364,7 +372,10 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
 
         with contextlib.ExitStack() as pages:
             if page is not None:
-                pages.enter_context(page(service, admin, admin_token))
+                started = pages.enter_context(page(service, admin, admin_token))
+                refusals = getattr(started, "refusals", None)  # the page's (a BrowserServer's): counted if kept
+                if metrics is not None and isinstance(refusals, Mapping):
+                    metrics.count_page(lambda: started.refusals)
             serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
                          server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=answering,
                          name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,

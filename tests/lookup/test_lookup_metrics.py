@@ -229,6 +229,22 @@ def test_served_lookup_counts_a_registration_and_an_event_delivery(
     assert final["lookup_event_deliveries_total"] == 1
 
 
+def test_served_lookup_counts_what_its_browser_page_refused(
+        serve_lookup: Callable[..., tuple[ChildProcess, int]]) -> None:
+    server, _ = serve_lookup("--metrics-port", "0", "--http-port", "0")
+    url = server.wait_for(METRICS_LINE)["url"]
+    [(_, printed)] = server.matches(r"lookup browser at (?P<url>http://\S+/)")  # before the service's own lines
+    page = printed["url"]
+    assert scrape(url)['lookup_browser_refused_total{rule="host"}'] == 0
+    rebound = urllib.request.Request(page, headers={"Host": "rebound.example:80"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(rebound, timeout=HTTP_TIMEOUT)
+    assert refused.value.code == 421
+    counts = {key: value for key, value in scrape(url).items() if key.startswith("lookup_browser_refused_total")}
+    assert counts == {f'lookup_browser_refused_total{{rule="{rule}"}}': float(rule == "host")
+                      for rule in ("connections", "host", "origin", "streams", "token")}
+
+
 def test_the_metrics_options_on_the_command_line() -> None:
     help_text = run_lookup("serve", "--help").stdout
     assert "--metrics-port" in help_text and "--metrics-host" in help_text
