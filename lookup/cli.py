@@ -71,6 +71,10 @@ replicated lookup service (see docs/replication.md and
 :mod:`lookup.service.replicated`): run one on each host named in ``--replicas``,
 with the same three options. ``list --etcd URL --group NAME`` asks etcd
 which replica leads the group, says so, and lists that replica's table.
+With ``--pyro-ns`` every replica serves Pyro5's name server: the leader
+answers (and answers broadcasts), the others raise ``NamingError`` naming the
+leader's lookup service (see :mod:`lookup.service.pyrons.replica`).
+``--http-port`` is refused with ``--etcd`` (a usage error).
 
 Errors are one line on stderr, naming the option as it was given (``--store``,
 ``$LOOKUP_SERVE_STORE``, ``FILE: store``). Exit codes: 0 done; 1 the lookup
@@ -221,7 +225,8 @@ def _add_pyro_ns_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "Pyro5 name server", "also answer as Pyro5's name server (Pyro.NameServer), so unmodified Pyro5 code "
                              "(locate_ns, PYRONAME:, ns.register, python -m Pyro5.nsc) works against it; names "
-                             "registered through it go once their daemon stops answering pings")
+                             "registered through it go once their daemon stops answering pings; with --etcd, "
+                             "the leader answers and the other replicas name it")
     group.add_argument("--pyro-ns", metavar="[HOST:]PORT",
                        help="where to answer (HOST defaults to --host; Pyro5 clients look at port 9090 "
                             "unless told otherwise)")
@@ -425,8 +430,6 @@ def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             parser.error("--etcd, --group and --replicas go together")
         if args.store is not None:
             parser.error("--store and --etcd exclude each other: a replica keeps its leases in etcd")
-        if args.pyro_ns is not None:
-            parser.error("--pyro-ns is not served by a replica (yet): serve it from a lookup service without --etcd")
         if args.http_port is not None:
             parser.error("--http-port is not served by a replica (yet): serve the page from a plain lookup service")
         return _serve_replica(args, parser)
@@ -494,7 +497,7 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                          reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
                          metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name,
                          limits=args.frame_limits, lookup_limits=args.lookup_limits, mail_limits=args.mail_limits,
-                         callback_hosts=args.callback_hosts, **_discovery(args))
+                         callback_hosts=args.callback_hosts, pyro_ns=args.pyro_ns_settings, **_discovery(args))
     except ValueError as exc:  # this replica not among --replicas
         parser.error(str(exc))
     except ImportError as exc:

@@ -57,8 +57,10 @@ from ..entry import Entry
 from ..item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate
 from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE, ServiceRegistration
 from .outbox import MailLimits
+from .pyrons.bridge import NameServerBridge, PyroNs
+from .pyrons.replica import ReplicaNameServer
 from .quotas import LookupLimits
-from .server import MAX_TABLE_ROWS, LookupMetrics, ServedLookupService
+from .server import MAX_TABLE_ROWS, LookupMetrics, ServedLookupService, check_pyro_ns
 
 if TYPE_CHECKING:
     import pyetcd
@@ -78,7 +80,21 @@ ETCD_PREFIX = "lookup"  # the group's keys: /lookup/<group>/...
 
 
 class _TermLookupService(ReplicaTerm, ServedLookupService):
-    """The lookup service of one term of leadership: its leases are the replica's."""
+    """The lookup service of one term of leadership: its leases are the replica's; its end is told
+    to the replica's :meth:`ReplicatedLookupService.on_term_end` callbacks."""
+
+    def __init__(self, replica: ReplicatedLookupService, **options: Any) -> None:
+        self._ended = replica._term_ended
+        super().__init__(replica, **options)
+
+    def close(self) -> None:
+        """Told first (what runs in the term, the name server's pings, stops before its leases go), then closed."""
+        for ended in self._ended:
+            try:
+                ended(self)
+            except Exception:  # the loader thread closes terms: it must go on
+                log.exception("a callback of a term's end failed")
+        super().close()
 
 
 class ReplicatedLookupService(ReplicatedLandlord):
@@ -120,6 +136,7 @@ class ReplicatedLookupService(ReplicatedLandlord):
         policy = policy if policy is not None else LeaseDurationPolicy(maximum=max_lease, default=default_lease)
         self.lookup_limits, self.mail_limits, self.callback_hosts = _term_options(lookup_limits, mail_limits,
                                                                                   callback_hosts)
+        self._term_ended: list[Callable[[ServedLookupService], None]] = []  # see on_term_end
         super().__init__(client, group=group, replicas=replicas, prefix=prefix, ttl=ttl,
                          commit_interval=commit_interval, ready_wait=ready_wait, policy=policy, reaper=reaper,
                          clock=clock)
@@ -134,6 +151,19 @@ class ReplicatedLookupService(ReplicatedLandlord):
         return _TermLookupService(self, policy=self.policy, reaper=self.reaper, clock=self.clock,
                                   landlord_id=landlord_id, store=store, limits=self.lookup_limits,
                                   mail_limits=self.mail_limits, callback_hosts=self.callback_hosts)
+
+    def on_term_end(self, callback: Callable[[ServedLookupService], None]) -> None:
+        """Call ``callback`` with the lookup service of every term this replica ends (the one
+        :meth:`on_term` was given), as it closes, on the replica's own thread: how what a term
+        runs on its own (the name server's pings) stops with it. What it raises is logged, and the
+        term closes all the same.
+
+        Raises:
+            RuntimeError: the replica has started.
+        """
+        if self.election is not None:
+            raise RuntimeError("give on_term_end its callback before the replica starts")
+        self._term_ended.append(callback)
 
     def _service(self, action: Callable[[ServedLookupService], T]) -> T:
         return self.answer(lambda landlord: action(cast(ServedLookupService, landlord)))
@@ -266,7 +296,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
                      groups: Iterable[str] = PUBLIC_GROUPS, announce_interval: float = DEFAULT_INTERVAL,
                      discovery_network: DiscoveryNetwork | None = None, limits: FrameLimits | None = None,
                      lookup_limits: LookupLimits | None = None, mail_limits: MailLimits | None = None,
-                     callback_hosts: Iterable[str] | None = None) -> None:
+                     callback_hosts: Iterable[str] | None = None, pyro_ns: PyroNs | None = None) -> None:
     """Serve one replica of lookup group ``group`` at ``host:port`` until SIGTERM or SIGINT (or ``stop``).
 
     Discovery: every replica, leading or not, announces the whole group (every replica's URI, under
@@ -281,14 +311,17 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
             the admin object answers on the leader; the limits are each term's lookup service's).
         etcd: the etcd cluster's client URLs, comma-separated.
         group: the group's name.
+        pyro_ns: also serve Pyro5's name server protocol (see :mod:`lookup.service.pyrons.replica`):
+            answered while this replica leads, from its term; a ``NamingError`` naming the leader
+            while it does not; broadcasts answered by the leader alone.
         replicas: every replica's address, ``h1:p1,h2:p2,h3:p3``, the same on each; this one's
             (its advertised address and ``port``) among them.
 
     Raises:
         ValueError: a malformed etcd URL, group name or address; this replica's address not
-            among ``replicas``; bad lease terms; an empty host in ``callback_hosts`` (all before
-            anything is bound or sent).
-        TypeError: limits of the wrong class, or ``callback_hosts`` a str.
+            among ``replicas``; bad lease terms; an empty host in ``callback_hosts``; ``pyro_ns``
+            leases longer than ``max_lease`` (all before anything is bound or sent).
+        TypeError: limits of the wrong class, ``callback_hosts`` a str, or ``pyro_ns`` not a PyroNs.
         EtcdUnreachableError: no etcd member answered.
         ImportError: the etcd client is not installed.
         OSError: the address is in use or cannot be bound.
@@ -303,9 +336,12 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
         Announcement(group_lookup_id(group), tuple(uris), announcing.groups)  # raises if it cannot fit a packet
     metrics = LookupMetrics() if metrics_port is not None and prometheus_available() else None
     options = _term_options(lookup_limits, mail_limits, callback_hosts)  # raises before etcd is reached
+    check_pyro_ns(pyro_ns, max_lease)
     replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper,
                                       lookup_limits=options[0], mail_limits=options[1], callback_hosts=options[2])
     admin = LandlordAdmin.if_asked(replica, token=admin_token, admin_names=admin_names)
+    name_server = ReplicaNameServer(replica, pyro_ns.terms) if pyro_ns is not None else None  # before it starts
+    bridge = None
 
     def answering(uri: str) -> None:
         announcing.start(group_lookup_id(group), uris)
@@ -314,11 +350,15 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
 
     try:
         announcing.open(advertised_host(host, advertise))
+        if pyro_ns is not None and name_server is not None:
+            bridge = NameServerBridge(name_server, pyro_ns, host=host, advertise=advertise, tls=tls, limits=limits)
         serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=answering,
                       announce=announce, name="lookup service", metrics=metrics, metrics_port=metrics_port,
                       metrics_host=metrics_host, admin=admin, limits=limits)
     finally:
         announcing.close()
+        if bridge is not None:
+            bridge.close()
 
 
 def group_lookup_id(group: str) -> str:

@@ -346,7 +346,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         sqlite3.Error: ``store`` cannot be opened as a database.
     """
     _check_choices(server_type=server_type, reaper=reaper, tls=tls, advertise=advertise)  # before the store opens
-    _check_pyro_ns(pyro_ns, max_lease)
+    check_pyro_ns(pyro_ns, max_lease)
     policy = LeaseDurationPolicy(maximum=max_lease, default=default_lease)  # raises on bad terms
     announcing = Announcing(discovery, groups=groups, interval=announce_interval, network=discovery_network)
     # before the store is opened; without prometheus-client, health checks alone (serve_object says so)
@@ -405,8 +405,8 @@ def _check_choices(*, server_type: str, reaper: str, tls: TLSConfig | None, adve
         check_advertise(advertise)
 
 
-def _check_pyro_ns(pyro_ns: PyroNs | None, max_lease: float) -> None:
-    """:func:`serve`'s ``pyro_ns``, checked before anything is opened.
+def check_pyro_ns(pyro_ns: PyroNs | None, max_lease: float) -> None:
+    """:func:`serve`'s (and a replica's) ``pyro_ns``, checked before anything is opened.
 
     Raises:
         TypeError: not a PyroNs.

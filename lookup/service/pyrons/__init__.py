@@ -9,9 +9,11 @@ broadcast discovery of it; :mod:`~lookup.service.pyrons.pinger` pings the daemon
 registered through it, as :mod:`~lookup.service.pyrons.liveness` (pure,
 clock-free) says, so that a dead one's names go;
 :mod:`~lookup.service.pyrons.patterns` refuses regular expressions that could
-backtrack for long.
+backtrack for long; :mod:`~lookup.service.pyrons.replica` answers on a replica
+of a replicated lookup service, from the face of the term it leads.
 
 May import: landlord's public modules, lookup's values (entry, item) and
-:mod:`lookup.service.lookupservice`; never :mod:`lookup.service.server` nor
+:mod:`lookup.service.lookupservice`; never :mod:`lookup.service.server`,
+:mod:`lookup.service.replicated` (a replica is reached through a protocol) nor
 :mod:`lookup.client`.
 """

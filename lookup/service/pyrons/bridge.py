@@ -8,6 +8,10 @@ address, with the guarded server the lookup service has
 messages capped, no client can hold it), on its own threads: a slow regex
 listing or a flood through the name server face never delays the lookup
 service's own callers. It stops when the lookup service does.
+
+On a replica of a replicated lookup service it serves a
+:class:`~lookup.service.pyrons.replica.ReplicaNameServer` instead, and answers
+broadcasts only while the replica leads.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 
 import Pyro5.core
 
@@ -26,6 +31,7 @@ from ..lookupservice import LookupService
 from .broadcast import PYRO_NS_BROADCAST_PORT, BroadcastResponder
 from .face import NameServerFace
 from .liveness import PingTerms
+from .replica import ReplicaNameServer
 
 __all__ = ["PyroNs", "NameServerBridge", "PYRO_NS_PORT", "STARTUP_TIMEOUT"]
 
@@ -86,7 +92,8 @@ class NameServerBridge:
     """A :class:`NameServerFace` of ``service``, served on a thread until :meth:`close`.
 
     Args:
-        service: the lookup service it shows.
+        service: the lookup service it shows; or a replica's name server, served as it is
+            (answering broadcasts only while the replica leads).
         settings: where, and the ping terms.
         host: the address to listen on when ``settings`` names none.
         advertise, tls, server_type, limits: as :func:`landlord.serving.serve_object` takes them.
@@ -96,13 +103,19 @@ class NameServerBridge:
         TimeoutError: it did not answer within STARTUP_TIMEOUT.
     """
 
-    def __init__(self, service: LookupService, settings: PyroNs, *, host: str, advertise: str | None = None,
-                 tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
+    def __init__(self, service: LookupService | ReplicaNameServer, settings: PyroNs, *, host: str,
+                 advertise: str | None = None, tls: TLSConfig | None = None, server_type: str = SERVER_TYPE,
                  limits: FrameLimits | None = None) -> None:
-        self.face = NameServerFace(service, settings.terms)
-        adopted = self.face.adopt_stored()
-        if adopted:
-            log.info("holding again %d name(s) registered through the name server face before a restart", adopted)
+        self.face: NameServerFace | ReplicaNameServer
+        self._answers_broadcast: Callable[[], bool] | None = None  # None: always
+        if isinstance(service, ReplicaNameServer):
+            self.face, self._answers_broadcast = service, service.answers_broadcast
+        else:
+            self.face = NameServerFace(service, settings.terms)
+            adopted = self.face.adopt_stored()
+            if adopted:
+                log.info("holding again %d name(s) registered through the name server face before a restart",
+                         adopted)
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._failed: BaseException | None = None
@@ -128,7 +141,7 @@ class NameServerBridge:
             return None
         host = "" if self._host in ("0.0.0.0", "") else self._host
         try:
-            return BroadcastResponder(self.uri, host, self._broadcast_port)
+            return BroadcastResponder(self.uri, host, self._broadcast_port, answering=self._answers_broadcast)
         except OSError as exc:
             log.warning("not answering Pyro5's broadcast discovery: UDP %s:%d: %s", host or "*",
                         self._broadcast_port, exc)

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import socket
 import threading
+from collections.abc import Callable
 
 from ...discovery.ratelimit import DropLog, ReplyLimiter
 
@@ -35,13 +36,16 @@ class BroadcastResponder:
         host: the address to listen on (``""``: every interface).
         port: the UDP port (0: any free one; see :attr:`port`).
         limiter: how many answers go out (default: 1 a second to one address, 4 at once, 50 a second in all).
+        answering: whether to answer now (default: always); a replica's name server answers only while
+            it leads, so that ``locate_ns()`` finds the leader.
 
     Raises:
         OSError: the port cannot be bound (not shared: one name server per host answers broadcasts there).
     """
 
     def __init__(self, uri: str, host: str = "", port: int = PYRO_NS_BROADCAST_PORT, *,
-                 limiter: ReplyLimiter | None = None) -> None:
+                 limiter: ReplyLimiter | None = None, answering: Callable[[], bool] | None = None) -> None:
+        self._answering = answering
         self._answer = uri.encode("iso-8859-1")
         self._limiter = limiter if limiter is not None else ReplyLimiter()
         self._drops = DropLog(log)
@@ -70,6 +74,8 @@ class BroadcastResponder:
             self._handle(data, source)
 
     def _handle(self, data: bytes, source: tuple[str, int]) -> None:
+        if self._answering is not None and not self._answering():
+            return  # a follower: silence, as where no name server runs; the leader answers
         if data != REQUEST:
             self._drops.dropped(source[0], "not GET_NSURI")
         elif not self._limiter.allow(source[0]):

@@ -1,0 +1,209 @@
+"""Pyro5's name server on a replicated lookup service (``lookup serve --etcd ... --pyro-ns``), over a real
+three-member etcd: the leader's face answers, registers into etcd and alone answers broadcasts; a
+follower's names the leader in a NamingError; the pings of ns.register's names run on the leader's
+term alone and move with leadership; and unmodified Pyro5 programs find a name through the new
+leader's face after the old leader is killed."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import Pyro5.api
+import Pyro5.errors
+import pytest
+from conftest import ChildProcess, free_port, wait_until
+from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster, new_group  # noqa: F401  (fixtures)
+
+from landlord.testing import ServingDaemon
+from landlord.testing.etcd import EtcdCluster
+from lookup import Name, ServiceTemplate
+from lookup.discovery.unicast import LOOKUP_OBJECT_ID
+from lookup.service.pyrons.bridge import NameServerBridge, PyroNs
+from lookup.service.pyrons.broadcast import REQUEST
+from lookup.service.pyrons.liveness import PingTerms
+from lookup.service.pyrons.replica import ReplicaNameServer
+from lookup.service.replicated import ReplicatedLookupService
+
+PING = 3.0  # --pyro-ns-ping: names' leases of 8.4 s, longer than a failover and the new leader's first ping
+
+
+class Faced:
+    """Three replicas in this process, each with its name server face served (no broadcast port of Pyro5's)."""
+
+    def __init__(self, cluster: EtcdCluster) -> None:
+        self.faces: dict[int, ReplicaNameServer] = {}
+
+        def make(client: Any, name: str, uris: list[str]) -> ReplicatedLookupService:
+            replica = ReplicatedLookupService(client, group=name, replicas=uris, max_lease=60)
+            self.faces[id(replica)] = ReplicaNameServer(replica, PingTerms.every(PING))
+            return replica
+
+        self.group = ReplicaGroup(cluster, make, object_id=LOOKUP_OBJECT_ID)
+        settings = PyroNs(0, "127.0.0.1", PingTerms.every(PING), broadcast_port=0)
+        self.bridges = {key: NameServerBridge(face, settings, host="127.0.0.1") for key, face in self.faces.items()}
+        self.group.start()
+
+    def bridge(self, replica: ReplicatedLookupService) -> NameServerBridge:
+        return self.bridges[id(replica)]
+
+    def uri(self, replica: ReplicatedLookupService) -> str:
+        """The URI of ``replica``'s name server face."""
+        uri = self.bridge(replica).uri
+        assert uri is not None
+        return uri
+
+    def broadcast_port(self, replica: ReplicatedLookupService) -> int:
+        """The UDP port where ``replica``'s face takes broadcasts."""
+        responder = self.bridge(replica).responder
+        assert responder is not None
+        return responder.port
+
+    def close(self) -> None:
+        self.group.close()
+        for bridge in self.bridges.values():
+            bridge.close()
+
+
+@pytest.fixture
+def faced(cluster: EtcdCluster) -> Iterator[Faced]:
+    started = Faced(cluster)
+    yield started
+    started.close()
+
+
+class Echo:
+    @Pyro5.api.expose
+    def echo(self, text: str) -> str:
+        return "echo: " + text
+
+
+def broadcast_answer(port: int, timeout: float) -> bytes | None:
+    """What the responder on UDP ``port`` answers GET_NSURI with (``None``: nothing within ``timeout``)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(timeout)
+        sock.sendto(REQUEST, ("127.0.0.1", port))
+        try:
+            return sock.recvfrom(1000)[0]
+        except TimeoutError:
+            return None
+
+
+def test_the_leaders_face_answers_followers_name_it_and_pings_move_with_leadership(faced: Faced) -> None:
+    leader = faced.group.leader()
+    with ServingDaemon() as daemon:
+        uri = daemon.register(Echo())
+        with Pyro5.api.Proxy(faced.uri(leader)) as ns:
+            ns.register("acme.echo", uri, metadata={"demo"})
+            assert str(ns.lookup("acme.echo")) == uri
+            assert ns.list() == {"acme.echo": uri, "Pyro.NameServer": faced.uri(leader)}
+        assert leader.lookup(ServiceTemplate(None, (), (Name("acme.echo"),))) == uri  # an ordinary registration
+        assert broadcast_answer(faced.broadcast_port(leader), 5) == faced.uri(leader).encode()
+        for follower in faced.group.followers(leader):
+            with Pyro5.api.Proxy(faced.uri(follower)) as ns:
+                with pytest.raises(Pyro5.errors.NamingError, match=f"the leader's lookup service is {leader.uri}"):
+                    ns.lookup("acme.echo")
+                with pytest.raises(Pyro5.errors.NamingError, match="does not lead"):
+                    ns.register("stranger", uri)
+            assert broadcast_answer(faced.broadcast_port(follower), 0.3) is None  # the leader alone answers
+            assert faced.faces[id(follower)].held_names() == 0
+        assert faced.faces[id(leader)].held_names() == 1
+        leader.close()
+        successor = faced.group.leader(excluding=leader)
+        assert faced.faces[id(leader)].held_names() == 0  # its term's pings stopped
+        wait_until(lambda: faced.faces[id(successor)].held_names() == 1, FAILOVER, "the new leader holds the name")
+        with Pyro5.api.Proxy(faced.uri(successor)) as ns:
+            assert ns.lookup("acme.echo", return_metadata=True) == (Pyro5.api.URI(uri), {"demo"})
+
+
+SERVER = '''
+import sys
+import Pyro5.api
+
+@Pyro5.api.expose
+class Echo:
+    def echo(self, text):
+        return "echo: " + text
+
+daemon = Pyro5.api.Daemon(host="127.0.0.1")
+uri = daemon.register(Echo())
+Pyro5.api.locate_ns("127.0.0.1", int(sys.argv[1])).register("acme.echo", uri)
+print("registered", uri, flush=True)
+daemon.requestLoop()
+'''
+
+CLIENT = '''
+import sys
+import Pyro5.api
+import Pyro5.errors
+
+try:
+    print(Pyro5.api.Proxy(f"PYRONAME:acme.echo@127.0.0.1:{sys.argv[1]}").echo("hi"))
+except Pyro5.errors.NamingError as exc:
+    print("NamingError:", exc)
+'''
+
+
+def run_client(program: Path, ns_port: int) -> str:
+    done = subprocess.run([sys.executable, str(program), str(ns_port)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def serve_replicas(cluster: EtcdCluster, group: str) -> list[tuple[ChildProcess, str, int]]:
+    """Three ``python -m lookup serve --etcd ... --pyro-ns`` processes: (process, lookup URI, name server port)."""
+    ports = [free_port() for _ in range(3)]
+    replicas = ",".join(f"127.0.0.1:{port}" for port in ports)
+    started = []
+    for port in ports:
+        ns_port = free_port()
+        process = ChildProcess("-m", "lookup", "serve", "--etcd", ",".join(cluster.endpoints), "--group", group,
+                               "--replicas", replicas, "--port", str(port), "--no-announce",
+                               "--pyro-ns", f"127.0.0.1:{ns_port}", "--pyro-ns-ping", str(PING),
+                               "--pyro-ns-broadcast", "0", name=f"replica {port}")
+        started.append((process, ns_port))
+    return [(process, process.read_uri(20, pattern=r"^lookup service at (?P<uri>\S+) "), ns_port)
+            for process, ns_port in started]
+
+
+def leading(replicas: list[tuple[ChildProcess, str, int]], *, excluding: str | None = None) -> tuple[str, int]:
+    """The (URI, name server port) of the replica that leads, waiting for one."""
+    found: list[tuple[str, int]] = []
+
+    def leads(uri: str) -> bool:
+        with Pyro5.api.Proxy(uri) as proxy:
+            return bool(proxy.replica_status()["leading"])
+
+    def one_leads() -> bool:
+        found[:] = [(uri, ns) for _, uri, ns in replicas if uri != excluding and leads(uri)]
+        return bool(found)
+
+    wait_until(one_leads, FAILOVER, "a replica leads")
+    return found[0]
+
+
+@pytest.mark.slow
+def test_unmodified_pyro5_programs_find_a_name_through_the_new_leaders_face_after_the_leader_is_killed(
+        cluster: EtcdCluster, tmp_path: Path) -> None:
+    (tmp_path / "server.py").write_text(textwrap.dedent(SERVER))
+    (tmp_path / "client.py").write_text(textwrap.dedent(CLIENT))
+    replicas = serve_replicas(cluster, new_group())
+    try:
+        leader, leader_ns = leading(replicas)
+        with ChildProcess(str(tmp_path / "server.py"), str(leader_ns), name="echo server") as server:
+            server.wait_for("registered")
+            assert run_client(tmp_path / "client.py", leader_ns) == "echo: hi\n"
+            follower_ns = next(ns for _, uri, ns in replicas if uri != leader)
+            refused = run_client(tmp_path / "client.py", follower_ns)
+            assert refused.startswith("NamingError: ") and leader in refused, refused
+            next(process for process, uri, _ in replicas if uri == leader).process.kill()  # SIGKILL: no resignation
+            _, successor_ns = leading(replicas, excluding=leader)
+            assert run_client(tmp_path / "client.py", successor_ns) == "echo: hi\n"
+    finally:
+        for process, _, _ in replicas:
+            process.close()
