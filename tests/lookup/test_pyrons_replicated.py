@@ -17,8 +17,9 @@ from typing import Any
 import Pyro5.api
 import Pyro5.errors
 import pytest
-from conftest import ChildProcess, free_port, wait_until
+from conftest import ChildProcess, wait_until
 from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster, new_group  # noqa: F401  (fixtures)
+from pyrons_replicas import leading, serve_replicas
 
 from landlord.testing import ServingDaemon
 from landlord.testing.etcd import EtcdCluster
@@ -155,44 +156,12 @@ def run_client(program: Path, ns_port: int) -> str:
     return done.stdout
 
 
-def serve_replicas(cluster: EtcdCluster, group: str) -> list[tuple[ChildProcess, str, int]]:
-    """Three ``python -m lookup serve --etcd ... --pyro-ns`` processes: (process, lookup URI, name server port)."""
-    ports = [free_port() for _ in range(3)]
-    replicas = ",".join(f"127.0.0.1:{port}" for port in ports)
-    started = []
-    for port in ports:
-        ns_port = free_port()
-        process = ChildProcess("-m", "lookup", "serve", "--etcd", ",".join(cluster.endpoints), "--group", group,
-                               "--replicas", replicas, "--port", str(port), "--no-announce",
-                               "--pyro-ns", f"127.0.0.1:{ns_port}", "--pyro-ns-ping", str(PING),
-                               "--pyro-ns-broadcast", "0", name=f"replica {port}")
-        started.append((process, ns_port))
-    return [(process, process.read_uri(20, pattern=r"^lookup service at (?P<uri>\S+) "), ns_port)
-            for process, ns_port in started]
-
-
-def leading(replicas: list[tuple[ChildProcess, str, int]], *, excluding: str | None = None) -> tuple[str, int]:
-    """The (URI, name server port) of the replica that leads, waiting for one."""
-    found: list[tuple[str, int]] = []
-
-    def leads(uri: str) -> bool:
-        with Pyro5.api.Proxy(uri) as proxy:
-            return bool(proxy.replica_status()["leading"])
-
-    def one_leads() -> bool:
-        found[:] = [(uri, ns) for _, uri, ns in replicas if uri != excluding and leads(uri)]
-        return bool(found)
-
-    wait_until(one_leads, FAILOVER, "a replica leads")
-    return found[0]
-
-
 @pytest.mark.slow
 def test_unmodified_pyro5_programs_find_a_name_through_the_new_leaders_face_after_the_leader_is_killed(
         cluster: EtcdCluster, tmp_path: Path) -> None:
     (tmp_path / "server.py").write_text(textwrap.dedent(SERVER))
     (tmp_path / "client.py").write_text(textwrap.dedent(CLIENT))
-    replicas = serve_replicas(cluster, new_group())
+    replicas = serve_replicas(cluster, new_group(), PING)
     try:
         leader, leader_ns = leading(replicas)
         with ChildProcess(str(tmp_path / "server.py"), str(leader_ns), name="echo server") as server:
