@@ -69,6 +69,9 @@ def test_garbage_huge_names_floods_and_regex_bombs_move_nothing_but_the_stranger
             canary.renew_more(2)
             _garbage(ns_port)
             with Pyro5.api.locate_ns("127.0.0.1", ns_port) as stranger:
+                for servers_own in ("close", "adopt_stored", "held_names"):  # close would stop every name's pings
+                    with pytest.raises(AttributeError, match="no exposed attribute or method"):
+                        getattr(stranger, servers_own)()
                 _huge_names(stranger)
                 flooded = _flood(stranger, named_daemon.replace("PYRO:obj_", "PYRO:filler_"))
                 _regex_bombs(stranger)

@@ -75,6 +75,9 @@ def test_strangers_at_followers_and_the_leader_move_nothing_but_their_own(replic
             with pytest.raises(Pyro5.errors.NamingError, match="regex refused"):
                 stranger.list(regex="(a+)+$")
             assert str(stranger.lookup("canary.echo")) == echo_daemon
+            for servers_own in ("close", "held_names", "answers_broadcast", "own_uri"):
+                with pytest.raises(AttributeError, match="no exposed attribute or method"):
+                    getattr(stranger, servers_own)()
         assert Pyro5.api.Proxy(f"PYRONAME:canary.echo@127.0.0.1:{leader_ns}").echo("alive") == "alive"
         canary.renew_more(3)
     finally:

@@ -77,9 +77,11 @@ class _Held:
     address: str
 
 
-@Pyro5.server.expose
 class NameServerFace:
     """Pyro5's ``NameServer`` interface over a :class:`LookupService` (see the module docstring).
+
+    Only that interface is exposed: :meth:`close`, :meth:`adopt_stored` and :meth:`held_names` are
+    the server's own (a remote ``close`` would stop the pings that keep every name).
 
     Args:
         service: the lookup service whose registrations it shows and adds to.
@@ -103,13 +105,16 @@ class NameServerFace:
 
     # -- Pyro5's NameServer ------------------------------------------------------------
 
+    @Pyro5.server.expose
     def count(self) -> int:
         """The number of names (``Pyro.NameServer`` too, as in Pyro5)."""
         return len(self._names())
 
+    @Pyro5.server.expose
     def ping(self) -> None:
         """Nothing: that it answers is the point."""
 
+    @Pyro5.server.expose
     def lookup(self, name: str, return_metadata: bool = False) -> Any:
         """The URI registered under ``name``, with its metadata (a set) if ``return_metadata``.
 
@@ -124,6 +129,7 @@ class NameServerFace:
         uri, metadata = found
         return (Pyro5.core.URI(uri), set(metadata)) if return_metadata else Pyro5.core.URI(uri)
 
+    @Pyro5.server.expose
     def register(self, name: str, uri: Any, safe: bool = False, metadata: Any = None) -> None:
         """Register ``uri`` under ``name`` (replacing a name registered through this face, unless ``safe``).
 
@@ -147,6 +153,7 @@ class NameServerFace:
                 raise NamingError("name already registered: " + name)
             self._register(name, uri, tags, address, held)
 
+    @Pyro5.server.expose
     def set_metadata(self, name: str, metadata: Any) -> None:
         """Replace the metadata of ``name`` (``None``: none).
 
@@ -164,6 +171,7 @@ class NameServerFace:
                 self._forget(name)
                 raise NamingError("unknown name: " + name) from None
 
+    @Pyro5.server.expose
     def remove(self, name: str | None = None, prefix: str | None = None, regex: str | None = None) -> int:
         """Remove ``name``, or every name with ``prefix``, or matching ``regex``, registered through
         this face; how many were removed.
@@ -186,6 +194,7 @@ class NameServerFace:
                 return self._cancel(listed)  # those it holds: another client's are left
         return 0
 
+    @Pyro5.server.expose
     def list(self, prefix: str | None = None, regex: str | None = None, return_metadata: bool = False
              ) -> dict[str, Any]:
         """The names as a dict of URI strings (with ``return_metadata``: of ``(uri, metadata)``),
@@ -207,6 +216,7 @@ class NameServerFace:
             return {name: (uri, set(metadata)) for name, (uri, metadata) in names.items()}
         return {name: uri for name, (uri, _) in names.items()}
 
+    @Pyro5.server.expose
     def yplookup(self, meta_all: Any = None, meta_any: Any = None, return_metadata: bool = True) -> dict[str, Any]:
         """The names whose metadata hold all of ``meta_all``, or any of ``meta_any`` (as :meth:`list`).
 
