@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,10 @@ from conftest import ChildProcess, wait_until
 from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster, new_group  # noqa: F401  (fixtures)
 from pyrons_replicas import leading, serve_replicas
 
+from landlord import ANY
 from landlord.testing import ServingDaemon
 from landlord.testing.etcd import EtcdCluster
-from lookup import Name, ServiceTemplate
+from lookup import LookupService, Name, ServiceItem, ServiceRegistration, ServiceTemplate
 from lookup.discovery.unicast import LOOKUP_OBJECT_ID
 from lookup.service.pyrons.bridge import NameServerBridge, PyroNs
 from lookup.service.pyrons.broadcast import REQUEST
@@ -114,12 +115,90 @@ def test_the_leaders_face_answers_followers_name_it_and_pings_move_with_leadersh
             assert broadcast_answer(faced.broadcast_port(follower), 0.3) is None  # the leader alone answers
             assert faced.faces[id(follower)].held_names() == 0
         assert faced.faces[id(leader)].held_names() == 1
+        with pytest.raises(RuntimeError, match="before the replica starts"):
+            ReplicaNameServer(leader)  # it would miss the term that answers now
         leader.close()
         successor = faced.group.leader(excluding=leader)
         assert faced.faces[id(leader)].held_names() == 0  # its term's pings stopped
         wait_until(lambda: faced.faces[id(successor)].held_names() == 1, FAILOVER, "the new leader holds the name")
         with Pyro5.api.Proxy(faced.uri(successor)) as ns:
             assert ns.lookup("acme.echo", return_metadata=True) == (Pyro5.api.URI(uri), {"demo"})
+
+
+class FakeReplica:
+    """A replica as ReplicaNameServer sees it, its terms begun and ended by the test."""
+
+    key = "/lookup/g/leader"
+
+    def __init__(self) -> None:
+        self.leading = False
+        self.known_leader: str | None = None
+        self.begun: list[Callable[[Any], None]] = []
+        self.ended: list[Callable[[Any], None]] = []
+
+    def leader(self) -> str | None:
+        return self.known_leader
+
+    def on_term(self, callback: Callable[[Any], None]) -> None:
+        self.begun.append(callback)
+
+    def on_term_end(self, callback: Callable[[Any], None]) -> None:
+        self.ended.append(callback)
+
+    def begin(self, service: LookupService) -> None:
+        for callback in self.begun:
+            callback(service)
+        self.leading = True
+
+    def end(self, service: LookupService) -> None:
+        self.leading = False
+        for callback in self.ended:
+            callback(service)
+
+
+class FailingService(LookupService):
+    """A term's lookup service whose registrations, once :attr:`failing`, end its term or fail as its store would."""
+
+    def __init__(self, replica: FakeReplica, failure: str) -> None:
+        super().__init__()
+        self._replica, self._failure = replica, failure
+        self.failing = False
+
+    def register(self, item: ServiceItem, duration: float = ANY, proof: str | None = None) -> ServiceRegistration:
+        registration = super().register(item, duration, proof)
+        if self.failing and self._failure == "term ends":
+            self._replica.end(self)
+        elif self.failing:
+            raise OSError("etcd did not answer")  # what a store's write raises, as the face sees it
+        return registration
+
+
+def never_pinged(address: str, timeout: float) -> None:
+    """A ping that always answers (no daemon needed)."""
+
+
+@pytest.mark.parametrize("failure, says", [("term ends", "the term ended while answering"),
+                                           ("store fails", "etcd did not confirm the change")])
+def test_a_call_whose_term_ends_or_whose_store_fails_is_a_naming_error_saying_ask_again(failure: str,
+                                                                                        says: str) -> None:
+    replica = FakeReplica()
+    face = ReplicaNameServer(replica, PingTerms.every(60), ping=never_pinged)
+    with pytest.raises(Pyro5.errors.NamingError, match="knows no leader"):
+        face.count()
+    replica.known_leader = "PYRO:lookup.LookupService@10.0.0.9:4160"
+    with pytest.raises(Pyro5.errors.NamingError, match="the leader's lookup service is PYRO:lookup.LookupService@10"):
+        face.lookup("x")
+    service = FailingService(replica, failure)
+    replica.begin(service)
+    try:
+        face.register("first", "PYRO:obj@127.0.0.1:7001")  # answered: the term lasted
+        assert str(face.lookup("first")) == "PYRO:obj@127.0.0.1:7001" and face.held_names() == 1
+        service.failing = True
+        with pytest.raises(Pyro5.errors.NamingError, match=f"{says}.*ask again"):
+            face.register("second", "PYRO:obj@127.0.0.1:7002")
+    finally:
+        face.close()
+        service.close()
 
 
 SERVER = '''

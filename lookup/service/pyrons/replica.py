@@ -156,23 +156,35 @@ class ReplicaNameServer:
     # -- terms --------------------------------------------------------------------------------
 
     def _answer(self, action: Callable[[NameServerFace], T]) -> T:
-        """``action`` on the face of this replica's term.
+        """``action`` on the face of this replica's term, its result answered only if the term lasted
+        through it (as the replica's own object answers).
 
         Raises:
-            NamingError: this replica leads no term; or the term's store failed under the call (its
-                term ended, or etcd did not confirm a write), which an unmodified Pyro5 client could
-                not read as the store's own error.
+            NamingError: this replica leads no term; the term ended while answering; or the term's
+                store failed under the call (etcd did not confirm a write), which an unmodified
+                Pyro5 client could not read as the store's own error. Each says to ask again.
             TypeError, ValueError, PyroError: the face's own, as Pyro5's name server raises them.
         """
         face = self._face()
         try:
-            return action(face)
+            result = action(face)
         except (NamingError, TypeError, ValueError, Pyro5.errors.PyroError):
+            self._still_answering(face)
             raise
         except Exception as exc:
             log.warning("%s: a name server call failed in its term (%s)", self._replica.key, exc)
             raise NamingError(f"{self._replica.key}: the term ended, or etcd did not confirm the change, "
                               "while answering; ask again") from None
+        self._still_answering(face)
+        return result
+
+    def _still_answering(self, face: NameServerFace) -> None:
+        """Raise NamingError unless ``face``'s term still answers: an answer of a term that ended
+        meanwhile may not hold (a write the next leader never loaded)."""
+        with self._lock:
+            current = self._term is not None and self._term[1] is face
+        if not (current and self._replica.leading):
+            raise NamingError(f"{self._replica.key}: the term ended while answering; ask again")
 
     def _face(self) -> NameServerFace:
         """The face of the term this replica leads and answers in now.
