@@ -94,18 +94,24 @@ def etcd_deadline(exc: BaseException) -> bool:
     return getattr(status, "name", "") == "UNKNOWN" and callable(details) and details() == "context deadline exceeded"
 
 
-def pass_over_if_deadline(client: pyetcd.MultiEndpointEtcd3Client, exc: BaseException) -> bool:
-    """Pass over the member ``client`` uses now for its retry pause if ``exc`` is etcd's own deadline
-    answer (:func:`etcd_deadline`), as pyetcd does itself when its own deadline passes (it leaves
-    etcd's alone, and the next call would go to the same leaderless member); whether it was that.
+def pass_over_if_deadline(client: pyetcd.MultiEndpointEtcd3Client, exc: BaseException,
+                          sent_to: Any = None) -> bool:
+    """Pass over the member a failed call was sent to, for its retry pause, if ``exc`` is etcd's own
+    deadline answer (:func:`etcd_deadline`), as pyetcd does itself when its own deadline passes (it
+    leaves etcd's alone, and the next call would go to the same leaderless member); whether it was that.
 
-    Call it on the thread that made the failed call, on a client no other thread calls through:
-    the member in use is then the one the call was sent to."""
+    Args:
+        client: the client the call went through.
+        exc: what the call raised.
+        sent_to: the member the call was sent to (``client.endpoint_in_use`` noted before the call);
+            ``None``: the member in use now, right only on a client no other thread calls through
+            (another thread's failure may have moved it since).
+    """
     if not etcd_deadline(exc):
         return False
-    in_use = client.endpoint_in_use
-    if in_use is not None:
-        in_use.fail()
+    member = sent_to if sent_to is not None else client.endpoint_in_use
+    if member is not None:
+        member.fail()
     return True
 
 

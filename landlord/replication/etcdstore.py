@@ -448,20 +448,22 @@ class _Calls:
     def _call(self, call: Callable[[], T]) -> T:
         deadline = SYSTEM_CLOCK.monotonic() + RETRY_FOR  # real time, as the client's own timeouts
         while True:
+            sent_to = self.client.endpoint_in_use  # the client is shared: another thread's failure may move it
             try:
                 return call()
             except self.errors as exc:
-                if not self._worth_sending_again(exc) or SYSTEM_CLOCK.monotonic() >= deadline:
+                if not self._worth_sending_again(exc, sent_to) or SYSTEM_CLOCK.monotonic() >= deadline:
                     raise
                 log.debug("an etcd call failed (%s); sending it again", _brief(exc))
                 if isinstance(exc, self._none_left):
                     time.sleep(RETRY_PAUSE)
 
-    def _worth_sending_again(self, exc: BaseException) -> bool:
+    def _worth_sending_again(self, exc: BaseException, sent_to: Any = None) -> bool:
         """Whether a call that failed with ``exc`` failed for its member's sake (refused, timed out,
         no member to ask for now) rather than for its own; a member whose own deadline answered it
-        is passed over for now, as pyetcd passes over one whose deadline it saw first."""
-        return isinstance(exc, self._retry) or pass_over_if_deadline(self.client, exc)
+        (``sent_to``, the one it was sent to) is passed over for now, as pyetcd passes over one whose
+        deadline it saw first."""
+        return isinstance(exc, self._retry) or pass_over_if_deadline(self.client, exc, sent_to)
 
     def write(self, *, compare: Sequence[Any] = (), success: Sequence[Any] = (),
               failure: Sequence[Any] = ()) -> tuple[bool, list[ResponseOp]]:
@@ -1147,12 +1149,13 @@ def _scan(calls: _Calls, prefix: str, revision: int) -> tuple[list[Any], int]:
     start, end = prefix.encode(), _range_end(prefix)
     limit, found, failures, ceiling = FIRST_PAGE, [], 0, MAX_PAGE
     while True:
+        sent_to = calls.client.endpoint_in_use  # noted before: the client is shared
         try:
             answer = calls.page(start, end, limit=limit, revision=revision)
         except calls.errors as exc:
             failures += 1
             if etcd_deadline(exc) and failures <= PAGE_FAILURES:
-                pass_over_if_deadline(calls.client, exc)  # a member without a leader, not a page too big:
+                pass_over_if_deadline(calls.client, exc, sent_to)  # a member without a leader, not a page too big:
                 continue  # the same page, from another member
             status = _status(exc)
             if status not in ("RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED") or limit == 1 \

@@ -527,6 +527,7 @@ class WarmCopy:
         from pyetcd import etcdrpc
         request = etcdrpc.WatchRequest(create_request=etcdrpc.WatchCreateRequest(
             key=self._root.encode(), range_end=range_end(self._root), start_revision=folded.revision + 1))
+        sent_to = self._client.endpoint_in_use  # noted before: the client is the replica's, shared
         try:
             call = etcdrpc.WatchStub(self._client.channel).Watch(iter([request]))
             with self.changed:
@@ -540,7 +541,7 @@ class WarmCopy:
                 if response.events and not self._apply(folded, response.events):
                     return "stopped"
         except self._errors as exc:
-            pass_over_if_deadline(self._client, exc)  # the nudge then moves to another member
+            pass_over_if_deadline(self._client, exc, sent_to)  # the nudge then moves to another member
             log.debug("%r: the watch ended: %s", self, exc)
         finally:
             with self.changed:
@@ -564,10 +565,11 @@ class WarmCopy:
 
     def _nudge(self) -> None:
         """A call through the client, which moves it off a failed member before the watch is opened again."""
+        sent_to = self._client.endpoint_in_use  # noted before: the client is the replica's, shared
         try:
             self._client.get(self.key)
         except self._errors as exc:
-            pass_over_if_deadline(self._client, exc)  # etcd's own deadline: pyetcd would stay on that member
+            pass_over_if_deadline(self._client, exc, sent_to)  # etcd's own deadline: pyetcd would stay there
             log.debug("%r: etcd did not answer (%s)", self, exc)
 
     def _pause(self, folded: FoldedLeases | None = None) -> None:

@@ -43,7 +43,7 @@ from landlord import (
 
 from ..entry import Entry, entry_class_name, entry_fields, entry_matches, modified_entries
 from ..events import ALL_TRANSITIONS, EventRegistration
-from ..item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate, uri_of
+from ..item import MAX_MATCHES, ServiceItem, ServiceMatches, ServiceTemplate, check_cursor, uri_of
 from ..ownership import check_claim, check_proof, new_registration_secret, service_id_for
 from ..registration import DEFAULT_LEASE, DEFAULT_MAX_LEASE, ServiceRegistration
 from .fanout import EventFanout, EventRecord
@@ -122,7 +122,8 @@ class LookupService(Landlord):
                                                 exempt=[IN_PROCESS_CLIENT])
         self._event_registrations_held = ClientCounts(self.limits.event_registrations_per_client,
                                                       "event registrations", exempt=[IN_PROCESS_CLIENT])
-        self._too_large = 0  # registrations refused for their attributes' size
+        self._too_large = 0  # registrations refused for their attributes' size (counted under _counting)
+        self._counting = threading.Lock()  # not the service's lock, which a replica holds across etcd writes
         # RLock: the lease manager calls _lease_ended from inside calls made under this lock
         self._lock = threading.RLock()
         self._watchers: tuple[RegistrationWatcher, ...] = ()  # before a store's leases are taken back and ended
@@ -253,7 +254,9 @@ class LookupService(Landlord):
         all (:func:`~lookup.service.quotas.answer_bytes`; but one item always goes), so that it
         fits a message however many register how much. An answer that leaves matches out, by this
         or by ``max_matches``, has a :attr:`~lookup.ServiceMatches.cursor`: ask again with
-        ``after=`` it for the next of them (those registered since come in order, at the end).
+        ``after=`` it for the next of them (those registered since come in order, at the end; so
+        does an id registered again since, which a pager that keeps items by id, as
+        :class:`~lookup.LookupCache` does, takes as a change).
 
         Args:
             template: what to match.
@@ -269,6 +272,7 @@ class LookupService(Landlord):
         if not 0 <= _check_int(max_matches, "max_matches") <= MAX_MATCHES:
             raise ValueError(f"max_matches must be 0 to {MAX_MATCHES}, got {max_matches}")
         _check_template(template)
+        check_cursor(after)  # its size too, before any work is done on it
         self.manager.reap()  # free what has run out, so its events go out now
         with self._lock:
             records = self.registry.matching_records(template)
@@ -393,10 +397,11 @@ class LookupService(Landlord):
     def limit_refusals(self) -> dict[str, int]:
         """Calls refused so far by its ``limits``, by the limit's name (what
         ``landlord_limits_refused_total{limit}`` reads when scraped)."""
-        with self._lock:
-            return {"registrations_per_client": self._registrations_held.refused,
-                    "event_registrations_per_client": self._event_registrations_held.refused,
-                    "attribute_bytes": self._too_large}
+        # without the service's lock, which a replica's registration holds across an etcd write: a scrape
+        # waits for nobody (each count is one int, read whole)
+        return {"registrations_per_client": self._registrations_held.refused,
+                "event_registrations_per_client": self._event_registrations_held.refused,
+                "attribute_bytes": self._too_large}
 
     def _check_size(self, item: ServiceItem) -> None:
         """Refuse an item whose attributes are larger than :attr:`limits` allows.
@@ -406,7 +411,7 @@ class LookupService(Landlord):
         """
         size = attribute_bytes(item)
         if size > self.limits.attribute_bytes:
-            with self._lock:
+            with self._counting:
                 self._too_large += 1
             raise ValueError(f"attributes of {size} bytes: a registration may carry at most "
                              f"{self.limits.attribute_bytes} here")

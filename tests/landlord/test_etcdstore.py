@@ -328,6 +328,23 @@ def test_etcds_own_deadline_passes_over_the_member_in_use_and_no_other_error_doe
         client.close()
 
 
+def test_etcds_own_deadline_passes_over_the_member_the_call_was_sent_to_when_another_is_in_use_now() -> None:
+    client = connect("127.0.0.1:2379,127.0.0.1:2380", retry_after=60.0)  # no etcd needed: nothing is sent
+    try:
+        sent_to = client.endpoint_in_use
+        assert sent_to is not None
+        client.endpoint_in_use.fail()  # another thread's failure moved the shared client on meanwhile
+        client.channel  # noqa: B018 (choosing the next member is what reading the channel does)
+        now = client.endpoint_in_use
+        assert now is not sent_to and now is not None and not now.is_failed()
+        sent_to.last_failed = 0  # its pause over: only what this call says can pass it over again
+        assert not sent_to.is_failed()
+        assert pass_over_if_deadline(client, etcds_deadline(), sent_to)
+        assert sent_to.is_failed() and not now.is_failed()  # the healthy member in use is left alone
+    finally:
+        client.close()
+
+
 def test_etcds_own_deadline_is_told_from_other_errors() -> None:
     assert etcdstore.etcd_deadline(etcds_deadline())
     assert not etcdstore.etcd_deadline(EtcdAnswered(grpc.StatusCode.UNKNOWN, "etcdserver: no space"))

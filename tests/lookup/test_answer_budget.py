@@ -93,6 +93,32 @@ def test_what_changes_between_parts_is_never_taken_for_another_and_what_stayed_c
     assert found == expected  # the first came before its end (the cache's events put that right)
 
 
+def test_an_id_registered_again_between_parts_comes_again_and_a_cursors_own_item_gone_loses_nothing(
+        service: LookupService) -> None:
+    registrations = register_large(service, 100)
+    again: list[str] = []
+
+    def change(parts: list[ServiceMatches]) -> None:
+        if len(parts) == 1:
+            last_given = parts[0].items[-1].service_id
+            [given] = [registration for registration in registrations if registration.service_id == last_given]
+            given.lease.cancel()  # the item the cursor points at goes
+            first = registrations[0]
+            first.lease.cancel()  # and one given already ends and is registered again, under its id
+            again.append(service.register(large_item(0).replace(service_id=first.service_id), 60,
+                                          first.secret).service_id)
+    parts = every_part(service, ServiceTemplate(), change)
+    found = [item.service_id for part in parts for item in part.items]
+    assert found == [registration.service_id for registration in registrations] + again
+    assert found.count(registrations[0].service_id) == 2  # a pager keeping items by id takes it as a change
+
+
+def test_a_cursor_empty_or_longer_than_a_cursor_may_be_is_refused_by_its_size(service: LookupService) -> None:
+    for sized in ("", "x" * 200_000):
+        with pytest.raises(ValueError, match="a cursor has 1 to"):
+            service.lookup_all(ServiceTemplate(), 1000, sized)
+
+
 def test_a_cursor_not_of_this_service_is_refused(service: LookupService, clock: FakeClock) -> None:
     register_large(service, 40)
     cursor = service.lookup_all(ServiceTemplate(), 1000).cursor
@@ -103,7 +129,7 @@ def test_a_cursor_not_of_this_service_is_refused(service: LookupService, clock: 
             other.lookup_all(ServiceTemplate(), 1000, cursor)  # another registry: a restart, another term
     finally:
         other.close()
-    for malformed in ("", "nonsense", cursor.split(".")[0] + ".-1", cursor.split(".")[0] + ".\u0663"):
+    for malformed in ("nonsense", cursor.split(".")[0] + ".-1", cursor.split(".")[0] + ".\u0663"):
         with pytest.raises(ValueError, match="ask again from the start"):
             service.lookup_all(ServiceTemplate(), 1000, malformed)
     with pytest.raises(TypeError, match="a cursor is a str"):
