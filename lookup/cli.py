@@ -74,7 +74,8 @@ which replica leads the group, says so, and lists that replica's table.
 With ``--pyro-ns`` every replica serves Pyro5's name server: the leader
 answers (and answers broadcasts), the others raise ``NamingError`` naming the
 leader's lookup service (see :mod:`lookup.service.pyrons.replica`).
-``--http-port`` is refused with ``--etcd`` (a usage error).
+With ``--http-port`` every replica serves the page: the leader's shows its
+registrations, a follower's that it does not lead and who does.
 
 Errors are one line on stderr, naming the option as it was given (``--store``,
 ``$LOOKUP_SERVE_STORE``, ``FILE: store``). Exit codes: 0 done; 1 the lookup
@@ -358,7 +359,7 @@ def build_parser(prog: str = "lookup") -> argparse.ArgumentParser:
     _add_etcd_options(serve, serving=True)
     serve.add_argument("--http-port", type=any_port_argument, default=None, metavar="PORT",
                        help="also serve the lookup browser page (registrations, live) at http://ADDR:PORT/ "
-                            "(0: any free port; default: no page); not with --etcd")
+                            "(0: any free port; default: no page); with --etcd, a follower's names the leader")
     serve.add_argument("--http-host", default="127.0.0.1", metavar="ADDR",
                        help="the address the page listens on (default %(default)s: this host only; "
                             "elsewhere the page is read-only, the admin token being for loopback)")
@@ -430,8 +431,6 @@ def _serve_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             parser.error("--etcd, --group and --replicas go together")
         if args.store is not None:
             parser.error("--store and --etcd exclude each other: a replica keeps its leases in etcd")
-        if args.http_port is not None:
-            parser.error("--http-port is not served by a replica (yet): serve the page from a plain lookup service")
         return _serve_replica(args, parser)
     return _serve(args)
 
@@ -497,7 +496,8 @@ def _serve_replica(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                          reaper=args.reaper, tls=args.tls, metrics_port=args.metrics_port,
                          metrics_host=args.metrics_host, admin_token=args.admin_token, admin_names=args.admin_name,
                          limits=args.frame_limits, lookup_limits=args.lookup_limits, mail_limits=args.mail_limits,
-                         callback_hosts=args.callback_hosts, pyro_ns=args.pyro_ns_settings, **_discovery(args))
+                         callback_hosts=args.callback_hosts, pyro_ns=args.pyro_ns_settings, page=_page(args),
+                         **_discovery(args))
     except ValueError as exc:  # this replica not among --replicas
         parser.error(str(exc))
     except ImportError as exc:

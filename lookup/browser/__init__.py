@@ -7,6 +7,7 @@ modules and the standard library:
 
 * :mod:`lookup.browser.http`: the HTTP server (:class:`~lookup.browser.http.BrowserServer`,
   and :func:`~lookup.browser.http.page_at`, what ``serve(page=...)`` starts), its hostile-proof bounds;
+* :mod:`lookup.browser.terms`: on a replica, the feed of the term it leads, or its state as a follower;
 * :mod:`lookup.browser.feed`: the registration changes, watched in-process and fanned out to page clients;
 * :mod:`lookup.browser.page`: the page's HTML, script and style (imports nothing).
 

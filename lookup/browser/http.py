@@ -55,13 +55,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from landlord import UnknownLeaseError
+import Pyro5.errors
+
+from landlord import NotLeaderError, UnknownLeaseError
 from landlord.admin import AdminRefusedError, LandlordAdmin
 from landlord.serving import print_line
 
 from ..service.lookupservice import LookupService
 from .feed import BrowserFeed, FeedLimits, Subscription
 from .page import PAGE_FILES
+from .terms import Replica, TermFeed
 
 __all__ = ["BrowserServer", "PageLimits", "PageStarter", "page_at", "is_loopback", "read_only_note",
            "DEFAULT_HTTP_HOST", "REFUSAL_RULES", "TOKEN_HEADER"]
@@ -312,7 +315,8 @@ class BrowserServer:
     """The lookup browser: the page and its stream over HTTP, on threads of its own.
 
     Args:
-        feed: the registration changes it streams (started here if it was not).
+        feed: the registration changes it streams (started here if it was not): a service's, or a
+            replica's (:class:`~lookup.browser.terms.TermFeed`).
         host: the address to listen on (default loopback).
         port: the port (0: any free one; see :attr:`address`).
         admin: the landlord admin that evicts; ``None``: no eviction, no leases shown.
@@ -326,7 +330,7 @@ class BrowserServer:
         ValueError: an ``admin_token`` without ``admin``.
     """
 
-    def __init__(self, feed: BrowserFeed, *, host: str = DEFAULT_HTTP_HOST, port: int = 0,
+    def __init__(self, feed: BrowserFeed | TermFeed, *, host: str = DEFAULT_HTTP_HOST, port: int = 0,
                  admin: LandlordAdmin | None = None, admin_token: str | None = None,
                  limits: PageLimits | None = None) -> None:
         if admin_token is not None and admin is None:
@@ -431,6 +435,8 @@ class BrowserServer:
             request.reply(403, {"error": "evicting needs the admin token"})
         except UnknownLeaseError as exc:
             request.reply(404, {"error": str(exc)})
+        except (NotLeaderError, Pyro5.errors.ConnectionClosedError):  # a replica's page, the replica not leading
+            request.reply(409, {"error": "this replica does not lead now: evict on the leader's page"})
         except (TypeError, ValueError) as exc:
             request.reply(400, {"error": str(exc)})
         else:
@@ -456,8 +462,11 @@ def page_at(host: str = DEFAULT_HTTP_HOST, port: int = 0, *, announce: bool = Tr
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"port must be 0 to 65535, got {port!r}")
 
-    def start(service: LookupService, admin: LandlordAdmin | None, admin_token: str | None) -> BrowserServer:
-        page = BrowserServer(BrowserFeed(service, feed_limits), host=host, port=port,
+    def start(service: LookupService | Replica, admin: LandlordAdmin | None, admin_token: str | None
+              ) -> BrowserServer:
+        feed = BrowserFeed(service, feed_limits) if isinstance(service, LookupService) else TermFeed(service,
+                                                                                                   feed_limits)
+        page = BrowserServer(feed, host=host, port=port,
                              admin=admin if admin_token is not None else None, admin_token=admin_token,
                              limits=limits).start()
         if announce:
@@ -470,8 +479,9 @@ def page_at(host: str = DEFAULT_HTTP_HOST, port: int = 0, *, announce: bool = Tr
     return start
 
 
-#: ``start(service, admin, admin_token)``: a started page server, closed (as a context manager) with the service
-PageStarter = Callable[[LookupService, "LandlordAdmin | None", "str | None"], BrowserServer]
+#: ``start(service, admin, admin_token)``: a started page server, closed (as a context manager) with the service;
+#: ``service`` a replica (made, not started) serves the page of the terms it leads
+PageStarter = Callable[[LookupService | Replica, "LandlordAdmin | None", "str | None"], BrowserServer]
 
 
 def is_loopback(host: str) -> bool:

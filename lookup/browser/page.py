@@ -196,6 +196,10 @@ _JS = r"""
     } else if (message.kind === "gone") {
       gone(message.id);
       count();
+    } else if (message.kind === "follower") {
+      registrations.clear();
+      redraw();
+      status(message.leader ? "not leading; the leader is " + message.leader : "not leading; no leader known now");
     }
   }
 

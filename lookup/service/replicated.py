@@ -19,6 +19,7 @@ It is served under the lookup service's own object id, so
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
@@ -75,6 +76,10 @@ __all__ = [
 log = logging.getLogger("lookup.replicated")  # its name before it moved; logs and tests know it by it
 
 T = TypeVar("T")
+
+#: ``start(replica, admin, admin_token)``: a started page server of the replica's terms (:func:`lookup.browser.page_at`)
+ReplicaPageStarter = Callable[["ReplicatedLookupService", "LandlordAdmin | None", "str | None"],
+                              contextlib.AbstractContextManager[Any]]
 
 ETCD_PREFIX = "lookup"  # the group's keys: /lookup/<group>/...
 
@@ -296,7 +301,8 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
                      groups: Iterable[str] = PUBLIC_GROUPS, announce_interval: float = DEFAULT_INTERVAL,
                      discovery_network: DiscoveryNetwork | None = None, limits: FrameLimits | None = None,
                      lookup_limits: LookupLimits | None = None, mail_limits: MailLimits | None = None,
-                     callback_hosts: Iterable[str] | None = None, pyro_ns: PyroNs | None = None) -> None:
+                     callback_hosts: Iterable[str] | None = None, pyro_ns: PyroNs | None = None,
+                     page: ReplicaPageStarter | None = None) -> None:
     """Serve one replica of lookup group ``group`` at ``host:port`` until SIGTERM or SIGINT (or ``stop``).
 
     Discovery: every replica, leading or not, announces the whole group (every replica's URI, under
@@ -314,6 +320,8 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
         pyro_ns: also serve Pyro5's name server protocol (see :mod:`lookup.service.pyrons.replica`):
             answered while this replica leads, from its term; a ``NamingError`` naming the leader
             while it does not; broadcasts answered by the leader alone.
+        page: also serve the lookup browser page (:func:`lookup.browser.page_at`): on the leader, its
+            term's registrations, live; on a follower, that it does not lead and who does.
         replicas: every replica's address, ``h1:p1,h2:p2,h3:p3``, the same on each; this one's
             (its advertised address and ``port``) among them.
 
@@ -352,9 +360,12 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
         announcing.open(advertised_host(host, advertise))
         if pyro_ns is not None and name_server is not None:
             bridge = NameServerBridge(name_server, pyro_ns, host=host, advertise=advertise, tls=tls, limits=limits)
-        serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=answering,
-                      announce=announce, name="lookup service", metrics=metrics, metrics_port=metrics_port,
-                      metrics_host=metrics_host, admin=admin, limits=limits)
+        with contextlib.ExitStack() as pages:
+            if page is not None:  # before the replica starts: its feed follows every term
+                pages.enter_context(page(replica, admin, admin_token))
+            serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=answering,
+                          announce=announce, name="lookup service", metrics=metrics, metrics_port=metrics_port,
+                          metrics_host=metrics_host, admin=admin, limits=limits)
     finally:
         announcing.close()
         if bridge is not None:

@@ -4,6 +4,7 @@ state changes without the token; a canary holder keeps renewing through them all
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -12,18 +13,26 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import Pyro5.api
 import pytest
+from conftest import ChildProcess, free_port
+from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster, new_group  # noqa: F401  (fixtures)
 
 from landlord import FakeClock, UnknownLeaseError
 from landlord.admin import LandlordAdmin
+from landlord.testing.etcd import EtcdCluster
 from lookup import LookupService, Name, ServiceItem
 from lookup.browser import TOKEN_HEADER, BrowserFeed, BrowserServer, FeedLimits, PageLimits, page_at
 from lookup.browser.feed import LEASE_PREFIX_SHOWN
 from lookup.browser.http import is_loopback, read_only_note
+from lookup.browser.terms import TermFeed
+from lookup.discovery.unicast import LOOKUP_OBJECT_ID
+from lookup.service.replicated import ReplicatedLookupService
 
 TOKEN = "the operators' admin token, long enough"
 URI = "PYRO:quotes@127.0.0.1:1"
@@ -50,12 +59,13 @@ def item(*types: str, name: str = "quotes") -> ServiceItem:
 class Stream:
     """``GET /events`` on a raw socket: its messages, parsed as they come."""
 
-    def __init__(self, page: BrowserServer, token: str | None = None, receive_buffer: int | None = None) -> None:
+    def __init__(self, page: BrowserServer | tuple[str, int], token: str | None = None,
+                 receive_buffer: int | None = None) -> None:
         self.socket = socket.socket()
         if receive_buffer is not None:  # before connecting: no autotuning, the window stays this small
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         self.socket.settimeout(5)
-        self.socket.connect(page.address)
+        self.socket.connect(page if isinstance(page, tuple) else page.address)
         headers = f"{TOKEN_HEADER}: {token}\r\n" if token is not None else ""
         self.socket.sendall(f"GET /events HTTP/1.0\r\n{headers}\r\n".encode())
         self.buffer = bytearray()
@@ -560,7 +570,7 @@ def test_watch_tells_each_change_in_order_and_a_failing_watcher_stops_nothing(
 
 
 def test_lookup_serve_http_port_serves_the_page_beside_the_service(tmp_path: Any) -> None:
-    from lookup_processes import LookupProcess, run_lookup
+    from lookup_processes import LookupProcess
 
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
@@ -569,9 +579,6 @@ def test_lookup_serve_http_port_serves_the_page_beside_the_service(tmp_path: Any
         url = server.wait_for(r"^lookup browser at (http://127\.0\.0\.1:\d+/)$").group(1)
         with urllib.request.urlopen(url, timeout=5) as answer:
             assert answer.status == 200 and b"Lookup browser" in answer.read()
-    refused = run_lookup("serve", "--http-port", "0", "--etcd", "127.0.0.1:1", "--group", "g",
-                         "--replicas", "127.0.0.1:1")
-    assert refused.returncode == 2 and "--http-port is not served by a replica" in refused.stderr
 
 
 def test_lookup_serve_with_the_page_off_loopback_serves_it_read_only_and_the_pyro_admin_still_works(
@@ -594,3 +601,62 @@ def test_lookup_serve_with_the_page_off_loopback_serves_it_read_only_and_the_pyr
         assert refused.value.code == 403 and b"read-only" in refused.value.read()
         leases = run_lookup("leases", "--port", str(port), "--token-file", str(token_file))
         assert leases.returncode == 0, leases.stderr  # the operator's admin, over Pyro, is unchanged
+
+
+# -- on a replicated lookup service (lookup serve --etcd ... --http-port) ----------------------------------
+
+
+def test_a_replicas_page_streams_its_terms_registrations_or_names_the_leader_and_follows_a_failover(
+        cluster: EtcdCluster) -> None:
+    pages: dict[int, BrowserServer] = {}
+
+    def make(client: Any, name: str, uris: list[str]) -> ReplicatedLookupService:
+        replica = ReplicatedLookupService(client, group=name, replicas=uris, max_lease=60)
+        pages[id(replica)] = BrowserServer(TermFeed(replica)).start()  # before the replica starts
+        return replica
+
+    group = ReplicaGroup(cluster, make, object_id=LOOKUP_OBJECT_ID).start()
+    streams: list[Stream] = []
+    try:
+        leader = group.leader()
+        registration = leader.register(item("acme.Quoter"), 30)
+        streams.append(Stream(pages[id(leader)]))
+        snapshot = streams[0].next()
+        assert snapshot["kind"] == "snapshot" and [r["id"] for r in snapshot["registrations"]] == \
+            [registration.service_id]
+        for follower in group.followers(leader):
+            streams.append(Stream(pages[id(follower)]))
+            assert streams[-1].next() == {"kind": "follower", "leader": leader.uri}
+        leader.close()
+        successor = group.leader(excluding=leader)
+        for ended in streams:  # the old term's feed closed; the followers' state changed (one leads, one follows it)
+            with pytest.raises(EOFError):
+                ended.next()
+        with contextlib.closing(Stream(pages[id(successor)])) as stream:
+            snapshot = stream.next()
+        assert snapshot["kind"] == "snapshot" and [r["id"] for r in snapshot["registrations"]] == \
+            [registration.service_id]
+        with contextlib.closing(Stream(pages[id(leader)])) as stream:
+            assert stream.next()["kind"] == "follower"
+    finally:
+        for stream in streams:
+            stream.close()
+        group.close()
+        for page in pages.values():
+            page.close()
+
+
+def test_lookup_serve_etcd_http_port_serves_the_replicas_page(cluster: EtcdCluster) -> None:
+    group, port = new_group(), free_port()
+    with ChildProcess("-m", "lookup", "serve", "--etcd", ",".join(cluster.endpoints), "--group", group,
+                      "--replicas", f"127.0.0.1:{port}", "--port", str(port), "--no-announce", "--http-port", "0",
+                      name="replica with a page") as replica:
+        url = replica.wait_for(r"^lookup browser at (http://127\.0\.0\.1:\d+/)$").group(1)
+        uri = replica.read_uri(20, pattern=r"^lookup service at (?P<uri>\S+) ")
+        with Pyro5.api.Proxy(uri) as proxy:
+            assert wait_until(lambda: proxy.replica_status()["leading"], FAILOVER)  # the only replica leads
+            registration = proxy.register(item("acme.Quoter"), 30)
+        address = urllib.parse.urlsplit(url)
+        with contextlib.closing(Stream((str(address.hostname), int(address.port or 0)))) as stream:
+            snapshot = stream.next()
+        assert [r["id"] for r in snapshot["registrations"]] == [registration.service_id]
