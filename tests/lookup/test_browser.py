@@ -646,6 +646,39 @@ def test_a_replicas_page_streams_its_terms_registrations_or_names_the_leader_and
             page.close()
 
 
+def test_a_flood_of_follower_streams_is_capped_and_the_leaders_canary_and_page_go_on(cluster: EtcdCluster) -> None:
+    pages: dict[int, BrowserServer] = {}
+
+    def make(client: Any, name: str, uris: list[str]) -> ReplicatedLookupService:
+        replica = ReplicatedLookupService(client, group=name, replicas=uris, max_lease=60)
+        pages[id(replica)] = BrowserServer(TermFeed(replica, FeedLimits(clients=3))).start()
+        return replica
+
+    group = ReplicaGroup(cluster, make, object_id=LOOKUP_OBJECT_ID).start()
+    held: list[Stream] = []
+    try:
+        leader = group.leader()
+        canary = Canary(leader)
+        follower = pages[id(group.followers(leader)[0])]
+        for _ in range(3):  # never read again: heartbeats only, a few bytes a second
+            held.append(Stream(follower, receive_buffer=4096))
+            assert held[-1].status == 200 and held[-1].next()["kind"] == "follower"
+        assert Stream(follower).status == 503  # the fourth
+        assert post_evict(follower, {"lease": "abcdefgh"})[0] == 403  # no token: nothing to evict with
+        assert follower.feed.clients == 3
+        with contextlib.closing(Stream(pages[id(leader)])) as stream:
+            assert [r["id"] for r in stream.next()["registrations"]] == [canary.registration.service_id]
+        renewed = canary.renewals
+        assert wait_until(lambda: canary.renewals >= renewed + 3, 5)  # still renewing, the streams held
+        canary.stop()
+    finally:
+        for stream in held:
+            stream.close()
+        group.close()
+        for page in pages.values():
+            page.close()
+
+
 def test_lookup_serve_etcd_http_port_serves_the_replicas_page(cluster: EtcdCluster) -> None:
     group, port = new_group(), free_port()
     with ChildProcess("-m", "lookup", "serve", "--etcd", ",".join(cluster.endpoints), "--group", group,

@@ -18,12 +18,17 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from etcd_fixtures import ReplicaGroup, cluster, etcd_cluster  # noqa: F401  (fixtures)
 from lookup_processes import LookupProcess
 
 from landlord import LeaseDeniedError, UnknownLeaseError
 from landlord.testing import ChildProcess, free_port
+from landlord.testing.etcd import EtcdCluster
 from lookup import Comment, Location, Name, ServiceInfo, ServiceItem, locate
-from lookup.browser import LEASE_PREFIX_SHOWN
+from lookup.browser import LEASE_PREFIX_SHOWN, BrowserServer
+from lookup.browser.terms import TermFeed
+from lookup.discovery.unicast import LOOKUP_OBJECT_ID
+from lookup.service.replicated import ReplicatedLookupService
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 REQUIRED = os.environ.get("LANDLORD_REQUIRE_BROWSER") == "1"
@@ -273,3 +278,39 @@ def test_a_page_off_loopback_is_read_only_and_offers_no_token_form(tmp_path: pat
         driver.find_element(By.ID, "token-use").click()
         assert wait_until(lambda: driver.find_element(By.ID, "admin-status").text == "token refused", 2) is not None
         assert driver.find_elements(By.CSS_SELECTOR, "button.evict") == []
+
+
+def test_a_replicas_page_names_the_leader_and_follows_a_failover_without_a_reload(cluster: EtcdCluster,
+                                                                                  driver: Any) -> None:
+    pages: dict[int, BrowserServer] = {}
+
+    def make(client: Any, name: str, uris: list[str]) -> ReplicatedLookupService:
+        replica = ReplicatedLookupService(client, group=name, replicas=uris, max_lease=60)
+        pages[id(replica)] = BrowserServer(TermFeed(replica)).start()  # before the replica starts
+        return replica
+
+    group = ReplicaGroup(cluster, make, object_id=LOOKUP_OBJECT_ID).start()
+    try:
+        leader = group.leader()
+        registration = leader.register(ServiceItem(None, "PYRO:quotes@127.0.0.1:9", ("acme.Quotes",), ()), 60)
+        watched = group.followers(leader)[0]
+        driver.get(pages[id(watched)].url)
+
+        def status() -> str:
+            return str(driver.find_element(By.ID, "status").text)
+
+        assert wait_until(lambda: status() == f"not leading; the leader is {leader.uri}", 5) is not None, status()
+        assert not rows(driver, registration.service_id)
+        driver.execute_script("window.loadedOnce = true")  # gone if the page reloads
+        leader.close()
+        successor = group.leader(excluding=leader)
+        if successor is watched:  # the page it shows turns into the leader's, live
+            assert wait_until(lambda: rows(driver, registration.service_id), 5) is not None
+            assert status() == "live"
+        else:
+            assert wait_until(lambda: status() == f"not leading; the leader is {successor.uri}", 5) is not None
+        assert driver.execute_script("return window.loadedOnce") is True
+    finally:
+        group.close()
+        for page in pages.values():
+            page.close()
