@@ -23,7 +23,7 @@ import pytest
 from conftest import ChildProcess, free_port
 from etcd_fixtures import FAILOVER, ReplicaGroup, cluster, etcd_cluster, new_group  # noqa: F401  (fixtures)
 
-from landlord import FakeClock, UnknownLeaseError
+from landlord import FakeClock, LeaseDeniedError, UnknownLeaseError
 from landlord.admin import LandlordAdmin
 from landlord.testing.etcd import EtcdCluster
 from lookup import LookupService, Name, ServiceItem
@@ -612,7 +612,8 @@ def test_a_replicas_page_streams_its_terms_registrations_or_names_the_leader_and
 
     def make(client: Any, name: str, uris: list[str]) -> ReplicatedLookupService:
         replica = ReplicatedLookupService(client, group=name, replicas=uris, max_lease=60)
-        pages[id(replica)] = BrowserServer(TermFeed(replica)).start()  # before the replica starts
+        pages[id(replica)] = BrowserServer(TermFeed(replica), admin=LandlordAdmin(replica, token=TOKEN),
+                                           admin_token=TOKEN).start()  # before the replica starts
         return replica
 
     group = ReplicaGroup(cluster, make, object_id=LOOKUP_OBJECT_ID).start()
@@ -638,6 +639,12 @@ def test_a_replicas_page_streams_its_terms_registrations_or_names_the_leader_and
             [registration.service_id]
         with contextlib.closing(Stream(pages[id(leader)])) as stream:
             assert stream.next()["kind"] == "follower"
+        prefix = {"lease": registration.lease.cookie[:LEASE_PREFIX_SHOWN]}
+        assert post_evict(pages[id(leader)], prefix, TOKEN) == (409, {
+            "error": "this replica does not lead now: evict on the leader's page"})
+        assert post_evict(pages[id(successor)], prefix, TOKEN)[0] == 200  # the leader's page evicts
+        with pytest.raises(LeaseDeniedError, match="evicted by an operator"):
+            registration.lease.renew(30)
     finally:
         for stream in streams:
             stream.close()
