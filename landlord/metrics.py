@@ -96,6 +96,7 @@ import logging
 import platform
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -325,7 +326,8 @@ class LeaseMetrics(Metrics, LeaseHooks):
             ("wait_timeouts", "Waits for a name that timed out."))}
         self._lock = threading.Lock()
         self._watched: Landlord | ReplicatedLandlord | None = None
-        self._latest: Landlord | None = None  # the landlord last attached (a replica's: its last term's)
+        # the landlord last attached (a replica's: its last term's), not kept alive by these metrics
+        self._latest: weakref.ref[Landlord] | None = None
         self.count_by_label("landlord_limits_refused", "Calls refused by a per-client limit (what one client may "
                             "hold, or how large a registration may be), by limit.", "limit", self.limit_refusals)
 
@@ -379,14 +381,15 @@ class LeaseMetrics(Metrics, LeaseHooks):
     def _hook(self, landlord: Landlord) -> None:
         if not any(told is self for told in _told(landlord.manager.hooks)):
             landlord.manager.add_hooks(self)
-        self._latest = landlord
+        self._latest = weakref.ref(landlord)
         self.landlord_attached(landlord)
 
     def limit_refusals(self) -> dict[str, int]:
         """What the landlord attached refused so far by its per-client limits, by limit (empty if it has
         none: only landlords with a ``limit_refusals()``, such as the lookup and the renewal service, do;
         a replica's, of its last term)."""
-        reading = getattr(self._latest, "limit_refusals", None)
+        latest = self._latest() if self._latest is not None else None
+        reading = getattr(latest, "limit_refusals", None)
         return dict(reading()) if callable(reading) else {}
 
     def _held(self) -> float:

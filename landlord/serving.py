@@ -504,9 +504,9 @@ def serve_object(obj: object, host: str = DEFAULT_HOST, port: int = 0, *, object
 
         loop = threading.Thread(target=daemon.requestLoop, name=f"{name}-requests", daemon=True)
         loop.start()
+        answering.set()  # before the lines that say so: whoever reads them and asks /readyz hears "ready"
         _announce(name, announce, _serving_line(name, uri, server_type, tls is not None, details,
                                                 daemon.locationStr if translated else None), admin_uri, endpoint)
-        answering.set()
         if ready is not None:
             ready(uri)
         _wait_for_stop(stop, loop)

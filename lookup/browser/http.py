@@ -203,6 +203,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         page = self.server.page
         if page.loopback and not _rebinding_proof(self.headers.get_all("Host") or []):
             page.refused("host")
+            self.close_connection = True  # its body, unread, must not be taken for the next request
             self._reply(421, {"error": "this page answers at localhost or an IP address only"})
             return False
         return True

@@ -24,6 +24,7 @@ import Pyro5.errors
 
 from landlord import (
     FOREVER,
+    SYSTEM_CLOCK,
     Backoff,
     Clock,
     LeaseRenewalEvent,
@@ -80,6 +81,7 @@ class CachePeer:
         self._renewals = renewals
         self._lease_duration = lease_duration
         self._logger = logger
+        self._clock = clock
         self._peer = PeerThread(uri, condition=condition, clock=clock, backoff=backoff, errors=errors,
                                 logger=logger, name="LookupCache")
         self._token: str | None = None  # the handback events are routed here by, while routed
@@ -185,7 +187,7 @@ class CachePeer:
         sink_uri = self._sink_uri(proxy)
         registration = proxy.notify(self._template, ALL_TRANSITIONS, sink_uri, token, self._lease_duration)
         try:
-            snapshot = whole_snapshot(proxy, self._template)
+            snapshot = whole_snapshot(proxy, self._template, self._clock)
         except BaseException:
             _cancel_quietly(registration.lease)
             raise
@@ -270,29 +272,37 @@ class CachePeer:
             self._view.report(self.uri, event.service_id, event.item, event.expiry)
 
 
-def whole_snapshot(proxy: Any, template: ServiceTemplate) -> ServiceMatches:
+def whole_snapshot(proxy: Any, template: ServiceTemplate, clock: Clock = SYSTEM_CLOCK) -> ServiceMatches:
     """Every item matching ``template`` (at most ``MAX_SNAPSHOT``), with their expiries: the
     lookup service's answer, and the rest of a long one, asked for after its cursor until none
-    is left out. What changes between the parts, the events held back meanwhile put right.
+    is left out. What changes between the parts, the events held back meanwhile put right. Each
+    part's expiries are made as of the last part's arrival (on ``clock``'s monotonic time), since
+    whoever reads them counts from then.
 
     Raises:
         What ``proxy.lookup_all`` raises (a cursor refused: the lookup service restarted, or
         another replica leads: the snapshot is taken anew).
     """
     answer = proxy.lookup_all(template, MAX_SNAPSHOT)
-    items, expiries, total = list(answer.items), _expiries_of(answer), answer.total
-    while answer.cursor is not None and len(items) < MAX_SNAPSHOT:
-        answer = proxy.lookup_all(template, MAX_SNAPSHOT - len(items), answer.cursor)
+    parts, total, taken = [(answer, clock.monotonic())], answer.total, len(answer.items)
+    while answer.cursor is not None and taken < MAX_SNAPSHOT:
+        answer = proxy.lookup_all(template, MAX_SNAPSHOT - taken, answer.cursor)
         if not answer.items:
             break  # a server that moves on by nothing: what it gave is all there is
-        items += answer.items
-        expiries += _expiries_of(answer)
+        parts.append((answer, clock.monotonic()))
+        taken += len(answer.items)
+    last = parts[-1][1]
+    items = [item for part, _ in parts for item in part.items]
+    expiries = [expiry for part, arrived in parts for expiry in _expiries_of(part, last - arrived)]
     return ServiceMatches._made(items, max(total, len(items)), expiries)
 
 
-def _expiries_of(answer: ServiceMatches) -> list[Expiry | None]:
-    """An answer's expiries, one per item (``None`` each when it sent none)."""
-    return list(answer.expiries) if answer.expiries is not None else [None] * len(answer.items)
+def _expiries_of(answer: ServiceMatches, since: float = 0.0) -> list[Expiry | None]:
+    """An answer's expiries, one per item (``None`` each when it sent none), ``since`` seconds on."""
+    if answer.expiries is None:
+        return [None] * len(answer.items)
+    return [expiry if expiry is None or not since else Expiry(max(0.0, expiry.remaining - since), expiry.term)
+            for expiry in answer.expiries]
 
 
 def _listing(snapshot: ServiceMatches) -> tuple[dict[str, ServiceItem], dict[str, Expiry]]:

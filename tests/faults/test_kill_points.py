@@ -100,6 +100,12 @@ def frees(pattern: str, *processes: ChildProcess) -> list[tuple[str, ...]]:
     return [match.groups() for child in processes for line in child.output if (match := compiled.match(line))]
 
 
+def heard(freed: Callable[[], list[tuple[str, ...]]], count: int) -> None:
+    """Wait until ``freed()`` lists ``count`` frees at least: a child's lines reach its output by a
+    reader thread of ours, after what the test saw happen (the exact count is asserted after)."""
+    wait_until(lambda: len(freed()) >= count, 10, f"{count} free(s) read from the servers' output")
+
+
 def expected_frees(point: str) -> tuple[int, int]:
     """How often the victim's resource is freed before the kill, and after it (by the restarted server)."""
     return {"before-free": (0, 1), "after-free": (1, 1), "after-forget": (1, 0)}[point]
@@ -142,6 +148,7 @@ def landlord_case(children: list[ChildProcess], tmp_path: Path, point: str) -> N
         with pytest.raises(UnknownLeaseError):
             victim.renew(60)  # and a restored row of it would have been freed by now, as found dead
         before, after = expected_frees(point)
+        heard(lambda: frees(ROOM_FREED, server, restarted), before + after)
         freed = frees(ROOM_FREED, server) + frees(ROOM_FREED, restarted)
         assert [cookie for _, cookie in freed] == [victim.cookie] * (before + after), freed
         assert losses.events == []
@@ -198,6 +205,7 @@ def lookup_case(children: list[ChildProcess], tmp_path: Path, point: str) -> Non
         for registration, listed in ((canary, 1), (victim, 0)):
             assert len(lookup.lookup_all(ServiceTemplate(service_id=registration.service_id), 10).items) == listed
         before, after = expected_frees(point)
+        heard(lambda: frees(REGISTRATION_ENDED, server, restarted), before + after)
         ended = frees(REGISTRATION_ENDED, server) + frees(REGISTRATION_ENDED, restarted)
         assert ended == [(victim.service_id,)] * (before + after), ended
         if point != "after-forget":  # after the delete, an event not yet delivered is lost (the module docstring)
@@ -284,6 +292,7 @@ def replica_case(children: list[ChildProcess], cluster: EtcdCluster, point: str)
         with pytest.raises(UnknownLeaseError):
             victim.renew(60)  # a successor that took back its row has freed it by now, as found dead
         before, after = expected_frees(point)
+        heard(lambda: frees(REPLICA_FREED, first, *others), before + after)
         freed, again = frees(REPLICA_FREED, first), frees(REPLICA_FREED, *others)
         assert len(freed) == before, freed
         # etcd's delete is written within the commit interval: one asked for just before the kill may be lost

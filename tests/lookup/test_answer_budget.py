@@ -183,13 +183,29 @@ def test_the_caches_snapshot_asks_for_the_rest_until_nothing_is_left_out() -> No
     lookup = PagedLookup([ServiceMatches(items[:2], 5, [expiry, expiry], "e.2"),
                           ServiceMatches(items[2:4], 5, None, "e.4"),  # a part without expiries
                           ServiceMatches(items[4:], 5, [expiry])])
-    snapshot = whole_snapshot(lookup, ServiceTemplate())
+    snapshot = whole_snapshot(lookup, ServiceTemplate(), FakeClock())  # no time passes between the parts
     assert snapshot.items == items and snapshot.total == 5
     assert snapshot.expiries == [expiry, expiry, None, None, expiry]
     assert [after for _, after in lookup.asked] == [None, "e.2", "e.4"]
     assert [asked for asked, _ in lookup.asked] == [100_000, 99_998, 99_996]
     stuck = PagedLookup([ServiceMatches(items[:1], 5, None, "e.1"), ServiceMatches([], 5, None, "e.1")])
     assert whole_snapshot(stuck, ServiceTemplate()).items == items[:1]  # a part of nothing ends it
+
+
+def test_the_caches_snapshot_counts_each_parts_expiries_from_the_last_parts_arrival(clock: FakeClock) -> None:
+    items = [large_item(number).replace(service_id=f"{number:08x}") for number in range(3)]
+    pages = [ServiceMatches(items[:1], 3, [Expiry(5.0, 10.0)], "e.1"),
+             ServiceMatches(items[1:2], 3, [Expiry(5.0, 10.0)], "e.2"),
+             ServiceMatches(items[2:], 3, [Expiry(0.2, 10.0)])]
+
+    class Slow(PagedLookup):
+        def lookup_all(self, template: ServiceTemplate, max_matches: int, after: str | None = None) -> ServiceMatches:
+            if after is not None:
+                clock.advance(0.3)  # each further part takes its time to come
+            return super().lookup_all(template, max_matches, after)
+
+    snapshot = whole_snapshot(Slow(pages), ServiceTemplate(), clock)
+    assert snapshot.expiries == [Expiry(pytest.approx(4.4), 10.0), Expiry(pytest.approx(4.7), 10.0), Expiry(0.2, 10.0)]
 
 
 def test_the_lists_of_names_values_and_rows_are_cut_to_the_budget(service: ServedLookupService) -> None:

@@ -302,6 +302,10 @@ def test_a_loopback_page_answers_only_a_host_no_dns_answer_can_point_at_it(servi
         assert _raw(page, b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\nHost: rebound.test\r\n\r\n").startswith(
             b"HTTP/1.0 421 ")  # two: refused, whichever a proxy would take
         assert _raw(page, b"GET / HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 200 ")  # none: no browser omits it
+        smuggled = b"GET /page.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"  # a body the refused request carried
+        answer = _raw(page, b"POST /evict HTTP/1.1\r\nHost: rebound.test\r\nContent-Length: %d\r\n\r\n%s"
+                      % (len(smuggled), smuggled))
+        assert answer.startswith(b"HTTP/1.0 421 ") and answer.count(b"HTTP/1.") == 1  # closed: not read as a request
 
 
 def _raw(page: BrowserServer, request: bytes) -> bytes:

@@ -7,11 +7,13 @@ leads; and both served without prometheus-client: health checks alone, the extra
 from __future__ import annotations
 
 import contextlib
+import gc
 import platform
 import threading
 import time
 import urllib.error
 import urllib.request
+import weakref
 from collections.abc import Callable, Iterator
 
 import Pyro5.api
@@ -141,6 +143,20 @@ def test_lookup_metrics_count_a_services_registrations_and_mail() -> None:
         assert sample("lookup_registrations_active") == 1  # read when scraped
     finally:
         service.close()
+
+
+def test_lookup_metrics_keep_no_terms_service_alive() -> None:
+    metrics = LookupMetrics()
+    service = LookupService(reaper="lazy")
+    metrics._hook(service)  # as each term's service of a replica is hooked (attach() keeps a plain one)
+    assert metrics.limit_refusals()["registrations_per_client"] == 0
+    service.close()
+    gone = weakref.ref(service)
+    del service
+    gc.collect()
+    assert gone() is None  # a follower holds no old term's registry for its metrics' sake
+    assert metrics.limit_refusals() == {}
+    assert metrics.registry.get_sample_value("lookup_registrations_active") == 0
 
 
 def test_lookup_metrics_count_the_events_dropped_with_a_listener_given_up_on() -> None:
