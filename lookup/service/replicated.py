@@ -24,7 +24,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import Pyro5.server
@@ -362,7 +362,10 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
             bridge = NameServerBridge(name_server, pyro_ns, host=host, advertise=advertise, tls=tls, limits=limits)
         with contextlib.ExitStack() as pages:
             if page is not None:  # before the replica starts: its feed follows every term
-                pages.enter_context(page(replica, admin, admin_token))
+                started = pages.enter_context(page(replica, admin, admin_token))
+                refusals = getattr(started, "refusals", None)  # the page's (a BrowserServer's): counted if kept
+                if metrics is not None and isinstance(refusals, Mapping):
+                    metrics.count_page(lambda: started.refusals)
             serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=answering,
                           announce=announce, name="lookup service", metrics=metrics, metrics_port=metrics_port,
                           metrics_host=metrics_host, admin=admin, limits=limits)

@@ -694,9 +694,10 @@ def test_lookup_serve_etcd_http_port_serves_the_replicas_page(cluster: EtcdClust
     group, port = new_group(), free_port()
     with ChildProcess("-m", "lookup", "serve", "--etcd", ",".join(cluster.endpoints), "--group", group,
                       "--replicas", f"127.0.0.1:{port}", "--port", str(port), "--no-announce", "--http-port", "0",
-                      name="replica with a page") as replica:
+                      "--metrics-port", "0", name="replica with a page") as replica:
         url = replica.wait_for(r"^lookup browser at (http://127\.0\.0\.1:\d+/)$").group(1)
         uri = replica.read_uri(20, pattern=r"^lookup service at (?P<uri>\S+) ")
+        metrics = replica.wait_for(r"lookup service metrics at (http://\S+/metrics)").group(1)  # printed after
         with Pyro5.api.Proxy(uri) as proxy:
             assert wait_until(lambda: proxy.replica_status()["leading"], FAILOVER)  # the only replica leads
             registration = proxy.register(item("acme.Quoter"), 30)
@@ -704,3 +705,7 @@ def test_lookup_serve_etcd_http_port_serves_the_replicas_page(cluster: EtcdClust
         with contextlib.closing(Stream((str(address.hostname), int(address.port or 0)))) as stream:
             snapshot = stream.next()
         assert [r["id"] for r in snapshot["registrations"]] == [registration.service_id]
+        with pytest.raises(urllib.error.HTTPError, match="421"):  # a rebound name: refused, and counted
+            urllib.request.urlopen(urllib.request.Request(url, headers={"Host": "rebound.example"}), timeout=5)
+        with urllib.request.urlopen(metrics, timeout=5) as scraped:
+            assert 'lookup_browser_refused_total{rule="host"} 1.0' in scraped.read().decode()
