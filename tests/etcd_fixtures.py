@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 import pytest
-from conftest import skip_unless_required
+from conftest import skip_unless_required, wait_until
 
 from landlord import ReplicatedLandlord, replica_uris
 from landlord.replication.election import connect
@@ -91,6 +91,13 @@ class ReplicaGroup(Generic[R]):
                 if replica is not excluding and replica.wait_leading(0.02):
                     return replica
         raise AssertionError(f"no replica of {self.name} leads after {timeout} s")
+
+    def wait_named(self, leader: R, *, excluding: R | None = None, timeout: float = FAILOVER) -> None:
+        """Wait until every other replica (but ``excluding``, a closed one) names ``leader`` as the leader:
+        a follower learns of a new leader a moment after it leads."""
+        others = [replica for replica in self.replicas if replica is not leader and replica is not excluding]
+        wait_until(lambda: all(replica.leader() == leader.uri for replica in others), timeout,
+                   f"every replica of {self.name} names {leader.uri}")
 
     def followers(self, leader: R) -> list[R]:
         return [replica for replica in self.replicas if replica is not leader]

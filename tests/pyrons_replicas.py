@@ -33,7 +33,8 @@ def serve_replicas(cluster: EtcdCluster, group: str, ping: float, *options: str)
 
 
 def leading(replicas: list[Replica], *, excluding: str | None = None) -> tuple[str, int]:
-    """The (lookup URI, name server port) of the replica that leads, waiting for one."""
+    """The (lookup URI, name server port) of the replica that leads, waiting for one, and for every
+    replica but ``excluding`` (a killed one) to name it."""
     found: list[tuple[str, int]] = []
 
     def leads(uri: str) -> bool:
@@ -45,4 +46,13 @@ def leading(replicas: list[Replica], *, excluding: str | None = None) -> tuple[s
         return bool(found)
 
     wait_until(one_leads, FAILOVER, "a replica leads")
+    leader = found[0][0]
+
+    def named(uri: str) -> bool:
+        with Pyro5.api.Proxy(uri) as proxy:
+            return bool(proxy.replica_status()["leader"] == leader)
+
+    # a follower learns of a new leader a moment after it leads
+    wait_until(lambda: all(named(uri) for _, uri, _ in replicas if uri != excluding), FAILOVER,
+               "every replica names the leader")
     return found[0]

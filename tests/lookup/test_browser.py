@@ -624,6 +624,7 @@ def test_a_replicas_page_streams_its_terms_registrations_or_names_the_leader_and
     streams: list[Stream] = []
     try:
         leader = group.leader()
+        group.wait_named(leader)
         registration = leader.register(item("acme.Quoter"), 30)
         streams.append(Stream(pages[id(leader)]))
         snapshot = streams[0].next()
@@ -669,6 +670,7 @@ def test_a_flood_of_follower_streams_is_capped_and_the_leaders_canary_and_page_g
     held: list[Stream] = []
     try:
         leader = group.leader()
+        group.wait_named(leader)  # else a follower's stream ends when it learns who leads
         canary = Canary(leader)
         follower = pages[id(group.followers(leader)[0])]
         for _ in range(3):  # never read again: heartbeats only, a few bytes a second

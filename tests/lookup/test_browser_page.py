@@ -292,6 +292,7 @@ def test_a_replicas_page_names_the_leader_and_follows_a_failover_without_a_reloa
     group = ReplicaGroup(cluster, make, object_id=LOOKUP_OBJECT_ID).start()
     try:
         leader = group.leader()
+        group.wait_named(leader)
         registration = leader.register(ServiceItem(None, "PYRO:quotes@127.0.0.1:9", ("acme.Quotes",), ()), 60)
         watched = group.followers(leader)[0]
         driver.get(pages[id(watched)].url)

@@ -98,6 +98,7 @@ def broadcast_answer(port: int, timeout: float) -> bytes | None:
 
 def test_the_leaders_face_answers_followers_name_it_and_pings_move_with_leadership(faced: Faced) -> None:
     leader = faced.group.leader()
+    faced.group.wait_named(leader)
     with ServingDaemon() as daemon:
         uri = daemon.register(Echo())
         with Pyro5.api.Proxy(faced.uri(leader)) as ns:
