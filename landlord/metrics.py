@@ -388,9 +388,13 @@ class LeaseMetrics(Metrics, LeaseHooks):
         """What the landlord attached refused so far by its per-client limits, by limit (empty if it has
         none: only landlords with a ``limit_refusals()``, such as the lookup and the renewal service, do;
         a replica's, of its last term)."""
-        latest = self._latest() if self._latest is not None else None
-        reading = getattr(latest, "limit_refusals", None)
+        reading = getattr(self.latest_landlord(), "limit_refusals", None)
         return dict(reading()) if callable(reading) else {}
+
+    def latest_landlord(self) -> Landlord | None:
+        """The landlord these hooks were last added to (a replica's: its last term's), if it is still
+        alive: these metrics do not keep an ended term's landlord alive."""
+        return self._latest() if self._latest is not None else None
 
     def _held(self) -> float:
         watched = self._watched

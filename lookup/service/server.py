@@ -41,7 +41,6 @@ import contextlib
 import logging
 import os
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -212,8 +211,6 @@ class LookupMetrics(LeaseMetrics):
         super().__init__()
         from prometheus_client import Counter, Gauge
 
-        # the last term's, for a replica: not kept alive by these metrics once its term has ended
-        self._service: weakref.ref[LookupService] | None = None
         Gauge("lookup_registrations_active", "Services registered now (run out but not yet freed among them).",
               registry=self.registry).set_function(lambda: self._held_by(lambda service: len(service.registry)))
         Gauge("lookup_event_registrations_active", "Event registrations held now (run out but not yet freed "
@@ -238,12 +235,11 @@ class LookupMetrics(LeaseMetrics):
     def landlord_attached(self, landlord: Landlord) -> None:
         if isinstance(landlord, LookupService):
             landlord.fanout.mailer.observer = self.mail
-            self._service = weakref.ref(landlord)
 
     def _held_by(self, count: Callable[[LookupService], int]) -> float:
         """``count`` of the service attached (a replica's: of its term, while it leads), else 0."""
-        service, watched = self._service() if self._service is not None else None, self.landlord
-        if service is None or watched is None or watched.manager is not service.manager:
+        service, watched = self.latest_landlord(), self.landlord
+        if not isinstance(service, LookupService) or watched is None or watched.manager is not service.manager:
             return 0.0  # a replica that does not lead, or whose term has ended
         return float(count(service))
 
