@@ -24,7 +24,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import Pyro5.server
@@ -61,7 +61,7 @@ from .outbox import MailLimits
 from .pyrons.bridge import NameServerBridge, PyroNs
 from .pyrons.replica import ReplicaNameServer
 from .quotas import LookupLimits
-from .server import MAX_TABLE_ROWS, LookupMetrics, ServedLookupService, check_pyro_ns
+from .server import MAX_TABLE_ROWS, LookupMetrics, ServedLookupService, check_pyro_ns, start_page
 
 if TYPE_CHECKING:
     import pyetcd
@@ -343,10 +343,10 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
     if discovery:
         Announcement(group_lookup_id(group), tuple(uris), announcing.groups)  # raises if it cannot fit a packet
     metrics = LookupMetrics() if metrics_port is not None and prometheus_available() else None
-    options = _term_options(lookup_limits, mail_limits, callback_hosts)  # raises before etcd is reached
+    lookup_limits, mail_limits, hosts = _term_options(lookup_limits, mail_limits, callback_hosts)  # before etcd
     check_pyro_ns(pyro_ns, max_lease)
     replica = ReplicatedLookupService(reach_etcd(etcd), group=group, replicas=uris, policy=policy, reaper=reaper,
-                                      lookup_limits=options[0], mail_limits=options[1], callback_hosts=options[2])
+                                      lookup_limits=lookup_limits, mail_limits=mail_limits, callback_hosts=hosts)
     admin = LandlordAdmin.if_asked(replica, token=admin_token, admin_names=admin_names)
     name_server = ReplicaNameServer(replica, pyro_ns.terms) if pyro_ns is not None else None  # before it starts
     bridge = None
@@ -362,10 +362,7 @@ def serve_replicated(host: str, port: int, *, etcd: str, group: str, replicas: s
             bridge = NameServerBridge(name_server, pyro_ns, host=host, advertise=advertise, tls=tls, limits=limits)
         with contextlib.ExitStack() as pages:
             if page is not None:  # before the replica starts: its feed follows every term
-                started = pages.enter_context(page(replica, admin, admin_token))
-                refusals = getattr(started, "refusals", None)  # the page's (a BrowserServer's): counted if kept
-                if metrics is not None and isinstance(refusals, Mapping):
-                    metrics.count_page(lambda: started.refusals)
+                start_page(pages, page(replica, admin, admin_token), metrics)
             serve_replica(replica, host, port, advertise=advertise, tls=tls, stop=stop, ready=answering,
                           announce=announce, name="lookup service", metrics=metrics, metrics_port=metrics_port,
                           metrics_host=metrics_host, admin=admin, limits=limits)

@@ -370,10 +370,7 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
 
         with contextlib.ExitStack() as pages:
             if page is not None:
-                started = pages.enter_context(page(service, admin, admin_token))
-                refusals = getattr(started, "refusals", None)  # the page's (a BrowserServer's): counted if kept
-                if metrics is not None and isinstance(refusals, Mapping):
-                    metrics.count_page(lambda: started.refusals)
+                start_page(pages, page(service, admin, admin_token), metrics)
             serve_object(service, host, port, advertise=advertise, object_id=LOOKUP_OBJECT_ID, tls=tls,
                          server_type=server_type, threadpool_size=threadpool_size, stop=stop, ready=answering,
                          name="lookup service", announce=announce, metrics=metrics, metrics_host=metrics_host,
@@ -384,6 +381,16 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, advertise: str 
         if bridge is not None:
             bridge.close()
         service.close()  # its reaper and event delivery
+
+
+def start_page(pages: contextlib.ExitStack, page: contextlib.AbstractContextManager[Any],
+               metrics: LookupMetrics | None) -> None:
+    """Start the browser page ``page`` (what a page starter made: a plain lookup's or a replica's),
+    closed with ``pages``; its refusals, if it keeps them (a ``BrowserServer`` does), counted in
+    ``metrics``."""
+    started = pages.enter_context(page)
+    if metrics is not None and isinstance(getattr(started, "refusals", None), Mapping):
+        metrics.count_page(lambda: started.refusals)
 
 
 def _check_choices(*, server_type: str, reaper: str, tls: TLSConfig | None, advertise: str | None) -> None:
