@@ -25,7 +25,8 @@ try:  # not on Windows: used to list the interfaces' addresses
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["WILDCARD_HOSTS", "advertised_host", "check_advertise", "check_host", "own_address", "uri_host"]
+__all__ = ["WILDCARD_HOSTS", "advertised_host", "check_advertise", "check_host", "is_loopback", "own_address",
+           "uri_host"]
 
 # logged as before the split: operators' filters name landlord.serving
 log = logging.getLogger("landlord.serving")
@@ -151,6 +152,17 @@ def own_address(*, ipv6: bool = False) -> str:
     log.warning("this host has no address but loopback: advertising %s, which other hosts cannot reach "
                 "(give an address to advertise)", loopback)
     return loopback
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine alone: ``localhost`` (any case) or a loopback address, an
+    IPv6 one in brackets or not (a wildcard or any other name is not, and names are not resolved)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def uri_host(host: str) -> str:

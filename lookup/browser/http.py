@@ -60,13 +60,14 @@ import Pyro5.errors
 from landlord import NotLeaderError, UnknownLeaseError
 from landlord.admin import AdminRefusedError, LandlordAdmin
 from landlord.serving import print_line
+from landlord.transport.addresses import is_loopback
 
 from ..service.lookupservice import LookupService
 from .feed import BrowserFeed, FeedLimits, Subscription
 from .page import PAGE_FILES
 from .terms import Replica, TermFeed
 
-__all__ = ["BrowserServer", "PageLimits", "PageStarter", "page_at", "is_loopback", "read_only_note",
+__all__ = ["BrowserServer", "PageLimits", "PageStarter", "page_at", "read_only_note",
            "DEFAULT_HTTP_HOST", "REFUSAL_RULES", "TOKEN_HEADER"]
 
 log = logging.getLogger("lookup.browser")
@@ -483,17 +484,6 @@ def page_at(host: str = DEFAULT_HTTP_HOST, port: int = 0, *, announce: bool = Tr
 #: ``start(service, admin, admin_token)``: a started page server, closed (as a context manager) with the service;
 #: ``service`` a replica (made, not started) serves the page of the terms it leads
 PageStarter = Callable[[LookupService | Replica, "LandlordAdmin | None", "str | None"], BrowserServer]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a page listening at ``host`` is reachable from this machine only: ``localhost`` or a
-    loopback address (a wildcard or any other name is not, and names are not resolved here)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def read_only_note(host: str) -> str:

@@ -34,7 +34,7 @@ try:
 except ImportError:  # pragma: no cover (not Unix)
     fcntl = None  # type: ignore[assignment]
 
-from landlord.transport.addresses import own_address
+from landlord.transport.addresses import is_loopback, own_address
 
 __all__ = [
     "DISCOVERY_PORT", "ANNOUNCE_GROUP", "REQUEST_GROUP", "DEFAULT_TTL", "DiscoveryNetwork", "Interface",
@@ -148,7 +148,7 @@ def choose_interfaces(address: str | None = None, *, serving: str | None = None)
                                                                                         loopback=True)]
     if serving is None:
         return found or loopbacks
-    if _is_loopback(serving):
+    if is_loopback(serving):
         return loopbacks[:1]
     return [interface for interface in found if not interface.loopback] or loopbacks[:1]
 
@@ -281,8 +281,3 @@ def _ipv4(text: str) -> ipaddress.IPv4Address:
         raise ValueError(f"not an IPv4 address: {text!r:.60}") from None
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"

@@ -15,6 +15,7 @@ from landlord.transport.addresses import (
     advertised_host,
     check_advertise,
     check_host,
+    is_loopback,
     own_address,
     uri_host,
 )
@@ -100,3 +101,8 @@ def test_own_address_passes_over_what_is_not_this_hosts_or_reaches_no_other_host
 def test_uri_host_brackets_an_ipv6_address_once_and_nothing_else() -> None:
     assert uri_host("fd00::2") == "[fd00::2]" and uri_host("[fd00::2]") == "[fd00::2]"
     assert uri_host("10.1.2.3") == "10.1.2.3" and uri_host("lookup.example.org") == "lookup.example.org"
+
+
+def test_is_loopback_names_only_addresses_this_machine_alone_reaches() -> None:
+    assert all(map(is_loopback, ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost", "LocalHost")))
+    assert not any(map(is_loopback, ("0.0.0.0", "::", "192.0.2.2", "lookup.example", "", "localhost.example")))
