@@ -82,9 +82,10 @@ An answer carries items while they fit its size
 (:data:`lookup.service.quotas.ANSWER_BYTES`); when more matches follow,
 left out by that or by the number asked for, it has ``"cursor"``, a short
 str, and ``lookup_all(template, max_matches, cursor)`` hands back the next of
-them. A reader before cursors ignores the key (and so reads the first part
-of a long answer, as it could never read a whole one past the cap on a
-message); a lookup service before them sends none.
+them. A reader before cursors ignores the key, and so reads only the first
+part of an answer over that size (about 3,000 typical items; before cursors
+it was given every item up to the cap on a message); a lookup service before
+them sends none.
 
 Serpent and json recreate classes top-down: when a converter here runs, the
 dicts nested in its own are still raw, and it converts them itself,
